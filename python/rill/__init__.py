@@ -1,0 +1,36 @@
+"""rill: a deep-learning framework with a C++ core and a PyTorch-style API.
+
+``import rill as flow`` (or ``import rill as torch`` for most PyTorch CPU scripts).
+"""
+from rill import _C
+from rill._C import (  # noqa: F401
+    Tensor, dtype, device,
+    bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+    promote_types, result_type,
+    from_numpy, from_dlpack,
+    zeros, ones, empty, full, arange, rand, randn, randint,
+    manual_seed, seed, initial_seed,
+    neg, abs, relu, exp, log, sqrt, sigmoid, tanh,
+    add, sub, subtract, mul, multiply, div, divide, true_divide, pow, maximum, minimum,
+    eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
+    where, sum, mean, amax, amin, argmax, argmin, max, min,
+    matmul, mm, bmm,
+    memory_stats, empty_cache, reset_peak_memory_stats,
+    set_num_threads, get_num_threads, synchronize, set_env_override, env_knobs,
+)
+from rill._tensor import Size  # noqa: F401  (also installs Python-side Tensor methods)
+from rill._creation import (  # noqa: F401
+    tensor, as_tensor, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
+    is_tensor, numel, reshape, transpose, permute, flatten, squeeze, unsqueeze, narrow, clone,
+    get_default_dtype, is_floating_point, negative, absolute,
+)
+
+# dtype aliases, as in PyTorch
+half = float16
+float = float32
+double = float64
+short = int16
+int = int32
+long = int64
+
+__version__ = "0.1.0"

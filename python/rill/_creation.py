@@ -1,0 +1,133 @@
+"""Creation functions that take Python data, and small functional aliases."""
+import builtins
+
+import numpy as np
+
+from rill import _C
+from rill._C import Tensor
+
+
+def _infer_dtype(data):
+    """PyTorch's rule for Python data: bools -> bool, ints -> int64, any float -> float32."""
+    arr = np.asarray(data)
+    if arr.dtype == np.bool_:
+        return arr, _C.bool
+    if arr.dtype.kind in "iu":
+        return arr, _C.int64
+    if arr.dtype.kind == "f":
+        return arr, _C.float32
+    raise TypeError(f"[tensor] can't build a tensor from {type(data).__name__} (numpy dtype {arr.dtype}); "
+                    "expected numbers, nested lists of numbers, or an array")
+
+
+_NUMPY_DTYPES = {np.dtype(np.bool_): _C.bool, np.dtype(np.uint8): _C.uint8, np.dtype(np.int8): _C.int8,
+                 np.dtype(np.int16): _C.int16, np.dtype(np.int32): _C.int32, np.dtype(np.int64): _C.int64,
+                 np.dtype(np.float16): _C.float16, np.dtype(np.float32): _C.float32,
+                 np.dtype(np.float64): _C.float64}
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of data (a number, nested lists, a numpy array or a tensor)."""
+    if device is not None:
+        _C.device(str(device)) if not isinstance(device, _C.device) else device
+    if isinstance(data, Tensor):
+        out = data.clone() if dtype is None else data._to_dtype(dtype, True)
+    else:
+        if isinstance(data, np.ndarray) and data.dtype in _NUMPY_DTYPES:
+            arr, inferred = data, _NUMPY_DTYPES[data.dtype]
+        elif isinstance(data, np.generic) and np.dtype(type(data)) in _NUMPY_DTYPES:
+            arr, inferred = np.asarray(data), _NUMPY_DTYPES[np.dtype(type(data))]
+        else:
+            try:
+                arr, inferred = _infer_dtype(data)
+            except ValueError as e:
+                raise ValueError(f"[tensor] data must be rectangular (nested lists of equal lengths): {e}") from None
+        arr = np.ascontiguousarray(arr)
+        if arr.dtype.byteorder not in ("=", "|"):
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        out = _C.from_numpy(arr)._to_dtype(dtype or inferred, True)
+    if requires_grad:
+        out.requires_grad = True
+    return out
+
+
+def as_tensor(data, dtype=None, device=None):
+    """data itself when it is a tensor of the right dtype, else a converted copy."""
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def _like(factory):
+    def like(input, dtype=None, device=None, requires_grad=False, **kwargs):
+        kwargs.pop("memory_format", None)
+        return factory(input._shape, dtype=dtype or input.dtype, requires_grad=requires_grad, **kwargs)
+    like.__name__ = factory.__name__ + "_like"
+    return like
+
+
+zeros_like = _like(_C.zeros)
+ones_like = _like(_C.ones)
+empty_like = _like(_C.empty)
+rand_like = _like(_C.rand)
+randn_like = _like(_C.randn)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    return _C.full(input._shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def numel(input):
+    return input.numel()
+
+
+def get_default_dtype():
+    return _C.float32
+
+
+def reshape(input, shape):
+    return input.reshape(shape)
+
+
+def transpose(input, dim0, dim1):
+    return input.transpose(dim0, dim1)
+
+
+def permute(input, dims):
+    return input.permute(dims)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return input.flatten(start_dim, end_dim)
+
+
+def squeeze(input, dim=None):
+    return input.squeeze(dim)
+
+
+def unsqueeze(input, dim):
+    return input.unsqueeze(dim)
+
+
+def narrow(input, dim, start, length):
+    return input.narrow(dim, start, length)
+
+
+def clone(input):
+    return input.clone()
+
+
+def negative(input):
+    return -input
+
+
+def absolute(input):
+    return builtins.abs(input)

@@ -1,0 +1,188 @@
+"""Tensor methods written in Python: shape as rill.Size, conversions, repr."""
+import builtins
+
+from rill import _C
+from rill._C import Tensor
+from rill._tensor_str import tensor_repr
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints, like torch.Size."""
+
+    def __repr__(self):
+        return "rill.Size([" + ", ".join(builtins.str(s) for s in self) + "])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _shape(self):
+    return Size(self._shape)
+
+
+def _size(self, dim=None):
+    if dim is None:
+        return Size(self._shape)
+    return self._size(dim)
+
+
+def _to(self, *args, **kwargs):
+    """to(dtype), to(device), to(device, dtype), to(other), with copy= and non_blocking= keywords."""
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"[to] got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for a in args:
+        if isinstance(a, _C.dtype) or a in (builtins.float, builtins.int, builtins.bool):
+            dtype = a
+        elif isinstance(a, (builtins.str, _C.device)):
+            device = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        else:
+            raise TypeError(f"[to] expected a dtype, a device or a Tensor, got {type(a).__name__}")
+    if device is not None:
+        _C.device(builtins.str(device)) if not isinstance(device, _C.device) else device  # validates
+    if dtype is None:
+        return self.clone() if copy else self
+    return self._to_dtype(dtype, copy)
+
+
+def _cpu(self):
+    return self
+
+
+def _cuda(self, *args, **kwargs):
+    raise RuntimeError("[cuda] rill was built without CUDA; tensors live on 'cpu'")
+
+
+def _convert(dt):
+    def method(self):
+        return self._to_dtype(dt, False)
+    method.__name__ = builtins.str(dt).split(".")[-1]
+    return method
+
+
+def _type_as(self, other):
+    return self._to_dtype(other.dtype, False)
+
+
+def _array(self, dtype=None, copy=None):
+    arr = self.numpy(force=builtins.bool(copy)) if self.dtype != _C.bfloat16 else self.float().numpy()
+    if dtype is not None:
+        arr = arr.astype(dtype, copy=False)
+    return arr
+
+
+def _len(self):
+    if self.ndim == 0:
+        raise TypeError("len() of a 0-d tensor")
+    return self._shape[0]
+
+
+def _iter(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self._shape[0]))
+
+
+def _scalar_of(kind):
+    def method(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"[{kind.__name__}] only a Tensor with one element can be converted to a Python "
+                               f"{kind.__name__}, got {self.numel()} elements")
+        return kind(self.item())
+    return method
+
+
+def _bool(self):
+    if self.numel() != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {'no' if self.numel() == 0 else 'more than one'} "
+                           "value is ambiguous")
+    return builtins.bool(self.item())
+
+
+def _index(self):
+    if self.numel() != 1 or self.dtype.is_floating_point or self.dtype == _C.bool:
+        raise TypeError("only integer tensors of a single element can be converted to an index")
+    return self.item()
+
+
+def _format(self, spec):
+    if self.ndim == 0:
+        return self.item().__format__(spec)
+    return object.__format__(self, spec)
+
+
+def _requires_grad_(self, requires_grad=True):
+    self.requires_grad = requires_grad
+    return self
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    from rill._creation import tensor
+    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return _C.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return _C.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _C.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return _C.empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+_METHODS = {
+    "shape": property(_shape),
+    "size": _size,
+    "to": _to,
+    "cpu": _cpu,
+    "cuda": _cuda,
+    "float": _convert(_C.float32),
+    "double": _convert(_C.float64),
+    "half": _convert(_C.float16),
+    "bfloat16": _convert(_C.bfloat16),
+    "int": _convert(_C.int32),
+    "long": _convert(_C.int64),
+    "short": _convert(_C.int16),
+    "char": _convert(_C.int8),
+    "byte": _convert(_C.uint8),
+    "bool": _convert(_C.bool),
+    "type_as": _type_as,
+    "__array__": _array,
+    "__len__": _len,
+    "__iter__": _iter,
+    "__bool__": _bool,
+    "__float__": _scalar_of(builtins.float),
+    "__int__": _scalar_of(builtins.int),
+    "__index__": _index,
+    "__format__": _format,
+    "__repr__": tensor_repr,
+    "__str__": tensor_repr,
+    "requires_grad_": _requires_grad_,
+    "new_tensor": _new_tensor,
+    "new_zeros": _new_zeros,
+    "new_ones": _new_ones,
+    "new_full": _new_full,
+    "new_empty": _new_empty,
+    "is_cuda": property(lambda self: False),
+    "is_cpu": property(lambda self: True),
+    "layout": property(lambda self: "strided"),
+    "__array_priority__": 1000,
+}
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)

@@ -1,0 +1,62 @@
+// Shared pieces of the Python bindings: the dtype caster, argument parsing
+// helpers, and the init_xxx(m) functions module.cpp calls, one per C++ area.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "rill/core/tensor.h"
+#include "rill/eager/functional.h"
+
+namespace nb = nanobind;
+
+namespace rill::py {
+
+/** The Python object for a dtype (rill.float32, ...). */
+struct PyDType {
+  DType value;
+};
+
+/** Singleton Python object of a dtype. */
+nb::handle dtype_object(DType t);
+/** dtype from a rill.dtype or the builtins bool/int/float; nullopt if obj is neither. */
+std::optional<DType> dtype_from_object(nb::handle obj);
+
+/** A Python number as a Scalar; nullopt for anything else (tensors, strings, ...). */
+std::optional<Scalar> scalar_from_object(nb::handle obj);
+/** Sizes from f(2, 3), f((2, 3)) or f([2, 3]); TypeError naming op otherwise. */
+Shape shape_from_args(const nb::args& args, const char* op);
+/** A list of ints from an int or a sequence of ints; TypeError naming op otherwise. */
+std::vector<int64_t> ints_from_object(nb::handle obj, const char* op);
+/** A device from None, "cpu" or a rill.device. */
+Device device_from_object(nb::handle obj, const char* op);
+
+/** Submodule initialisers, one per C++ area. */
+void init_dtype(nb::module_& m);
+void init_tensor(nb::module_& m);
+void init_indexing(nb::class_<Tensor>& cls);
+void init_interop(nb::module_& m, nb::class_<Tensor>& cls);
+void init_ops(nb::module_& m, nb::class_<Tensor>& cls);
+void init_runtime(nb::module_& m);
+
+}  // namespace rill::py
+
+namespace nanobind::detail {
+/** rill::DType <-> rill.dtype objects (also accepts bool, int, float). */
+template <>
+struct type_caster<rill::DType> {
+  NB_TYPE_CASTER(rill::DType, const_name("rill.dtype"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    auto t = rill::py::dtype_from_object(src);
+    if (!t) return false;
+    value = *t;
+    return true;
+  }
+  static handle from_cpp(rill::DType t, rv_policy, cleanup_list*) noexcept {
+    return rill::py::dtype_object(t).inc_ref();
+  }
+};
+}  // namespace nanobind::detail

@@ -1,0 +1,427 @@
+// Math and creation: module functions (rill.add, rill.zeros, ...), Tensor
+// methods and Python operators. Op schemas are looked up once, at import.
+#include <chrono>
+
+#include "bind.h"
+#include "rill/ops/elementwise.h"
+#include "rill/ops/type_promotion.h"
+
+namespace rill::py {
+namespace {
+
+// The three schemas behind one binary op name: tensor-tensor, tensor-scalar, scalar-tensor.
+struct BinaryOp {
+  std::string name;
+  const OpSchema* tensor;
+  const OpSchema* scalar;
+  const OpSchema* rscalar;  // nullptr for comparisons (Python reflects them)
+};
+
+BinaryOp make_binary(const std::string& name, bool reversible = true) {
+  return {name, &eager::op(name), &eager::op(name + "_scalar"),
+          reversible ? &eager::op("r" + name + "_scalar") : nullptr};
+}
+
+[[noreturn]] void bad_operand(const BinaryOp& op, nb::handle other) {
+  RILL_FAIL(Type, "[", op.name, "] expected a Tensor or a number as the other operand, got ",
+            nb::inst_name(other).c_str());
+}
+
+// a op other (reverse: other op a). Returns nullopt when other is neither a tensor nor a number.
+std::optional<Tensor> try_binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
+  if (nb::isinstance<Tensor>(other)) {
+    const Tensor& b = nb::cast<const Tensor&>(other);
+    return reverse ? eager::binary(*op.tensor, b, a) : eager::binary(*op.tensor, a, b);
+  }
+  auto s = scalar_from_object(other);
+  if (!s) return std::nullopt;
+  return eager::binary_scalar(reverse ? *op.rscalar : *op.scalar, a, *s);
+}
+
+Tensor binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse = false) {
+  auto r = try_binary(op, a, other, reverse);
+  if (!r) bad_operand(op, other);
+  return *r;
+}
+
+// Python operator: NotImplemented lets Python try the other operand's method.
+nb::object binary_operator(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
+  auto r = try_binary(op, a, other, reverse);
+  if (!r) return nb::borrow(Py_NotImplemented);
+  return nb::cast(std::move(*r));
+}
+
+// a op= other, written into a.
+const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle other) {
+  if (nb::isinstance<Tensor>(other)) {
+    Tensor in[2] = {a, nb::cast<const Tensor&>(other)};
+    eager::call_into(*op.tensor, in, {}, empty_attrs(), a);
+    return a;
+  }
+  auto s = scalar_from_object(other);
+  if (!s) bad_operand(op, other);
+  Scalar sc[1] = {*s};
+  eager::call_into(*op.scalar, {&a, 1}, sc, empty_attrs(), a);
+  return a;
+}
+
+// other * alpha, for add/sub's alpha argument.
+nb::object scaled(const BinaryOp& mul, nb::handle other, nb::handle alpha) {
+  if (alpha.is_none()) return nb::borrow(other);
+  if (nb::isinstance<Tensor>(other)) return nb::cast(binary(mul, nb::cast<const Tensor&>(other), alpha));
+  return other * alpha;
+}
+
+struct FactoryArgs {
+  Shape shape;
+  std::optional<DType> dtype;
+  Device device;
+  bool requires_grad = false;
+};
+
+// f(*size, dtype=None, device=None, requires_grad=False, size=None)
+FactoryArgs parse_factory(const nb::args& args, const nb::kwargs& kwargs, const char* op, bool with_shape = true) {
+  FactoryArgs f;
+  bool have_size = false;
+  for (auto [key, value] : kwargs) {
+    std::string k = nb::cast<std::string>(key);
+    if (k == "dtype") {
+      if (!value.is_none()) {
+        f.dtype = dtype_from_object(value);
+        RILL_CHECK(f.dtype.has_value(), Type, "[", op, "] dtype must be a rill.dtype, got ",
+                   nb::inst_name(value).c_str());
+      }
+    } else if (k == "device") {
+      f.device = device_from_object(value, op);
+    } else if (k == "requires_grad") {
+      f.requires_grad = nb::cast<bool>(value);
+    } else if (k == "size" && with_shape) {
+      f.shape = ints_from_object(value, op);
+      have_size = true;
+    } else if (k == "layout" || k == "pin_memory" || k == "memory_format" || k == "generator" || k == "out") {
+      RILL_CHECK(value.is_none() || k == "pin_memory" || k == "generator", Type, "[", op, "] argument '", k,
+                 "' is only supported with its default value");
+    } else {
+      RILL_FAIL(Type, "[", op, "] got an unexpected keyword argument '", k, "'");
+    }
+  }
+  if (with_shape && !have_size) f.shape = shape_from_args(args, op);
+  if (with_shape && have_size)
+    RILL_CHECK(args.size() == 0, Type, "[", op, "] sizes given both positionally and as size=");
+  check_sizes(f.shape, op);
+  return f;
+}
+
+Tensor finish(Tensor t, const FactoryArgs& f) {
+  if (f.requires_grad) {
+    RILL_CHECK(dtype_is_floating(t.dtype()), Runtime,
+               "only tensors of floating point dtype can require gradients, got ", dtype_name(t.dtype()));
+    t.impl()->set_requires_grad(true);
+  }
+  return t;
+}
+
+std::vector<int64_t> dims_arg(nb::handle dim, const char* op) {
+  if (dim.is_none()) return {};
+  return ints_from_object(dim, op);
+}
+
+}  // namespace
+
+void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
+  static const BinaryOp add = make_binary("add"), sub = make_binary("sub"), mul = make_binary("mul"),
+                        div = make_binary("div"), pow = make_binary("pow"), maximum = make_binary("maximum"),
+                        minimum = make_binary("minimum");
+  static const BinaryOp cmp[6] = {make_binary("eq", false), make_binary("ne", false), make_binary("lt", false),
+                                  make_binary("le", false), make_binary("gt", false), make_binary("ge", false)};
+
+  // --- unary ---
+  for (std::string_view name : kUnarySameOps) {
+    const OpSchema* s = &eager::op(name);
+    std::string n(name);
+    m.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); }, nb::arg("input"));
+    cls.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); });
+  }
+  for (std::string_view name : kUnaryFloatOps) {
+    const OpSchema* s = &eager::op(name);
+    std::string n(name);
+    m.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); }, nb::arg("input"));
+    cls.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); });
+    cls.def((n + "_").c_str(), [s](const Tensor& x) {
+      eager::call_into(*s, {&x, 1}, {}, empty_attrs(), x);
+      return x;
+    });
+  }
+  const OpSchema* neg = &eager::op("neg");
+  const OpSchema* abs = &eager::op("abs");
+  const OpSchema* relu = &eager::op("relu");
+  cls.def("__neg__", [neg](const Tensor& x) { return eager::unary(*neg, x); });
+  cls.def("__abs__", [abs](const Tensor& x) { return eager::unary(*abs, x); });
+  cls.def("__pos__", [](const Tensor& x) { return x; });
+  cls.def("relu_", [relu](const Tensor& x) {
+    eager::call_into(*relu, {&x, 1}, {}, empty_attrs(), x);
+    return x;
+  });
+
+  // --- binary: functions, methods, operators, in-place ---
+  auto def_arith = [&](const BinaryOp& op, const char* dunder, const char* rdunder, const char* idunder) {
+    const BinaryOp* p = &op;
+    m.def(op.name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("input"),
+          nb::arg("other"));
+    cls.def(op.name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("other"));
+    if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
+    if (rdunder) cls.def(rdunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, true); });
+    if (idunder) {
+      cls.def((op.name + "_").c_str(), [p](const Tensor& a, nb::handle b) { return binary_inplace(*p, a, b); },
+              nb::rv_policy::reference_internal);
+    }
+    if (idunder)
+      cls.def(idunder, [p](const Tensor& a, nb::handle b) { return binary_inplace(*p, a, b); },
+              nb::rv_policy::reference_internal);
+  };
+  def_arith(mul, "__mul__", "__rmul__", "__imul__");
+  def_arith(div, "__truediv__", "__rtruediv__", "__itruediv__");
+  def_arith(pow, "__pow__", "__rpow__", "__ipow__");
+  def_arith(maximum, nullptr, nullptr, nullptr);
+  def_arith(minimum, nullptr, nullptr, nullptr);
+  cls.def("__add__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, false); });
+  cls.def("__radd__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, true); });
+  cls.def("__iadd__", [](const Tensor& a, nb::handle b) { return binary_inplace(add, a, b); },
+          nb::rv_policy::reference_internal);
+  cls.def("__sub__", [](const Tensor& a, nb::handle b) { return binary_operator(sub, a, b, false); });
+  cls.def("__rsub__", [](const Tensor& a, nb::handle b) { return binary_operator(sub, a, b, true); });
+  cls.def("__isub__", [](const Tensor& a, nb::handle b) { return binary_inplace(sub, a, b); },
+          nb::rv_policy::reference_internal);
+  // add/sub with alpha: input + alpha * other
+  for (const BinaryOp* p : {&add, &sub}) {
+    auto fn = [p](const Tensor& a, nb::handle b, nb::handle alpha) {
+      return binary(*p, a, scaled(mul, b, alpha));
+    };
+    auto ifn = [p](const Tensor& a, nb::handle b, nb::handle alpha) {
+      return binary_inplace(*p, a, scaled(mul, b, alpha));
+    };
+    m.def(p->name.c_str(), fn, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none());
+    cls.def(p->name.c_str(), fn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none());
+    cls.def((p->name + "_").c_str(), ifn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none(),
+            nb::rv_policy::reference_internal);
+  }
+  m.def("subtract", [](const Tensor& a, nb::handle b) { return binary(sub, a, b); });
+  m.def("multiply", [](const Tensor& a, nb::handle b) { return binary(mul, a, b); });
+  m.def("divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); });
+  m.def("true_divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); });
+  // pow(number, tensor)
+  m.def("pow", [](nb::handle a, const Tensor& b) {
+    auto s = scalar_from_object(a);
+    RILL_CHECK(s.has_value(), Type, "[pow] expected a number or a Tensor base, got ", nb::inst_name(a).c_str());
+    return eager::binary_scalar(*pow.rscalar, b, *s);
+  }, nb::arg("self"), nb::arg("exponent"));
+  const char* cmp_dunders[6] = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"};
+  const char* cmp_alias[6] = {nullptr, "not_equal", "less", "less_equal", "greater", "greater_equal"};
+  for (int i = 0; i < 6; ++i) {
+    const BinaryOp* p = &cmp[i];
+    m.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("input"),
+          nb::arg("other"));
+    if (cmp_alias[i]) m.def(cmp_alias[i], [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); });
+    cls.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("other"));
+    cls.def(cmp_dunders[i], [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
+  }
+  cls.def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
+
+  // --- where ---
+  auto where3 = [](const Tensor& cond, nb::handle a, nb::handle b) {
+    auto as_tensor = [&](nb::handle v, const Tensor& like) -> Tensor {
+      if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
+      auto s = scalar_from_object(v);
+      RILL_CHECK(s.has_value(), Type, "[where] expected a Tensor or a number, got ", nb::inst_name(v).c_str());
+      // A Python number takes part in promotion as a number: match the other operand's dtype when it is a
+      // tensor of the same category (as PyTorch does for wrapped numbers).
+      DType t = s->default_dtype();
+      if (like.defined() && (dtype_is_floating(like.dtype()) || !s->is_floating())) t = like.dtype();
+      if (like.defined() && s->kind() == Scalar::Kind::kBool) t = like.dtype();
+      return eager::full({}, *s, t);
+    };
+    Tensor ta = nb::isinstance<Tensor>(a) ? nb::cast<Tensor>(a) : Tensor();
+    Tensor tb = nb::isinstance<Tensor>(b) ? nb::cast<Tensor>(b) : Tensor();
+    Tensor x = as_tensor(a, tb), y = as_tensor(b, ta);
+    return eager::where(cond, x, y);
+  };
+  m.def("where", where3, nb::arg("condition"), nb::arg("input"), nb::arg("other"));
+  cls.def("where", [where3](const Tensor& self, const Tensor& cond, nb::handle other) {
+    return where3(cond, nb::cast(self), other);
+  }, nb::arg("condition"), nb::arg("other"));
+
+  // --- reductions ---
+  static const OpSchema* sum = &eager::op("sum");
+  static const OpSchema* mean = &eager::op("mean");
+  static const OpSchema* amax = &eager::op("amax");
+  static const OpSchema* amin = &eager::op("amin");
+  static const OpSchema* argmax = &eager::op("argmax");
+  static const OpSchema* argmin = &eager::op("argmin");
+  static const OpSchema* max_dim = &eager::op("max_dim");
+  static const OpSchema* min_dim = &eager::op("min_dim");
+  // Result types of max/min with a dim, owned by the module (handles here are borrowed).
+  nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
+  m.attr("_max_result") = namedtuple("max", "values indices");
+  m.attr("_min_result") = namedtuple("min", "values indices");
+  static nb::handle max_type = m.attr("_max_result");
+  static nb::handle min_type = m.attr("_min_result");
+  auto sum_fn = [](const OpSchema* op) {
+    return [op](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
+      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim, dtype);
+    };
+  };
+  for (const OpSchema* op : {sum, mean}) {
+    m.def(op->name.c_str(), sum_fn(op), nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
+          nb::kw_only(), nb::arg("dtype") = nb::none());
+    cls.def(op->name.c_str(), sum_fn(op), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
+            nb::arg("dtype") = nb::none());
+  }
+  for (const OpSchema* op : {amax, amin}) {
+    auto fn = [op](const Tensor& x, nb::handle dim, bool keepdim) {
+      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim);
+    };
+    m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+    cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+  }
+  for (const OpSchema* op : {argmax, argmin}) {
+    auto fn = [op](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+      std::vector<int64_t> dims;
+      if (dim) dims.push_back(*dim);
+      return eager::reduce(*op, x, dims, keepdim);
+    };
+    m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+    cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+  }
+  // max/min: (input) -> all-reduce; (input, dim, keepdim) -> (values, indices); (input, other) -> maximum
+  struct Extremum {
+    const char* name;
+    const OpSchema* all;
+    const OpSchema* with_dim;
+    const BinaryOp* pairwise;
+    nb::handle* result_type;
+  };
+  static const Extremum extrema[2] = {{"max", amax, max_dim, &maximum, &max_type},
+                                      {"min", amin, min_dim, &minimum, &min_type}};
+  for (const Extremum& e : extrema) {
+    const Extremum* p = &e;
+    auto fn = [p](const Tensor& x, nb::handle dim, bool keepdim) -> nb::object {
+      if (dim.is_none()) {
+        RILL_CHECK(x.numel() > 0, Runtime, "[", p->name, "] Expected reduction dim to be specified for "
+                   "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+        return nb::cast(eager::reduce(*p->all, x, {}, false));
+      }
+      if (nb::isinstance<Tensor>(dim)) return nb::cast(binary(*p->pairwise, x, dim));
+      auto dims = ints_from_object(dim, p->name);
+      RILL_CHECK(dims.size() == 1, Type, "[", p->name, "] dim must be a single int");
+      auto [values, indices] = eager::reduce_with_indices(*p->with_dim, x, dims[0], keepdim);
+      return (*p->result_type)(values, indices);
+    };
+    m.def(e.name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+    cls.def(e.name, fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+  }
+
+  // --- matmul ---
+  auto mm = [](const Tensor& a, const Tensor& b) { return eager::matmul(a, b); };
+  m.def("matmul", mm, nb::arg("input"), nb::arg("other"));
+  cls.def("matmul", mm, nb::arg("other"));
+  cls.def("__matmul__", [](const Tensor& a, nb::handle b) -> nb::object {
+    if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(eager::matmul(a, nb::cast<const Tensor&>(b)));
+  });
+  cls.def("__rmatmul__", [](const Tensor& a, nb::handle b) -> nb::object {
+    if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
+    return nb::cast(eager::matmul(nb::cast<const Tensor&>(b), a));
+  });
+  auto mm2 = [](const char* name, int64_t nd) {
+    return [name, nd](const Tensor& a, const Tensor& b) {
+      RILL_CHECK(a.ndim() == nd && b.ndim() == nd, Runtime, "[", name, "] expected ", nd, "-D tensors, got ",
+                 a.ndim(), "-D and ", b.ndim(), "-D");
+      return eager::matmul(a, b);
+    };
+  };
+  m.def("mm", mm2("mm", 2));
+  cls.def("mm", mm2("mm", 2));
+  m.def("bmm", mm2("bmm", 3));
+  cls.def("bmm", mm2("bmm", 3));
+
+  // --- creation ---
+  auto filled = [](const char* name, int value) {
+    return [name, value](nb::args args, nb::kwargs kwargs) {
+      FactoryArgs f = parse_factory(args, kwargs, name);
+      return finish(eager::full(f.shape, Scalar(int64_t{value}), f.dtype.value_or(DType::kFloat32), f.device), f);
+    };
+  };
+  m.def("zeros", filled("zeros", 0));
+  m.def("ones", filled("ones", 1));
+  m.def("empty", [](nb::args args, nb::kwargs kwargs) {
+    FactoryArgs f = parse_factory(args, kwargs, "empty");
+    return finish(eager::empty(f.shape, f.dtype.value_or(DType::kFloat32), f.device), f);
+  });
+  m.def("full", [](nb::handle size, nb::handle value, nb::kwargs kwargs) {
+    FactoryArgs f = parse_factory(nb::args(), kwargs, "full", false);
+    f.shape = ints_from_object(size, "full");
+    check_sizes(f.shape, "full");
+    auto s = scalar_from_object(value);
+    RILL_CHECK(s.has_value(), Type, "[full] fill_value must be a number, got ", nb::inst_name(value).c_str());
+    return finish(eager::full(f.shape, *s, f.dtype.value_or(s->default_dtype()), f.device), f);
+  }, nb::arg("size"), nb::arg("fill_value"), nb::arg("kwargs"));
+  auto random = [](const char* name, Tensor (*gen)(const Shape&, DType, Device)) {
+    return [name, gen](nb::args args, nb::kwargs kwargs) {
+      FactoryArgs f = parse_factory(args, kwargs, name);
+      return finish(gen(f.shape, f.dtype.value_or(DType::kFloat32), f.device), f);
+    };
+  };
+  m.def("rand", random("rand", [](const Shape& s, DType t, Device d) { return eager::rand(s, t, d); }));
+  m.def("randn", random("randn", [](const Shape& s, DType t, Device d) { return eager::randn(s, t, d); }));
+  m.def("randint", [](nb::args args, nb::kwargs kwargs) {
+    // randint(high, size) or randint(low, high, size)
+    RILL_CHECK(args.size() == 2 || args.size() == 3, Type,
+               "[randint] expected randint(high, size) or randint(low, high, size)");
+    int64_t low = 0, high;
+    if (args.size() == 3) {
+      low = ints_from_object(args[0], "randint").at(0);
+      high = ints_from_object(args[1], "randint").at(0);
+    } else {
+      high = ints_from_object(args[0], "randint").at(0);
+    }
+    FactoryArgs f = parse_factory(nb::args(), kwargs, "randint", false);
+    f.shape = ints_from_object(args[args.size() - 1], "randint");
+    check_sizes(f.shape, "randint");
+    return finish(eager::randint(low, high, f.shape, f.dtype.value_or(DType::kInt64), f.device), f);
+  });
+  m.def("arange", [](nb::handle a, nb::handle b, nb::handle step, nb::kwargs kwargs) {
+    FactoryArgs f = parse_factory(nb::args(), kwargs, "arange", false);
+    auto num = [](nb::handle h, const char* what) {
+      auto s = scalar_from_object(h);
+      RILL_CHECK(s.has_value() && s->kind() != Scalar::Kind::kBool, Type, "[arange] ", what,
+                 " must be a number, got ", nb::inst_name(h).c_str());
+      return *s;
+    };
+    Scalar start = b.is_none() ? Scalar(int64_t{0}) : num(a, "start");
+    Scalar end = b.is_none() ? num(a, "end") : num(b, "end");
+    return finish(eager::arange(start, end, num(step, "step"), f.dtype, f.device), f);
+  }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1, nb::arg("kwargs"));
+  m.def("manual_seed", [](int64_t seed) { eager::manual_seed(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
+  m.def("seed", []() {
+    uint64_t s = static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
+    eager::manual_seed(s);
+    return s;
+  });
+  m.def("initial_seed", []() { return eager::initial_seed(); });
+  m.def("result_type", [](nb::handle a, nb::handle b) {
+    std::vector<MetaSym> metas;
+    std::vector<Scalar> scalars;
+    for (nb::handle h : {a, b}) {
+      if (nb::isinstance<Tensor>(h)) {
+        metas.push_back(nb::cast<const Tensor&>(h).meta());
+      } else {
+        auto s = scalar_from_object(h);
+        RILL_CHECK(s.has_value(), Type, "[result_type] expected Tensors or numbers");
+        scalars.push_back(*s);
+      }
+    }
+    return result_type(metas, scalars);
+  });
+}
+
+}  // namespace rill::py

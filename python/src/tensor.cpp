@@ -1,0 +1,154 @@
+// rill.Tensor: properties, views, conversions and element access.
+#include "bind.h"
+
+namespace rill::py {
+namespace {
+
+nb::object element_to_python(const char* p, DType t) {
+  return visit_dtype(t, [&](auto tag) -> nb::object {
+    using T = typename decltype(tag)::type;
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) {
+      return nb::bool_(v);
+    } else if constexpr (kIsFloating<T>) {
+      return nb::float_(static_cast<double>(static_cast<OpMath<T>>(v)));
+    } else {
+      return nb::int_(static_cast<int64_t>(v));
+    }
+  });
+}
+
+nb::object to_list(const char* p, const TensorMeta& m, int64_t dim) {
+  if (dim == m.ndim()) return element_to_python(p, m.dtype);
+  int64_t n = m.shape[dim];
+  int64_t step = m.strides[dim] * dtype_itemsize(m.dtype);
+  nb::list out;
+  for (int64_t i = 0; i < n; ++i) out.append(to_list(p + i * step, m, dim + 1));
+  return out;
+}
+
+int64_t dim_arg(const Tensor& t, int64_t dim, const char* op) { return normalize_dim(dim, t.ndim(), op); }
+
+}  // namespace
+
+nb::object tensor_item(const Tensor& t) {
+  RILL_CHECK(t.numel() == 1, Runtime, "[item] a Tensor with ", t.numel(),
+             " elements cannot be converted to Scalar; use .tolist() for several values");
+  {
+    nb::gil_scoped_release release;
+    eager::wait_readable(t);
+  }
+  return element_to_python(static_cast<const char*>(t.data_ptr()), t.dtype());
+}
+
+void init_tensor(nb::module_& m) {
+  auto cls = nb::class_<Tensor>(m, "Tensor", nb::dynamic_attr(), "A multi-dimensional array on a device.");
+  cls.def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); })
+      .def_prop_ro("device", [](const Tensor& t) { return t.device(); })
+      .def_prop_ro("ndim", [](const Tensor& t) { return t.ndim(); })
+      .def_prop_ro("_shape", [](const Tensor& t) {
+        const Shape& s = t.shape();
+        PyObject* tup = PyTuple_New(static_cast<Py_ssize_t>(s.size()));
+        for (size_t i = 0; i < s.size(); ++i) PyTuple_SET_ITEM(tup, i, PyLong_FromLongLong(s[i]));
+        return nb::steal<nb::tuple>(tup);
+      })
+      .def("dim", [](const Tensor& t) { return t.ndim(); })
+      .def("numel", [](const Tensor& t) { return t.numel(); })
+      .def("nelement", [](const Tensor& t) { return t.numel(); })
+      .def("element_size", [](const Tensor& t) { return dtype_itemsize(t.dtype()); })
+      .def_prop_ro("itemsize", [](const Tensor& t) { return dtype_itemsize(t.dtype()); })
+      .def_prop_ro("nbytes", [](const Tensor& t) { return t.numel() * dtype_itemsize(t.dtype()); })
+      .def("_size", [](const Tensor& t, int64_t dim) { return t.shape()[dim_arg(t, dim, "size")]; })
+      .def("stride", [](const Tensor& t, std::optional<int64_t> dim) -> nb::object {
+            if (dim) return nb::int_(t.strides()[dim_arg(t, *dim, "stride")]);
+            return nb::tuple(nb::cast(t.strides()));
+          }, nb::arg("dim") = nb::none())
+      .def("storage_offset", [](const Tensor& t) { return t.offset(); })
+      .def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); })
+      .def("data_ptr", [](const Tensor& t) {
+            eager::wait_readable(t);
+            return reinterpret_cast<uintptr_t>(t.data_ptr());
+          })
+      .def_prop_rw("requires_grad", [](const Tensor& t) { return t.impl()->requires_grad(); },
+                   [](Tensor& t, bool v) {
+                     RILL_CHECK(!v || dtype_is_floating(t.dtype()), Runtime,
+                                "[requires_grad] only tensors of floating point dtype can require gradients, got ",
+                                dtype_name(t.dtype()));
+                     t.impl()->set_requires_grad(v);
+                   })
+      .def("is_floating_point", [](const Tensor& t) { return dtype_is_floating(t.dtype()); })
+      .def("item", &tensor_item, "The value of a one-element tensor as a Python number (a sync point).")
+      .def("tolist", [](const Tensor& t) {
+            {
+              nb::gil_scoped_release release;
+              eager::wait_readable(t);
+            }
+            if (t.numel() == 0 && t.ndim() > 0) return to_list(nullptr, *t.meta(), 0);
+            return to_list(static_cast<const char*>(t.data_ptr()), *t.meta(), 0);
+          }, "Nested Python lists of the values (a sync point).")
+      .def("_is_same", [](const Tensor& a, const Tensor& b) { return a.is_same(b); })
+      .def("_shares_storage", [](const Tensor& a, const Tensor& b) { return a.storage() == b.storage(); })
+      // --- views ---
+      .def("view", [](const Tensor& t, nb::args a) {
+            if (a.size() == 1 && dtype_from_object(a[0]))
+              RILL_FAIL(NotImplemented, "[view] reinterpreting as another dtype is not supported; use .to(dtype)");
+            return eager::view(t, shape_from_args(a, "view"));
+          })
+      .def("reshape", [](const Tensor& t, nb::args a) { return eager::reshape(t, shape_from_args(a, "reshape")); })
+      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return eager::transpose(t, d0, d1); })
+      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) { return eager::transpose(t, d0, d1); })
+      .def("t", [](const Tensor& t) {
+            RILL_CHECK(t.ndim() <= 2, Runtime, "[t] expects a tensor with <= 2 dimensions, but self is ", t.ndim(),
+                       "D; use .transpose(dim0, dim1) or .mT");
+            return t.ndim() < 2 ? t : eager::transpose(t, 0, 1);
+          })
+      .def_prop_ro("T", [](const Tensor& t) {
+            std::vector<int64_t> dims(t.ndim());
+            for (int64_t i = 0; i < t.ndim(); ++i) dims[i] = t.ndim() - 1 - i;
+            return eager::permute(t, dims);
+          })
+      .def_prop_ro("mT", [](const Tensor& t) {
+            RILL_CHECK(t.ndim() >= 2, Runtime, "[mT] tensor.mT is only supported on matrices or batches of "
+                       "matrices. Got ", t.ndim(), "-D tensor.");
+            return eager::transpose(t, -2, -1);
+          })
+      .def("permute", [](const Tensor& t, nb::args a) { return eager::permute(t, shape_from_args(a, "permute")); })
+      .def("expand", [](const Tensor& t, nb::args a) { return eager::expand(t, shape_from_args(a, "expand")); })
+      .def("expand_as", [](const Tensor& t, const Tensor& o) { return eager::expand(t, o.shape()); })
+      .def("narrow", [](const Tensor& t, int64_t dim, int64_t start, int64_t len) {
+            return eager::narrow(t, dim, start, len);
+          })
+      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return eager::select(t, dim, index); })
+      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return eager::unsqueeze(t, dim); })
+      .def("squeeze", [](const Tensor& t, nb::object dim) {
+            if (dim.is_none()) return eager::squeeze(t, std::nullopt);
+            return eager::squeeze(t, ints_from_object(dim, "squeeze"));
+          }, nb::arg("dim") = nb::none())
+      .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return eager::flatten(t, s, e); },
+           nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
+      .def("contiguous", [](const Tensor& t) { return eager::contiguous(t); })
+      .def("clone", [](const Tensor& t) { return eager::clone(t); })
+      .def("detach", [](const Tensor& t) { return t.view_as_meta(t.meta(), t.offset()); })
+      .def("copy_", [](const Tensor& t, const Tensor& src) { return eager::copy_(t, src); }, nb::arg("src"))
+      .def("fill_", [](const Tensor& t, nb::handle v) {
+            auto s = scalar_from_object(v);
+            if (!s && nb::isinstance<Tensor>(v)) {
+              const Tensor& vt = nb::cast<const Tensor&>(v);
+              RILL_CHECK(vt.ndim() == 0, Runtime, "[fill_] only supports 0-dimension value tensor but got tensor with ",
+                         vt.ndim(), " dimensions");
+              return eager::copy_(t, vt);
+            }
+            RILL_CHECK(s.has_value(), Type, "[fill_] expected a number, got ", nb::inst_name(v).c_str());
+            return eager::fill_(t, *s);
+          })
+      .def("zero_", [](const Tensor& t) { return eager::fill_(t, Scalar(int64_t{0})); })
+      .def("_to_dtype", [](const Tensor& t, DType d, bool copy) {
+            return copy && t.dtype() == d ? eager::clone(t) : eager::to_dtype(t, d);
+          });
+  init_indexing(cls);
+  init_interop(m, cls);
+  init_ops(m, cls);
+}
+
+}  // namespace rill::py

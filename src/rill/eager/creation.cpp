@@ -1,0 +1,96 @@
+// Creation functions and the default random generator.
+#include <atomic>
+#include <cmath>
+
+#include "rill/eager/functional.h"
+#include "rill/ops/type_promotion.h"
+
+namespace rill::eager {
+namespace {
+
+// The default generator: a seed and a counter offset advanced at submission
+// time, so results depend only on the order ops are issued in.
+std::atomic<uint64_t> g_seed{67280421310721ULL};
+std::atomic<uint64_t> g_offset{0};
+
+Scalar seed_scalar() { return Scalar(static_cast<int64_t>(g_seed.load(std::memory_order_relaxed))); }
+Scalar take_offset(int64_t numel) {
+  return Scalar(static_cast<int64_t>(g_offset.fetch_add(static_cast<uint64_t>(numel), std::memory_order_relaxed)));
+}
+
+void check_device(Device d, const char* op) {
+  RILL_CHECK(d.type == DeviceType::kCPU, Runtime, "[", op, "] rill was built without CUDA; use device='cpu'");
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  g_seed.store(seed, std::memory_order_relaxed);
+  g_offset.store(0, std::memory_order_relaxed);
+}
+
+uint64_t initial_seed() { return g_seed.load(std::memory_order_relaxed); }
+
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  check_device(device, "empty");
+  check_sizes(shape, "empty");
+  return Tensor::empty(make_contiguous_meta(shape, dtype, device));
+}
+
+Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
+  check_device(device, "full");
+  static const OpSchema& fill = op("fill");
+  Scalar s[1] = {value};
+  return call1(fill, {}, s, make_attrs({shape, dtype}));
+}
+
+Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype, Device device) {
+  check_device(device, "arange");
+  static const OpSchema& ar = op("arange");
+  double b = start.to_double(), e = end.to_double(), d = step.to_double();
+  RILL_CHECK(d != 0.0, Value, "[arange] step must be nonzero");
+  RILL_CHECK(std::isfinite(b) && std::isfinite(e), Value, "[arange] unsupported range: ", b, " -> ", e);
+  RILL_CHECK((d > 0 && e >= b) || (d < 0 && e <= b), Value,
+             "[arange] upper bound and larger bound inconsistent with step sign");
+  int64_t length;
+  if (!start.is_floating() && !end.is_floating() && !step.is_floating()) {
+    int64_t bi = start.to_int(), ei = end.to_int(), di = step.to_int();
+    length = di > 0 ? (ei - bi + di - 1) / di : (bi - ei + (-di) - 1) / (-di);
+  } else {
+    double n = std::ceil((e - b) / d);
+    RILL_CHECK(n < static_cast<double>(int64_t{1} << 56), Value, "[arange] the range [", b, ", ", e, ") with step ",
+               d, " has too many elements");
+    length = static_cast<int64_t>(n);
+  }
+  DType t = dtype ? *dtype : (start.is_floating() || end.is_floating() || step.is_floating()) ? kDefaultFloat
+                                                                                                : DType::kInt64;
+  Scalar s[2] = {start, step};
+  return call1(ar, {}, s, make_attrs({length, t}));
+}
+
+Tensor rand(const Shape& shape, DType dtype, Device device) {
+  check_device(device, "rand");
+  static const OpSchema& r = op("rand");
+  check_sizes(shape, "rand");
+  Scalar s[2] = {seed_scalar(), take_offset(shape_numel(shape))};
+  return call1(r, {}, s, make_attrs({shape, dtype}));
+}
+
+Tensor randn(const Shape& shape, DType dtype, Device device) {
+  check_device(device, "randn");
+  static const OpSchema& r = op("randn");
+  check_sizes(shape, "randn");
+  Scalar s[2] = {seed_scalar(), take_offset(shape_numel(shape))};
+  return call1(r, {}, s, make_attrs({shape, dtype}));
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device) {
+  check_device(device, "randint");
+  static const OpSchema& r = op("randint");
+  RILL_CHECK(high > low, Value, "[randint] expected low < high, got low=", low, ", high=", high);
+  check_sizes(shape, "randint");
+  Scalar s[4] = {seed_scalar(), take_offset(shape_numel(shape)), Scalar(low), Scalar(high)};
+  return call1(r, {}, s, make_attrs({shape, dtype}));
+}
+
+}  // namespace rill::eager

@@ -1,0 +1,208 @@
+#include "rill/eager/functional.h"
+
+#include "rill/kernels/cpu/kernels.h"
+#include "rill/ops/view.h"
+#include "rill/vm/virtual_machine.h"
+
+namespace rill::eager {
+namespace {
+
+// Inputs converted to the dtypes inference asks for. Returns inputs itself when no conversion is needed.
+std::span<const Tensor> convert_inputs(std::span<const Tensor> inputs, const InferResult& r,
+                                       std::vector<Tensor>& storage) {
+  if (r.input_dtypes.empty()) return inputs;
+  bool any = false;
+  for (size_t i = 0; i < inputs.size(); ++i) any |= inputs[i].dtype() != r.input_dtypes[i];
+  if (!any) return inputs;
+  storage.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) storage.push_back(to_dtype(inputs[i], r.input_dtypes[i]));
+  return storage;
+}
+
+void check_arity(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars) {
+  RILL_ASSERT(op.num_inputs < 0 || static_cast<size_t>(op.num_inputs) == inputs.size(), "[", op.name,
+              "] wrong number of inputs");
+  RILL_ASSERT(static_cast<size_t>(op.num_scalars) == scalars.size(), "[", op.name, "] wrong number of scalars");
+  for (const Tensor& t : inputs) RILL_CHECK(t.defined(), Value, "[", op.name, "] got an undefined tensor");
+}
+
+const InferResult& infer(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                         AttrsSym attrs) {
+  constexpr size_t kInline = 8;
+  MetaSym buf[kInline];
+  std::vector<MetaSym> heap;
+  MetaSym* metas = buf;
+  if (inputs.size() > kInline) {
+    heap.resize(inputs.size());
+    metas = heap.data();
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) metas[i] = inputs[i].meta();
+  return ops::infer_cached(op, {metas, inputs.size()}, scalars, attrs);
+}
+
+void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
+            std::vector<Tensor> outputs) {
+  RILL_CHECK(op.cpu_kernel != nullptr, NotImplemented, "[", op.name, "] has no CPU kernel");
+  vm::Instruction instr;
+  instr.op = &op;
+  instr.kernel = op.cpu_kernel;
+  instr.inputs.assign(inputs.begin(), inputs.end());
+  instr.outputs = std::move(outputs);
+  instr.attrs = attrs;
+  instr.scalars.assign(scalars.begin(), scalars.end());
+  vm::submit(std::move(instr));
+}
+
+}  // namespace
+
+const OpSchema& op(std::string_view name) {
+  cpu::register_cpu_kernels();
+  return ops::get(name);
+}
+
+std::vector<Tensor> call(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                         AttrsSym attrs) {
+  check_arity(op, inputs, scalars);
+  const InferResult& r = infer(op, inputs, scalars, attrs);
+  std::vector<Tensor> converted;
+  std::span<const Tensor> args = convert_inputs(inputs, r, converted);
+  std::vector<Tensor> outputs;
+  outputs.reserve(r.outputs.size());
+  for (const MetaSym& m : r.outputs) outputs.push_back(Tensor::empty(m));
+  std::vector<Tensor> result = outputs;
+  submit(op, args, scalars, attrs, std::move(outputs));
+  return result;
+}
+
+Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs) {
+  check_arity(op, inputs, scalars);
+  const InferResult& r = infer(op, inputs, scalars, attrs);
+  RILL_ASSERT(r.outputs.size() == 1, "[", op.name, "] call1 on an op with ", r.outputs.size(), " outputs");
+  std::vector<Tensor> converted;
+  std::span<const Tensor> args = convert_inputs(inputs, r, converted);
+  Tensor out = Tensor::empty(r.outputs[0]);
+  submit(op, args, scalars, attrs, {out});
+  return out;
+}
+
+void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
+               const Tensor& out) {
+  check_arity(op, inputs, scalars);
+  const InferResult& r = infer(op, inputs, scalars, attrs);
+  RILL_ASSERT(r.outputs.size() == 1, "[", op.name, "] call_into on an op with ", r.outputs.size(), " outputs");
+  const TensorMeta& m = *r.outputs[0];
+  RILL_CHECK(m.shape == out.shape(), Runtime, "[", op.name, "] output with shape ", shape_str(out.shape()),
+             " doesn't match the broadcast shape ", shape_str(m.shape));
+  RILL_CHECK(dtype_can_cast(m.dtype, out.dtype()), Runtime, "[", op.name, "] result type ", dtype_name(m.dtype),
+             " can't be cast to the desired output type ", dtype_name(out.dtype()));
+  if (m.dtype == out.dtype() && (op.strided_output || out.is_contiguous())) {
+    std::vector<Tensor> converted;
+    submit(op, convert_inputs(inputs, r, converted), scalars, attrs, {out});
+    return;
+  }
+  // Compute densely in the op's dtype, then convert into out.
+  Tensor tmp = call1(op, inputs, scalars, attrs);
+  copy_(out, tmp);
+}
+
+// --- conversions and copies ---------------------------------------------------------------
+
+Tensor to_dtype(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  static const OpSchema& cast = op("cast");
+  return call1(cast, {&x, 1}, {}, make_attrs({dtype}));
+}
+
+Tensor clone(const Tensor& x) {
+  static const OpSchema& cast = op("cast");
+  return call1(cast, {&x, 1}, {}, make_attrs({x.dtype()}));
+}
+
+Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
+
+const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+  static const OpSchema& cast = op("cast");
+  Tensor s = src.shape() == dst.shape() ? src : expand(src, dst.shape());
+  call_into(cast, {&s, 1}, {}, make_attrs({dst.dtype()}), dst);
+  return dst;
+}
+
+const Tensor& fill_(const Tensor& dst, Scalar value) {
+  static const OpSchema& fill = op("fill");
+  Scalar v[1] = {value};
+  call_into(fill, {}, v, make_attrs({dst.shape(), dst.dtype()}), dst);
+  return dst;
+}
+
+// --- views ------------------------------------------------------------------------------
+
+namespace {
+Tensor apply(const Tensor& x, const view::ViewResult& v) { return x.view_as_meta(v.meta, x.offset() + v.offset); }
+}  // namespace
+
+Tensor view(const Tensor& x, const Shape& shape) {
+  auto v = view::view(*x.meta(), shape);
+  RILL_CHECK(v.has_value(), Runtime, "[view] size is not compatible with input tensor's size and stride (at least "
+             "one dimension spans across two contiguous subspaces); use .reshape(...) instead");
+  return apply(x, *v);
+}
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  auto v = view::view(*x.meta(), shape);
+  if (v) return apply(x, *v);
+  return view(clone(x), shape);
+}
+
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) { return apply(x, view::transpose(*x.meta(), d0, d1)); }
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) { return apply(x, view::permute(*x.meta(), dims)); }
+Tensor expand(const Tensor& x, const Shape& sizes) { return apply(x, view::expand(*x.meta(), sizes)); }
+Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
+  return apply(x, view::slice(*x.meta(), dim, start, stop, step));
+}
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  return apply(x, view::narrow(*x.meta(), dim, start, length));
+}
+Tensor select(const Tensor& x, int64_t dim, int64_t index) { return apply(x, view::select(*x.meta(), dim, index)); }
+Tensor unsqueeze(const Tensor& x, int64_t dim) { return apply(x, view::unsqueeze(*x.meta(), dim)); }
+Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
+  return apply(x, view::squeeze(*x.meta(), std::move(dims)));
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  int64_t n = x.ndim();
+  if (n == 0) return reshape(x, {1});
+  start_dim = normalize_dim(start_dim, n, "flatten");
+  end_dim = normalize_dim(end_dim, n, "flatten");
+  RILL_CHECK(start_dim <= end_dim, Runtime, "[flatten] start_dim (", start_dim, ") cannot come after end_dim (",
+             end_dim, ")");
+  Shape s(x.shape().begin(), x.shape().begin() + start_dim);
+  int64_t mid = 1;
+  for (int64_t d = start_dim; d <= end_dim; ++d) mid *= x.shape()[d];
+  s.push_back(mid);
+  s.insert(s.end(), x.shape().begin() + end_dim + 1, x.shape().end());
+  return reshape(x, s);
+}
+
+// --- math -------------------------------------------------------------------------------
+
+Tensor unary(const OpSchema& op, const Tensor& x) { return call1(op, {&x, 1}); }
+
+Tensor binary(const OpSchema& op, const Tensor& a, const Tensor& b) {
+  Tensor in[2] = {a, b};
+  return call1(op, in);
+}
+
+Tensor binary_scalar(const OpSchema& op, const Tensor& a, Scalar b) {
+  Scalar s[1] = {b};
+  return call1(op, {&a, 1}, s);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  static const OpSchema& w = op("where");
+  Tensor in[3] = {cond, a, b};
+  return call1(w, in);
+}
+
+void wait_readable(const Tensor& t) { vm::wait_readable(t); }
+
+}  // namespace rill::eager

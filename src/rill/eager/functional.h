@@ -1,0 +1,92 @@
+// The functional C++ API: every eager op call goes through call(), which infers
+// output metas (cached), converts inputs to the dtypes inference asks for,
+// creates the outputs, and submits one instruction to the VM (DESIGN.md §2).
+// Views are computed here without instructions.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "rill/core/tensor.h"
+#include "rill/ops/op_schema.h"
+
+namespace rill::eager {
+
+/** Run op on inputs; returns its outputs. */
+std::vector<Tensor> call(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars = {},
+                         AttrsSym attrs = empty_attrs());
+/** Run a single-output op. */
+Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars = {},
+             AttrsSym attrs = empty_attrs());
+/** Run a single-output op, writing its result into out (converted to out's dtype). */
+void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
+               const Tensor& out);
+/** Look an op up by name (the registry and kernels are set up on first use). */
+const OpSchema& op(std::string_view name);
+
+// --- conversions and copies --------------------------------------------------------------
+/** x converted to dtype (x itself when it already has it). */
+Tensor to_dtype(const Tensor& x, DType dtype);
+/** A dense copy of x. */
+Tensor clone(const Tensor& x);
+/** x when dense, else a dense copy. */
+Tensor contiguous(const Tensor& x);
+/** Copy src (broadcast, converted) into dst; returns dst. */
+const Tensor& copy_(const Tensor& dst, const Tensor& src);
+/** Fill dst with value (converted to its dtype); returns dst. */
+const Tensor& fill_(const Tensor& dst, Scalar value);
+
+// --- creation ---------------------------------------------------------------------------
+/** A tensor of shape filled with value. */
+Tensor full(const Shape& shape, Scalar value, DType dtype, Device device = {});
+/** Uninitialised tensor (memory comes from the caching allocator). */
+Tensor empty(const Shape& shape, DType dtype, Device device = {});
+/** Values from start to end (exclusive) by step. */
+Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype, Device device = {});
+/** Uniform [0, 1) samples. */
+Tensor rand(const Shape& shape, DType dtype, Device device = {});
+/** Standard normal samples. */
+Tensor randn(const Shape& shape, DType dtype, Device device = {});
+/** Uniform integers in [low, high). */
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device = {});
+/** Seed the default generator. */
+void manual_seed(uint64_t seed);
+/** Seed of the default generator. */
+uint64_t initial_seed();
+
+// --- views (no instruction) -------------------------------------------------------------
+Tensor view(const Tensor& x, const Shape& shape);
+Tensor reshape(const Tensor& x, const Shape& shape);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor expand(const Tensor& x, const Shape& sizes);
+Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims);
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
+
+// --- math -------------------------------------------------------------------------------
+/** Unary op by name (neg, abs, relu, exp, log, sqrt, sigmoid, tanh). */
+Tensor unary(const OpSchema& op, const Tensor& x);
+/** Binary op on two tensors (add, sub, mul, div, pow, maximum, minimum, eq, ...). */
+Tensor binary(const OpSchema& op, const Tensor& a, const Tensor& b);
+/** Binary op with a Python number (add_scalar, rsub_scalar, ...). */
+Tensor binary_scalar(const OpSchema& op, const Tensor& a, Scalar b);
+/** where(cond, a, b). */
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+/** Reductions: sum, mean, max, min, amax, amin, argmax, argmin over dims (empty: all). */
+Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
+              std::optional<DType> dtype = std::nullopt);
+/** max/min over one dim: (values, indices). */
+std::pair<Tensor, Tensor> reduce_with_indices(const OpSchema& op, const Tensor& x, int64_t dim, bool keepdim);
+/** matmul with numpy/PyTorch semantics (1-D, 2-D, batched, broadcast). */
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+/** Wait until t's value can be read on the host (a sync point). */
+void wait_readable(const Tensor& t);
+
+}  // namespace rill::eager

@@ -1,0 +1,224 @@
+// CPU kernels of the elementwise family (ops/elementwise.cpp). Inputs arrive
+// already converted to the compute dtype; arithmetic on 16-bit floats is done in float.
+#include "rill/ops/elementwise.h"
+
+#include <cmath>
+
+#include "rill/kernels/cpu/kernels.h"
+#include "rill/kernels/cpu/loops.h"
+
+namespace rill::cpu {
+namespace {
+
+template <typename T>
+using M = OpMath<T>;
+
+// --- functors: operate on OpMath<T> values -------------------------------------------
+struct Neg { template <typename T> T operator()(T a) const { return -a; } };
+struct Abs {
+  template <typename T> T operator()(T a) const {
+    if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) return a;
+    else return a < 0 ? -a : a;
+  }
+};
+struct Relu {
+  template <typename T> T operator()(T a) const {
+    if constexpr (std::is_floating_point_v<T>) return a > T(0) ? a : (a != a ? a : T(0));  // keep NaN
+    else return a > T(0) ? a : T(0);
+  }
+};
+struct Exp { template <typename T> T operator()(T a) const { return std::exp(a); } };
+struct Log { template <typename T> T operator()(T a) const { return std::log(a); } };
+struct Sqrt { template <typename T> T operator()(T a) const { return std::sqrt(a); } };
+struct Sigmoid { template <typename T> T operator()(T a) const { return T(1) / (T(1) + std::exp(-a)); } };
+struct Tanh { template <typename T> T operator()(T a) const { return std::tanh(a); } };
+
+struct Add {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a || b;
+    else return a + b;
+  }
+};
+struct Sub { template <typename T> T operator()(T a, T b) const { return a - b; } };
+struct Mul {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_same_v<T, bool>) return a && b;
+    else return a * b;
+  }
+};
+struct Div { template <typename T> T operator()(T a, T b) const { return a / b; } };
+struct Pow {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::pow(a, b);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return a || !b;
+    } else {
+      if constexpr (std::is_signed_v<T>) {
+        if (b < 0) {
+          RILL_CHECK(a == 1 || a == -1, Runtime, "[pow] integers to negative integer powers are not "
+                     "allowed; convert the base to float first");
+          return (a == 1 || b % 2 == 0) ? T(1) : T(-1);
+        }
+      }
+      T result = 1;
+      using U = std::make_unsigned_t<T>;
+      U base = static_cast<U>(a);
+      U r = 1;
+      for (auto e = b; e > 0; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+      }
+      result = static_cast<T>(r);
+      return result;
+    }
+  }
+};
+struct Maximum {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) { if (a != a || b != b) return a != a ? a : b; }
+    return a > b ? a : b;
+  }
+};
+struct Minimum {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) { if (a != a || b != b) return a != a ? a : b; }
+    return a < b ? a : b;
+  }
+};
+struct Eq { template <typename T> bool operator()(T a, T b) const { return a == b; } };
+struct Ne { template <typename T> bool operator()(T a, T b) const { return a != b; } };
+struct Lt { template <typename T> bool operator()(T a, T b) const { return a < b; } };
+struct Le { template <typename T> bool operator()(T a, T b) const { return a <= b; } };
+struct Gt { template <typename T> bool operator()(T a, T b) const { return a > b; } };
+struct Ge { template <typename T> bool operator()(T a, T b) const { return a >= b; } };
+
+// --- kernels ------------------------------------------------------------------------------
+template <typename F>
+void unary_kernel(const KernelContext& c) {
+  visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool> && !std::is_same_v<F, Abs> && !std::is_same_v<F, Relu>) {
+      RILL_FAIL(Type, "[", c.op.name, "] is not supported for bool tensors");
+    } else {
+      map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T a) { return T(F()(M<T>(a))); });
+    }
+  });
+}
+
+template <typename F>
+void unary_float_kernel(const KernelContext& c) {
+  visit_floating_dtype(c.inputs[0].meta->dtype, c.op.name.c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T a) { return T(F()(M<T>(a))); });
+  });
+}
+
+// Out is T for arithmetic, bool for comparisons.
+template <typename F, bool kCompare>
+void binary_kernel(const KernelContext& c) {
+  visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Out = std::conditional_t<kCompare, bool, T>;
+    map_elements<Out, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1]},
+                            [](T a, T b) { return Out(F()(M<T>(a), M<T>(b))); });
+  });
+}
+
+// tensor op scalar (kReverse: scalar op tensor).
+template <typename F, bool kCompare, bool kReverse>
+void binary_scalar_kernel(const KernelContext& c) {
+  visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Out = std::conditional_t<kCompare, bool, T>;
+    const M<T> s = static_cast<M<T>>(c.scalars[0].to<T>());
+    if constexpr (kReverse) {
+      map_elements<Out, T>(c.outputs[0], {&c.inputs[0]}, [s](T a) { return Out(F()(s, M<T>(a))); });
+    } else {
+      map_elements<Out, T>(c.outputs[0], {&c.inputs[0]}, [s](T a) { return Out(F()(M<T>(a), s)); });
+    }
+  });
+}
+
+void where_kernel(const KernelContext& c) {
+  visit_dtype(c.inputs[1].meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_elements<T, bool, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1], &c.inputs[2]},
+                                [](bool k, T a, T b) { return k ? a : b; });
+  });
+}
+
+// Conversion between any two dtypes, through OpMath so 16-bit floats round once.
+template <typename Dst, typename Src>
+Dst convert(Src v) {
+  if constexpr (std::is_same_v<Dst, Src>) {
+    return v;
+  } else if constexpr (std::is_same_v<Dst, bool>) {
+    return static_cast<M<Src>>(v) != M<Src>(0);
+  } else if constexpr (kIsFloating<Dst>) {
+    return Dst(static_cast<M<Dst>>(static_cast<M<Src>>(v)));
+  } else if constexpr (kIsFloating<Src>) {
+    // float -> int: truncation toward zero, as C++ and PyTorch do (out of range is undefined there too;
+    // go through int64 so values that fit int64 wrap like PyTorch on x86).
+    return static_cast<Dst>(static_cast<int64_t>(static_cast<M<Src>>(v)));
+  } else {
+    return static_cast<Dst>(v);
+  }
+}
+
+void cast_kernel(const KernelContext& c) {
+  visit_dtype(c.outputs[0].meta->dtype, [&](auto out_tag) {
+    using Dst = typename decltype(out_tag)::type;
+    visit_dtype(c.inputs[0].meta->dtype, [&](auto in_tag) {
+      using Src = typename decltype(in_tag)::type;
+      map_elements<Dst, Src>(c.outputs[0], {&c.inputs[0]}, [](Src v) { return convert<Dst, Src>(v); });
+    });
+  });
+}
+
+template <typename F>
+void set_binary(std::string_view name) {
+  std::string n(name);
+  ops::set_cpu_kernel(n, binary_kernel<F, false>);
+  ops::set_cpu_kernel(n + "_scalar", binary_scalar_kernel<F, false, false>);
+  ops::set_cpu_kernel("r" + n + "_scalar", binary_scalar_kernel<F, false, true>);
+}
+
+template <typename F>
+void set_compare(std::string_view name) {
+  std::string n(name);
+  ops::set_cpu_kernel(n, binary_kernel<F, true>);
+  ops::set_cpu_kernel(n + "_scalar", binary_scalar_kernel<F, true, false>);
+}
+
+}  // namespace
+
+void register_elementwise_kernels() {
+  ops::set_cpu_kernel("neg", unary_kernel<Neg>);
+  ops::set_cpu_kernel("abs", unary_kernel<Abs>);
+  ops::set_cpu_kernel("relu", unary_kernel<Relu>);
+  ops::set_cpu_kernel("exp", unary_float_kernel<Exp>);
+  ops::set_cpu_kernel("log", unary_float_kernel<Log>);
+  ops::set_cpu_kernel("sqrt", unary_float_kernel<Sqrt>);
+  ops::set_cpu_kernel("sigmoid", unary_float_kernel<Sigmoid>);
+  ops::set_cpu_kernel("tanh", unary_float_kernel<Tanh>);
+  set_binary<Add>("add");
+  set_binary<Sub>("sub");
+  set_binary<Mul>("mul");
+  set_binary<Pow>("pow");
+  set_binary<Maximum>("maximum");
+  set_binary<Minimum>("minimum");
+  ops::set_cpu_kernel("div", binary_kernel<Div, false>);
+  ops::set_cpu_kernel("div_scalar", binary_scalar_kernel<Div, false, false>);
+  ops::set_cpu_kernel("rdiv_scalar", binary_scalar_kernel<Div, false, true>);
+  set_compare<Eq>("eq");
+  set_compare<Ne>("ne");
+  set_compare<Lt>("lt");
+  set_compare<Le>("le");
+  set_compare<Gt>("gt");
+  set_compare<Ge>("ge");
+  ops::set_cpu_kernel("where", where_kernel);
+  ops::set_cpu_kernel("cast", cast_kernel);
+}
+
+}  // namespace rill::cpu

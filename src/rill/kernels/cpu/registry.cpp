@@ -1,0 +1,19 @@
+#include <mutex>
+
+#include "rill/kernels/cpu/kernels.h"
+#include "rill/ops/op_schema.h"
+
+namespace rill::cpu {
+
+void register_cpu_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ops::register_all();
+    register_elementwise_kernels();
+    register_reduce_kernels();
+    register_matmul_kernels();
+    register_creation_kernels();
+  });
+}
+
+}  // namespace rill::cpu

@@ -1,0 +1,112 @@
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include "rill/ops/op_schema.h"
+
+namespace rill::ops {
+namespace {
+
+struct Registry {
+  std::deque<OpSchema> schemas;  // deque: references stay valid as ops are added
+  std::unordered_map<std::string_view, OpSchema*> by_name;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();
+  return *r;
+}
+
+// Note [Inference cache]
+// Inference is a pure function of (op, input metas, scalar kinds, attrs). Metas
+// and attrs are interned, so the key is a handful of pointers and hashing it is
+// cheap. The cache is per thread: no lock on the hot path, and a thread rarely
+// sees metas another thread created. Entries are never evicted: the number of
+// distinct (op, metas) pairs a program uses is small.
+struct CacheKey {
+  const OpSchema* op;
+  const Attrs* attrs;
+  uint32_t scalar_kinds;
+  std::vector<const TensorMeta*> inputs;
+  bool operator==(const CacheKey&) const = default;
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const {
+    size_t h = std::hash<const void*>()(k.op);
+    hash_combine(h, std::hash<const void*>()(k.attrs));
+    hash_combine(h, k.scalar_kinds);
+    for (const TensorMeta* m : k.inputs) hash_combine(h, std::hash<const void*>()(m));
+    return h;
+  }
+};
+thread_local std::unordered_map<CacheKey, InferResult, CacheKeyHash> t_cache;
+thread_local CacheKey t_probe;
+
+}  // namespace
+
+void register_all() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_elementwise_ops();
+    register_reduce_ops();
+    register_matmul_ops();
+    register_creation_ops();
+  });
+}
+
+OpSchema& define(OpSchema schema) {
+  Registry& r = registry();
+  RILL_ASSERT(!r.by_name.count(schema.name), "op defined twice: ", schema.name);
+  RILL_ASSERT(schema.infer != nullptr, "op without inference: ", schema.name);
+  r.schemas.push_back(std::move(schema));
+  OpSchema& s = r.schemas.back();
+  r.by_name[s.name] = &s;
+  return s;
+}
+
+const OpSchema* find(std::string_view name) {
+  register_all();
+  auto& m = registry().by_name;
+  auto it = m.find(name);
+  return it == m.end() ? nullptr : it->second;
+}
+
+const OpSchema& get(std::string_view name) {
+  const OpSchema* s = find(name);
+  RILL_CHECK(s != nullptr, Runtime, "[ops] unknown op '", name, "'");
+  return *s;
+}
+
+std::vector<const OpSchema*> all() {
+  register_all();
+  std::vector<const OpSchema*> out;
+  for (const OpSchema& s : registry().schemas) out.push_back(&s);
+  return out;
+}
+
+void set_cpu_kernel(std::string_view name, KernelFn fn) {
+  auto& m = registry().by_name;
+  auto it = m.find(name);
+  RILL_ASSERT(it != m.end(), "kernel for an unknown op: ", std::string(name));
+  it->second->cpu_kernel = fn;
+}
+
+const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inputs,
+                                std::span<const Scalar> scalars, AttrsSym attrs) {
+  CacheKey& probe = t_probe;  // reused: no allocation on a cache hit
+  probe.op = &op;
+  probe.attrs = attrs.get();
+  probe.scalar_kinds = 0;
+  for (const Scalar& s : scalars) probe.scalar_kinds = probe.scalar_kinds * 4 + 1 + static_cast<uint32_t>(s.kind());
+  probe.inputs.clear();
+  for (const MetaSym& m : inputs) probe.inputs.push_back(m.get());
+  auto it = t_cache.find(probe);
+  if (it != t_cache.end()) return it->second;
+  InferContext ctx{op, inputs, scalars, *attrs};
+  InferResult result = op.infer(ctx);
+  return t_cache.emplace(probe, std::move(result)).first->second;
+}
+
+size_t infer_cache_size() { return t_cache.size(); }
+
+}  // namespace rill::ops

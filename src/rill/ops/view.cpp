@@ -1,0 +1,210 @@
+#include "rill/ops/view.h"
+
+#include <algorithm>
+
+#include "rill/util/error.h"
+
+namespace rill::view {
+namespace {
+ViewResult same_storage(const TensorMeta& m, Shape shape, Strides strides, int64_t offset = 0) {
+  return {make_meta(shape, strides, m.dtype, m.device), offset};
+}
+}  // namespace
+
+Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
+  Shape out = shape;
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      RILL_CHECK(infer_at < 0, Runtime, "[", op, "] only one dimension can be inferred (-1), got ",
+                 shape_str(shape));
+      infer_at = static_cast<int>(i);
+    } else {
+      RILL_CHECK(shape[i] >= 0, Runtime, "[", op, "] invalid shape dimension ", shape[i], " in ",
+                 shape_str(shape));
+      known *= shape[i];
+    }
+  }
+  if (infer_at >= 0) {
+    RILL_CHECK(known != 0 && numel % known == 0, Runtime, "[", op, "] shape '", shape_str(shape),
+               "' is invalid for input of size ", numel);
+    out[infer_at] = numel / known;
+  } else {
+    RILL_CHECK(known == numel, Runtime, "[", op, "] shape '", shape_str(shape), "' is invalid for input of size ",
+               numel);
+  }
+  return out;
+}
+
+std::optional<ViewResult> view(const TensorMeta& m, const Shape& shape_in) {
+  Shape shape = infer_size(shape_in, m.numel, "view");
+  if (m.contiguous) return same_storage(m, shape, contiguous_strides(shape));
+  if (m.numel == 0) return same_storage(m, shape, contiguous_strides(shape));
+  // Match chunks of old dims that are contiguous among themselves to chunks of new dims.
+  Strides new_strides(shape.size());
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = m.strides.empty() ? 1 : m.strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = m.ndim() - 1; d >= 0; --d) {
+    tensor_numel *= m.shape[d];
+    if (d == 0 || (m.shape[d - 1] != 1 && m.strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        new_strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = m.strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return same_storage(m, shape, new_strides);
+}
+
+ViewResult transpose(const TensorMeta& m, int64_t d0, int64_t d1) {
+  int64_t n = m.ndim();
+  d0 = normalize_dim(d0, n, "transpose");
+  d1 = normalize_dim(d1, n, "transpose");
+  Shape s = m.shape;
+  Strides st = m.strides;
+  if (n > 0) {
+    std::swap(s[d0], s[d1]);
+    std::swap(st[d0], st[d1]);
+  }
+  return same_storage(m, s, st);
+}
+
+ViewResult permute(const TensorMeta& m, const std::vector<int64_t>& dims) {
+  int64_t n = m.ndim();
+  RILL_CHECK(static_cast<int64_t>(dims.size()) == n, Runtime, "[permute] number of dims don't match: the tensor has ",
+             n, " dims but ", dims.size(), " were given");
+  std::vector<bool> seen(n, false);
+  Shape s(n);
+  Strides st(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t d = normalize_dim(dims[i], n, "permute");
+    RILL_CHECK(!seen[d], Runtime, "[permute] repeated dim ", dims[i], " in ", shape_str(dims));
+    seen[d] = true;
+    s[i] = m.shape[d];
+    st[i] = m.strides[d];
+  }
+  return same_storage(m, s, st);
+}
+
+ViewResult expand(const TensorMeta& m, const Shape& sizes) {
+  int64_t n = static_cast<int64_t>(sizes.size());
+  RILL_CHECK(n >= m.ndim(), Runtime, "[expand] the number of sizes provided (", n,
+             ") must be greater or equal to the number of dimensions in the tensor (", m.ndim(), ")");
+  Shape s(n);
+  Strides st(n);
+  int64_t lead = n - m.ndim();
+  for (int64_t i = n - 1; i >= 0; --i) {
+    if (i < lead) {
+      RILL_CHECK(sizes[i] >= 0, Runtime, "[expand] -1 is not allowed in a leading, non-existing dimension ", i);
+      s[i] = sizes[i];
+      st[i] = 0;
+      continue;
+    }
+    int64_t old = m.shape[i - lead];
+    int64_t want = sizes[i] == -1 ? old : sizes[i];
+    RILL_CHECK(want >= 0, Runtime, "[expand] invalid size ", sizes[i], " at dimension ", i);
+    if (old == want) {
+      s[i] = old;
+      st[i] = m.strides[i - lead];
+    } else {
+      RILL_CHECK(old == 1, Runtime, "[expand] the expanded size of the tensor (", want,
+                 ") must match the existing size (", old, ") at non-singleton dimension ", i,
+                 ". Target sizes: ", shape_str(sizes), ". Tensor sizes: ", shape_str(m.shape));
+      s[i] = want;
+      st[i] = 0;
+    }
+  }
+  return same_storage(m, s, st);
+}
+
+ViewResult slice(const TensorMeta& m, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop,
+                 int64_t step) {
+  RILL_CHECK(m.ndim() > 0, Index, "[slice] cannot slice a 0-dim tensor");
+  dim = normalize_dim(dim, m.ndim(), "slice");
+  RILL_CHECK(step > 0, Value, "[slice] step must be greater than zero, got ", step);
+  int64_t size = m.shape[dim];
+  auto clamp = [&](int64_t v) {
+    if (v < 0) v += size;
+    return std::clamp<int64_t>(v, 0, size);
+  };
+  int64_t b = start ? clamp(*start) : 0;
+  int64_t e = stop ? clamp(*stop) : size;
+  int64_t len = e > b ? (e - b + step - 1) / step : 0;
+  Shape s = m.shape;
+  Strides st = m.strides;
+  s[dim] = len;
+  st[dim] = m.strides[dim] * step;
+  return same_storage(m, s, st, b * m.strides[dim]);
+}
+
+ViewResult narrow(const TensorMeta& m, int64_t dim, int64_t start, int64_t length) {
+  RILL_CHECK(m.ndim() > 0, Index, "[narrow] cannot narrow a 0-dim tensor");
+  dim = normalize_dim(dim, m.ndim(), "narrow");
+  int64_t size = m.shape[dim];
+  RILL_CHECK(start >= -size && start <= size, Index, "[narrow] start (", start, ") is out of range for dimension ",
+             dim, " of size ", size);
+  if (start < 0) start += size;
+  RILL_CHECK(length >= 0 && start + length <= size, Runtime, "[narrow] start (", start, ") + length (", length,
+             ") exceeds dimension size (", size, ")");
+  return slice(m, dim, start, start + length, 1);
+}
+
+ViewResult select(const TensorMeta& m, int64_t dim, int64_t index) {
+  RILL_CHECK(m.ndim() > 0, Index, "[select] invalid index of a 0-dim tensor; use tensor.item() to read its value");
+  dim = normalize_dim(dim, m.ndim(), "select");
+  int64_t size = m.shape[dim];
+  RILL_CHECK(index >= -size && index < size, Index, "[select] index ", index, " is out of bounds for dimension ",
+             dim, " with size ", size);
+  if (index < 0) index += size;
+  Shape s = m.shape;
+  Strides st = m.strides;
+  s.erase(s.begin() + dim);
+  st.erase(st.begin() + dim);
+  return same_storage(m, s, st, index * m.strides[dim]);
+}
+
+ViewResult unsqueeze(const TensorMeta& m, int64_t dim) {
+  dim = normalize_dim(dim, m.ndim() + 1, "unsqueeze");
+  Shape s = m.shape;
+  Strides st = m.strides;
+  int64_t stride = dim < m.ndim() ? m.shape[dim] * m.strides[dim] : 1;
+  s.insert(s.begin() + dim, 1);
+  st.insert(st.begin() + dim, stride);
+  return same_storage(m, s, st);
+}
+
+ViewResult squeeze(const TensorMeta& m, std::optional<std::vector<int64_t>> dims) {
+  std::vector<bool> drop(m.ndim(), false);
+  if (dims) {
+    for (int64_t d : *dims) {
+      if (m.ndim() == 0) {
+        normalize_dim(d, 0, "squeeze");
+        continue;
+      }
+      int64_t nd = normalize_dim(d, m.ndim(), "squeeze");
+      if (m.shape[nd] == 1) drop[nd] = true;
+    }
+  } else {
+    for (int64_t i = 0; i < m.ndim(); ++i) drop[i] = m.shape[i] == 1;
+  }
+  Shape s;
+  Strides st;
+  for (int64_t i = 0; i < m.ndim(); ++i)
+    if (!drop[i]) {
+      s.push_back(m.shape[i]);
+      st.push_back(m.strides[i]);
+    }
+  return same_storage(m, s, st);
+}
+
+}  // namespace rill::view

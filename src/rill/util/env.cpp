@@ -1,0 +1,66 @@
+#include "rill/util/env.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "rill/util/error.h"
+
+namespace rill::env {
+namespace {
+std::mutex g_mutex;
+std::unordered_map<std::string, std::string>& overrides() {
+  static auto* table = new std::unordered_map<std::string, std::string>();
+  return *table;
+}
+std::atomic<uint64_t> g_generation{0};
+
+std::optional<std::string> lookup(const char* name) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = overrides().find(name);
+    if (it != overrides().end()) return it->second;
+  }
+  if (const char* v = std::getenv(name)) return std::string(v);
+  return std::nullopt;
+}
+}  // namespace
+
+const std::vector<Knob>& knobs() {
+  static const std::vector<Knob> table = {
+      {"RILL_NUM_THREADS", "2", "intra-op threads used by CPU kernels (rill.set_num_threads)"},
+  };
+  return table;
+}
+
+int64_t get_int(const char* name, int64_t fallback) {
+  auto v = lookup(name);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  long long parsed = std::strtoll(v->c_str(), &end, 10);
+  RILL_CHECK(end && *end == '\0', Value, "[env] ", name, "=", *v, " is not an integer");
+  return parsed;
+}
+
+bool get_bool(const char* name, bool fallback) {
+  auto v = lookup(name);
+  if (!v || v->empty()) return fallback;
+  if (*v == "1" || *v == "true" || *v == "on" || *v == "yes") return true;
+  if (*v == "0" || *v == "false" || *v == "off" || *v == "no") return false;
+  RILL_FAIL(Value, "[env] ", name, "=", *v, " is not a boolean (use 1 or 0)");
+}
+
+void set_override(const std::string& name, std::optional<std::string> value) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (value) {
+    overrides()[name] = *value;
+  } else {
+    overrides().erase(name);
+  }
+  g_generation.fetch_add(1, std::memory_order_release);
+}
+
+uint64_t generation() { return g_generation.load(std::memory_order_acquire); }
+
+}  // namespace rill::env

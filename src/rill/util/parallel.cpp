@@ -1,0 +1,177 @@
+#include "rill/util/parallel.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "rill/util/env.h"
+#include "rill/util/error.h"
+
+namespace rill::parallel {
+namespace {
+
+// Note [Pool and fork]
+// A forked child has only the forking thread: the pool's workers are gone and
+// its mutex may be held by a thread that no longer exists. The atfork child
+// handler therefore drops the pool pointer (leaking the old object, whose
+// threads cannot be joined) and the next parallel_for builds a new pool.
+
+thread_local bool t_inside_parallel = false;
+
+struct Job {
+  RangeFn fn;
+  void* ctx;
+  int64_t begin, end, chunk;
+  int64_t num_chunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> pending{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  // Claims and runs chunks until none is left.
+  void work() {
+    for (;;) {
+      int64_t c = next.fetch_add(1, std::memory_order_relaxed);  // chunk order does not matter
+      if (c >= num_chunks) return;
+      int64_t b = begin + c * chunk;
+      int64_t e = std::min(end, b + chunk);
+      try {
+        fn(ctx, b, e);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+      pending.fetch_sub(1, std::memory_order_acq_rel);  // release: chunk's writes visible to caller
+    }
+  }
+};
+
+class Pool {
+ public:
+  explicit Pool(int workers) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { loop(i); });
+    for (auto& t : threads_) t.detach();  // never joined: see Note [Pool and fork]
+  }
+  int size() const { return static_cast<int>(threads_.size()); }
+
+  // Returns false when another thread is using the pool (caller runs inline).
+  bool run(Job& job) {
+    std::unique_lock<std::mutex> use(use_mutex_, std::try_to_lock);
+    if (!use.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      ++generation_;
+    }
+    cv_.notify_all();
+    t_inside_parallel = true;
+    job.work();
+    t_inside_parallel = false;
+    while (job.pending.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    {
+      // No worker can pick the job up after this; the ones that did are counted in active_.
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = nullptr;
+    }
+    // Wait until every worker has left the job before it goes out of scope.
+    while (active_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    return true;
+  }
+
+ private:
+  void loop(int index) {
+    std::string name = "rill-intraop-" + std::to_string(index + 1);
+    pthread_setname_np(pthread_self(), name.c_str());
+    t_inside_parallel = true;
+    uint64_t seen = 0;
+    for (;;) {
+      Job* job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [&] { return generation_ != seen && job_ != nullptr; });
+        seen = generation_;
+        job = job_;
+        active_.fetch_add(1, std::memory_order_acq_rel);
+      }
+      job->work();
+      active_.fetch_sub(1, std::memory_order_acq_rel);  // release: caller may now destroy the job
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex use_mutex_;  // one parallel region at a time
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  std::atomic<int> active_{0};
+};
+
+std::atomic<int> g_num_threads{0};  // 0 = not yet read from the environment
+std::mutex g_pool_mutex;
+Pool* g_pool = nullptr;
+
+void on_fork_child() {
+  g_pool = nullptr;  // leaked on purpose, Note [Pool and fork]
+  new (&g_pool_mutex) std::mutex();
+}
+
+Pool* pool_for(int threads) {
+  static bool registered = [] {
+    pthread_atfork(nullptr, nullptr, on_fork_child);
+    return true;
+  }();
+  (void)registered;
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  if (!g_pool || g_pool->size() != threads - 1) g_pool = new Pool(threads - 1);
+  return g_pool;
+}
+
+}  // namespace
+
+int num_threads() {
+  int n = g_num_threads.load(std::memory_order_relaxed);
+  if (n == 0) {
+    int64_t v = env::get_int("RILL_NUM_THREADS", 2);
+    n = static_cast<int>(std::clamp<int64_t>(v, 1, 256));
+    g_num_threads.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+void set_num_threads(int n) {
+  RILL_CHECK(n >= 1, Value, "[set_num_threads] expected a positive thread count, got ", n);
+  g_num_threads.store(n, std::memory_order_relaxed);
+}
+
+void parallel_for_raw(int64_t begin, int64_t end, int64_t grain, RangeFn fn, void* ctx) {
+  int threads = num_threads();
+  grain = std::max<int64_t>(grain, 1);
+  int64_t n = end - begin;
+  int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  if (chunks <= 1 || t_inside_parallel) {
+    if (n > 0) fn(ctx, begin, end);
+    return;
+  }
+  Job job;
+  job.fn = fn;
+  job.ctx = ctx;
+  job.begin = begin;
+  job.end = end;
+  job.chunk = (n + chunks - 1) / chunks;
+  job.num_chunks = (n + job.chunk - 1) / job.chunk;
+  job.pending.store(job.num_chunks, std::memory_order_relaxed);
+  if (!pool_for(threads)->run(job)) {
+    fn(ctx, begin, end);
+    return;
+  }
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+}  // namespace rill::parallel

@@ -1,0 +1,67 @@
+// ops/: type promotion, views, the registry and the inference cache.
+#include <gtest/gtest.h>
+
+#include "rill/eager/functional.h"
+#include "rill/ops/type_promotion.h"
+#include "rill/ops/view.h"
+#include "rill/util/error.h"
+
+namespace rill {
+namespace {
+
+MetaSym meta(const Shape& s, DType t) { return make_contiguous_meta(s, t); }
+
+TEST(TypePromotion, CategoriesDecide) {
+  MetaSym i64 = meta({3}, DType::kInt64), f16 = meta({3}, DType::kFloat16), u8 = meta({3}, DType::kUInt8);
+  MetaSym f64_0d = meta({}, DType::kFloat64), i32_0d = meta({}, DType::kInt32);
+  // A 0-dim tensor of the same category does not widen.
+  EXPECT_EQ(result_type(std::vector<MetaSym>{f16, f64_0d}, {}), DType::kFloat16);
+  EXPECT_EQ(result_type(std::vector<MetaSym>{u8, i32_0d}, {}), DType::kUInt8);
+  // A higher category does.
+  EXPECT_EQ(result_type(std::vector<MetaSym>{i64, f64_0d}, {}), DType::kFloat64);
+  // Python numbers: float -> default float, int keeps the tensor's int type.
+  EXPECT_EQ(result_type(std::vector<MetaSym>{i64}, std::vector<Scalar>{Scalar(2.5)}), DType::kFloat32);
+  EXPECT_EQ(result_type(std::vector<MetaSym>{u8}, std::vector<Scalar>{Scalar(int64_t{300})}), DType::kUInt8);
+  EXPECT_EQ(result_type(std::vector<MetaSym>{meta({2}, DType::kBool)}, std::vector<Scalar>{Scalar(int64_t{1})}),
+            DType::kInt64);
+}
+
+TEST(View, ViewNeedsCompatibleStrides) {
+  TensorMeta m = *meta({2, 3, 4}, DType::kFloat32);
+  auto t = view::transpose(m, 0, 2);
+  EXPECT_EQ(t.meta->shape, (Shape{4, 3, 2}));
+  EXPECT_EQ(t.meta->strides, (Strides{1, 4, 12}));
+  EXPECT_FALSE(view::view(*t.meta, {24}).has_value());
+  EXPECT_TRUE(view::view(m, {6, -1}).has_value());
+  EXPECT_EQ(view::view(m, {6, -1})->meta->shape, (Shape{6, 4}));
+  EXPECT_THROW(view::view(m, {5, -1}), Error);
+  auto s = view::slice(m, 2, 1, std::nullopt, 2);
+  EXPECT_EQ(s.meta->shape, (Shape{2, 3, 2}));
+  EXPECT_EQ(s.offset, 1);
+  EXPECT_EQ(s.meta->strides, (Strides{12, 4, 2}));
+  EXPECT_THROW(view::select(m, 1, 3), Error);
+  EXPECT_EQ(view::expand(*meta({3, 1}, DType::kFloat32), {2, 3, 4}).meta->strides, (Strides{0, 1, 0}));
+}
+
+TEST(InferCache, SameMetasInferOnce) {
+  const OpSchema& add = eager::op("add");
+  MetaSym a = meta({4, 4}, DType::kFloat32);
+  std::vector<MetaSym> in{a, a};
+  const InferResult& r1 = ops::infer_cached(add, in, {}, empty_attrs());
+  size_t n = ops::infer_cache_size();
+  const InferResult& r2 = ops::infer_cached(add, in, {}, empty_attrs());
+  EXPECT_EQ(&r1, &r2);
+  EXPECT_EQ(ops::infer_cache_size(), n);
+  EXPECT_EQ(r1.outputs[0]->shape, (Shape{4, 4}));
+}
+
+TEST(Registry, EveryOpHasACpuKernelAndInference) {
+  eager::op("add");  // registers everything
+  for (const OpSchema* s : ops::all()) {
+    EXPECT_NE(s->infer, nullptr) << s->name;
+    EXPECT_NE(s->cpu_kernel, nullptr) << s->name;
+  }
+}
+
+}  // namespace
+}  // namespace rill

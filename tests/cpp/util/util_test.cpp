@@ -1,0 +1,77 @@
+// util/: symbols, env knobs, the intra-op pool.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include "rill/core/tensor_meta.h"
+#include "rill/util/env.h"
+#include "rill/util/error.h"
+#include "rill/util/parallel.h"
+
+namespace rill {
+namespace {
+
+TEST(Symbol, EqualValuesShareOnePointer) {
+  MetaSym a = make_contiguous_meta({2, 3}, DType::kFloat32);
+  MetaSym b = make_contiguous_meta({2, 3}, DType::kFloat32);
+  MetaSym c = make_contiguous_meta({3, 2}, DType::kFloat32);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_NE(a.get(), c.get());
+  EXPECT_EQ(a->numel, 6);
+  EXPECT_TRUE(a->contiguous);
+}
+
+TEST(Env, OverrideWinsAndCanBeRemoved) {
+  EXPECT_EQ(env::get_int("RILL_TEST_KNOB_X", 7), 7);
+  uint64_t g = env::generation();
+  env::set_override("RILL_TEST_KNOB_X", "42");
+  EXPECT_EQ(env::get_int("RILL_TEST_KNOB_X", 7), 42);
+  EXPECT_GT(env::generation(), g);
+  env::set_override("RILL_TEST_KNOB_X", "abc");
+  EXPECT_THROW(env::get_int("RILL_TEST_KNOB_X", 7), Error);
+  env::set_override("RILL_TEST_KNOB_X", std::nullopt);
+  EXPECT_EQ(env::get_int("RILL_TEST_KNOB_X", 7), 7);
+  env::set_override("RILL_TEST_KNOB_B", "on");
+  EXPECT_TRUE(env::get_bool("RILL_TEST_KNOB_B", false));
+  env::set_override("RILL_TEST_KNOB_B", std::nullopt);
+}
+
+TEST(Parallel, CoversTheRangeExactlyOnce) {
+  for (int threads : {1, 2, 3}) {
+    parallel::set_num_threads(threads);
+    std::vector<std::atomic<int>> hits(100000);
+    parallel::parallel_for(0, 100000, 1000, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+  parallel::set_num_threads(2);
+}
+
+TEST(Parallel, PropagatesExceptions) {
+  parallel::set_num_threads(2);
+  EXPECT_THROW(parallel::parallel_for(0, 100000, 10,
+                                      [](int64_t b, int64_t) {
+                                        if (b > 0) throw std::runtime_error("boom");
+                                      }),
+               std::runtime_error);
+  // The pool is still usable afterwards.
+  std::atomic<int64_t> total{0};
+  parallel::parallel_for(0, 1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+  EXPECT_EQ(total.load(), 1000);
+}
+
+TEST(Error, CarriesKindAndMessage) {
+  try {
+    RILL_CHECK(1 == 2, Index, "[op] bad index ", 5);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIndex);
+    EXPECT_STREQ(e.what(), "[op] bad index 5");
+  }
+}
+
+}  // namespace
+}  // namespace rill
