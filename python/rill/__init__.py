@@ -34,3 +34,7 @@ int = int32
 long = int64
 
 __version__ = "0.1.0"
+
+import atexit as _atexit
+
+_atexit.register(_C._shutdown)  # exit waits for queued work instead of dropping it

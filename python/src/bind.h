@@ -34,6 +34,11 @@ std::vector<int64_t> ints_from_object(nb::handle obj, const char* op);
 /** A device from None, "cpu" or a rill.device. */
 Device device_from_object(nb::handle obj, const char* op);
 
+/** Wait (GIL released, Ctrl-C raises KeyboardInterrupt) until t can be read; raises if t is poisoned. */
+void wait_readable(const Tensor& t);
+/** Wait (GIL released, interruptible) for every issued op; raises the first unreported kernel error. */
+void synchronize();
+
 /** Submodule initialisers, one per C++ area. */
 void init_dtype(nb::module_& m);
 void init_tensor(nb::module_& m);
@@ -41,6 +46,7 @@ void init_indexing(nb::class_<Tensor>& cls);
 void init_interop(nb::module_& m, nb::class_<Tensor>& cls);
 void init_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void init_runtime(nb::module_& m);
+void init_vm(nb::module_& m);
 
 }  // namespace rill::py
 

@@ -57,10 +57,7 @@ template <typename Framework>
 nb::ndarray<Framework> export_array(const Tensor& t, const char* api) {
   RILL_CHECK(t.device().type == DeviceType::kCPU, Type, "[", api, "] can't convert a ", t.device().str(),
              " tensor; use .cpu() first");
-  {
-    nb::gil_scoped_release release;
-    eager::wait_readable(t);
-  }
+  wait_readable(t);
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   void* data = t.numel() == 0 ? nullptr : t.data_ptr();
   return nb::ndarray<Framework>(data, shape.size(), shape.data(), owner_of(t), t.strides().data(),

@@ -20,4 +20,5 @@ NB_MODULE(_C, m) {
   rill::py::init_dtype(m);
   rill::py::init_tensor(m);
   rill::py::init_runtime(m);
+  rill::py::init_vm(m);
 }

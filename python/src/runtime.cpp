@@ -25,10 +25,6 @@ void init_runtime(nb::module_& m) {
   m.def("reset_peak_memory_stats", &cpu_allocator::reset_peak, "Reset peak_allocated_bytes to the current value.");
   m.def("set_num_threads", &parallel::set_num_threads, nb::arg("n"), "Threads used by CPU kernels.");
   m.def("get_num_threads", &parallel::num_threads, "Threads used by CPU kernels.");
-  m.def("synchronize", []() {
-    nb::gil_scoped_release release;
-    vm::synchronize();
-  }, "Wait for every issued op to finish (a sync point).");
   m.def("set_env_override", [](const std::string& name, std::optional<std::string> value) {
     RILL_CHECK(name.rfind("RILL_", 0) == 0, Value, "[set_env_override] knob names start with RILL_, got ", name);
     env::set_override(name, value);

@@ -35,10 +35,7 @@ int64_t dim_arg(const Tensor& t, int64_t dim, const char* op) { return normalize
 nb::object tensor_item(const Tensor& t) {
   RILL_CHECK(t.numel() == 1, Runtime, "[item] a Tensor with ", t.numel(),
              " elements cannot be converted to Scalar; use .tolist() for several values");
-  {
-    nb::gil_scoped_release release;
-    eager::wait_readable(t);
-  }
+  wait_readable(t);
   return element_to_python(static_cast<const char*>(t.data_ptr()), t.dtype());
 }
 
@@ -67,7 +64,7 @@ void init_tensor(nb::module_& m) {
       .def("storage_offset", [](const Tensor& t) { return t.offset(); })
       .def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); })
       .def("data_ptr", [](const Tensor& t) {
-            eager::wait_readable(t);
+            wait_readable(t);
             return reinterpret_cast<uintptr_t>(t.data_ptr());
           })
       .def_prop_rw("requires_grad", [](const Tensor& t) { return t.impl()->requires_grad(); },
@@ -80,10 +77,7 @@ void init_tensor(nb::module_& m) {
       .def("is_floating_point", [](const Tensor& t) { return dtype_is_floating(t.dtype()); })
       .def("item", &tensor_item, "The value of a one-element tensor as a Python number (a sync point).")
       .def("tolist", [](const Tensor& t) {
-            {
-              nb::gil_scoped_release release;
-              eager::wait_readable(t);
-            }
+            wait_readable(t);
             if (t.numel() == 0 && t.ndim() > 0) return to_list(nullptr, *t.meta(), 0);
             return to_list(static_cast<const char*>(t.data_ptr()), *t.meta(), 0);
           }, "Nested Python lists of the values (a sync point).")

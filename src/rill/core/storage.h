@@ -4,12 +4,22 @@
 // its own deleter.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "rill/core/device.h"
+#include "rill/util/error.h"
 
 namespace rill {
+
+/** The VM's record of in-flight accesses to one storage (Note [Dependences] in
+ * vm/dependence.h). Opaque instruction pointers; only the scheduler thread touches it. */
+struct AccessList {
+  void* last_write = nullptr;
+  std::vector<void*> reads;  // in-flight readers since last_write
+};
 
 /** A block of device memory, lazily allocated. */
 class Storage {
@@ -31,22 +41,30 @@ class Storage {
   /** Device of the memory. */
   Device device() const { return device_; }
   /** True once memory exists. */
-  bool allocated() const { return data_ != nullptr || nbytes_ == 0; }
-  /** Memory pointer; allocates on first call. */
+  bool allocated() const { return data_.load(std::memory_order_acquire) != nullptr; }
+  /** Memory pointer; allocates on first call (thread-safe: one allocation wins). */
   void* data() {
-    if (!data_) allocate();
-    return data_;
+    void* p = data_.load(std::memory_order_acquire);
+    return (p || deleter_) ? p : allocate();  // external memory is never replaced
   }
   /** True for memory adopted from numpy or DLPack. */
   bool external() const { return deleter_ != nullptr; }
+  /** In-flight accesses, for the VM's scheduler. */
+  AccessList& accesses() { return accesses_; }
+  /** The error that poisoned this storage (a failed write), or null. Written by the VM thread
+   * that ran the failing instruction before it completes; read after a sync. */
+  const std::shared_ptr<const Error>& poison() const { return poison_; }
+  void set_poison(std::shared_ptr<const Error> e) { poison_ = std::move(e); }
 
  private:
-  void allocate();
+  void* allocate();
   size_t nbytes_;
   Device device_;
-  void* data_ = nullptr;
+  std::atomic<void*> data_{nullptr};
   Deleter deleter_ = nullptr;
   void* ctx_ = nullptr;
+  AccessList accesses_;
+  std::shared_ptr<const Error> poison_;
 };
 
 }  // namespace rill

@@ -43,13 +43,14 @@ const InferResult& infer(const OpSchema& op, std::span<const Tensor> inputs, std
 void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
             std::vector<Tensor> outputs) {
   RILL_CHECK(op.cpu_kernel != nullptr, NotImplemented, "[", op.name, "] has no CPU kernel");
-  vm::Instruction instr;
-  instr.op = &op;
-  instr.kernel = op.cpu_kernel;
-  instr.inputs.assign(inputs.begin(), inputs.end());
-  instr.outputs = std::move(outputs);
-  instr.attrs = attrs;
-  instr.scalars.assign(scalars.begin(), scalars.end());
+  auto instr = std::make_unique<vm::Instruction>();
+  instr->op = &op;
+  instr->kernel = op.cpu_kernel;
+  instr->inputs.assign(inputs.begin(), inputs.end());
+  instr->outputs = std::move(outputs);
+  instr->attrs = attrs;
+  instr->scalars.assign(scalars.begin(), scalars.end());
+  instr->location = vm::capture_location();
   vm::submit(std::move(instr));
 }
 

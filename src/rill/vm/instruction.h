@@ -1,8 +1,13 @@
 // An instruction: one kernel call with the tensors it reads and writes
-// (DESIGN.md §2 step 5). It owns its operands (shared references) until it has
-// run, so Python may drop a tensor while the instruction is queued.
+// (DESIGN.md §2 step 5), or a sync marker a client thread waits on. It owns its
+// operands (shared references) until it retires, so Python may drop a tensor
+// while the instruction is queued.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "rill/core/tensor.h"
@@ -11,8 +16,29 @@
 
 namespace rill::vm {
 
-/** A kernel call: {stream, kernel, inputs, outputs} plus its attrs and scalars. */
+/** Where the user issued an instruction: an opaque (code object, bytecode offset) pair
+ * from the binding's capture hook, turned into "file:line" only when an error is reported. */
+struct SourceLocation {
+  const void* code = nullptr;
+  int offset = -1;
+};
+
+/** What a client thread waits on at a sync point. */
+struct SyncSignal {
+  std::atomic<bool> done{false};
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::shared_ptr<const Error> error;  // poison found on the awaited tensors, if any
+  /** Mark done and wake the waiter. */
+  void notify();
+};
+
+/** A kernel call, or a sync marker. */
 struct Instruction {
+  /** kKernel runs a kernel; kSync completes its signal once its inputs are written. */
+  enum class Kind : uint8_t { kKernel, kSync };
+
+  Kind kind = Kind::kKernel;
   const OpSchema* op = nullptr;
   KernelFn kernel = nullptr;
   Stream stream;
@@ -20,9 +46,31 @@ struct Instruction {
   std::vector<Tensor> outputs;
   AttrsSym attrs;
   std::vector<Scalar> scalars;
+  SourceLocation location;
+  std::shared_ptr<SyncSignal> signal;  // kSync only
+  bool sync_all = false;               // kSync: also wait for every earlier instruction
 
-  /** Run the kernel on this thread: allocate outputs, build views, call. */
-  void run() const;
+  // Scheduler bookkeeping (Note [Dependences] in dependence.h); touched by the scheduler thread only.
+  int pending = 0;                        // unfinished predecessors that must complete first
+  std::vector<Instruction*> successors;  // instructions waiting on this one
+
+  /** Run on this thread. A kernel error poisons the outputs instead of escaping
+   * (Note [Errors inside the VM]); a poisoned input poisons the outputs without running. */
+  void run() noexcept;
+  /** Run on this thread, letting a kernel error escape (synchronous mode). */
+  void run_or_throw() const;
 };
+
+/** The message of a kernel error: the op, its inputs' metas and where it was issued. */
+std::string describe_failure(const Instruction& instruction, const char* what);
+
+/** Hook that turns a SourceLocation into "file:line" (installed by the Python binding). */
+using LocationFormatter = std::string (*)(SourceLocation);
+/** Hook that captures the caller's SourceLocation (installed by the Python binding). */
+using LocationCapture = SourceLocation (*)();
+/** Install the location hooks. */
+void set_location_hooks(LocationCapture capture, LocationFormatter format);
+/** The calling thread's current source location (empty without a hook). */
+SourceLocation capture_location();
 
 }  // namespace rill::vm

@@ -1,23 +1,50 @@
-// The VM facade (DESIGN.md §3): clients submit instructions; sync points wait.
-// This first version executes each instruction at once on the submitting
-// thread; the threaded scheduler (issue "The threaded eager VM") replaces the
-// body of submit() without changing callers.
+// The VM facade (DESIGN.md §3): client threads submit instructions and return
+// at once; a scheduler thread orders them by their data dependences and runs
+// them; clients wait only at sync points. RILL_VM_MULTI_THREAD=0 runs every
+// instruction on the submitting thread instead (errors then come from the line
+// that caused them).
 #pragma once
+
+#include <chrono>
+#include <memory>
 
 #include "rill/vm/instruction.h"
 
 namespace rill::vm {
 
-/** Hand an instruction to the VM. Errors from its kernel surface at the next sync point. */
-void submit(Instruction&& instruction);
+/** Hand an instruction to the VM (takes ownership). May block under back-pressure. */
+void submit(std::unique_ptr<Instruction> instruction);
 
-/** Wait until every submitted instruction has finished; raises a deferred kernel error. */
+/** Submit a sync marker that completes once tensors are written (all: once every earlier
+ * instruction has finished too). Returns the signal to wait on. */
+std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool all);
+
+/** Wait up to timeout for signal; true when it is done. */
+bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout);
+
+/** Raise the error recorded in a done signal, if any. */
+void check(const SyncSignal& signal);
+
+/** Wait until every submitted instruction has finished; raises the first kernel error not yet reported. */
 void synchronize();
 
-/** Wait until the producer of t has finished, so its memory may be read. */
+/** Wait until t's value can be read on the host; raises if t is poisoned. */
 void wait_readable(const Tensor& t);
+
+/** Raise (and forget) the first kernel error since the last call, if any. */
+void raise_unreported_error();
+
+/** Record a kernel error for raise_unreported_error (called by Instruction::run). */
+void record_error(const std::shared_ptr<const Error>& error);
+
+/** Hook running fn(ctx) with the caller's interpreter lock released (installed by the binding). */
+using UnlockedRunner = void (*)(void (*fn)(void*), void* ctx);
+/** Install the hook used when a client blocks under back-pressure. */
+void set_unlocked_runner(UnlockedRunner runner);
 
 /** Number of instructions submitted since start (for tests and benchmarks). */
 uint64_t num_submitted();
+/** Instructions submitted and not yet finished. */
+int64_t num_in_flight();
 
 }  // namespace rill::vm

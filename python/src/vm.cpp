@@ -1,0 +1,92 @@
+// The VM as Python sees it: interruptible sync points with the GIL released,
+// where-issued capture for error messages, back-pressure without the GIL, exit.
+#include "bind.h"  // Python.h first
+
+#include <frameobject.h>
+
+#include <unordered_set>
+
+#include "rill/vm/virtual_machine.h"
+
+namespace rill::py {
+namespace {
+
+// Note [Where an op was issued]
+// At submission we keep the caller's code object and bytecode offset: two
+// loads, no line-table walk. Code objects are kept alive in a table the first
+// time they are seen (the GIL, held at submission, guards it), so the pointer
+// stays valid until an error needs it; only then is it turned into file:line.
+std::unordered_set<PyObject*>* g_codes = new std::unordered_set<PyObject*>();
+
+vm::SourceLocation capture() {
+  if (!PyGILState_Check()) return {};
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  if (!frame) return {};
+  PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+  PyObject* key = reinterpret_cast<PyObject*>(code);
+  if (!g_codes->insert(key).second) Py_DECREF(code);  // already kept alive by the table
+  return {key, PyFrame_GetLasti(frame)};
+}
+
+std::string format(vm::SourceLocation where) {
+  if (!Py_IsInitialized() || _Py_IsFinalizing() || !where.code) return {};
+  PyGILState_STATE gil = PyGILState_Ensure();
+  auto* code = static_cast<PyCodeObject*>(const_cast<void*>(where.code));
+  int line = PyCode_Addr2Line(code, where.offset);
+  std::string file = PyUnicode_Check(code->co_filename) ? PyUnicode_AsUTF8(code->co_filename) : "?";
+  PyGILState_Release(gil);
+  return file + ":" + std::to_string(line);
+}
+
+void run_unlocked(void (*fn)(void*), void* ctx) {
+  if (PyGILState_Check()) {
+    nb::gil_scoped_release release;
+    fn(ctx);
+  } else {
+    fn(ctx);
+  }
+}
+
+// Waits with the GIL released, waking every 50 ms to let Ctrl-C through. The
+// signal stays owned by the VM's sync marker too, so an interrupted wait leaves
+// nothing dangling and the VM usable.
+void wait_interruptible(vm::SyncSignal& signal) {
+  for (;;) {
+    bool done;
+    {
+      nb::gil_scoped_release release;
+      done = vm::wait_for(signal, std::chrono::milliseconds(50));
+    }
+    if (done) return;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+  }
+}
+
+}  // namespace
+
+void wait_readable(const Tensor& t) {
+  auto signal = vm::submit_sync({t}, false);
+  wait_interruptible(*signal);
+  vm::check(*signal);
+}
+
+void synchronize() {
+  if (vm::num_in_flight() > 0) wait_interruptible(*vm::submit_sync({}, true));
+  vm::raise_unreported_error();
+}
+
+void init_vm(nb::module_& m) {
+  vm::set_location_hooks(capture, format);
+  vm::set_unlocked_runner(run_unlocked);
+  m.def("synchronize", &synchronize, "Wait for every issued op to finish (a sync point).");
+  m.def("_shutdown", []() {
+    try {
+      synchronize();
+    } catch (const Error&) {
+      // At exit an error nobody looked at is dropped, like a tensor nobody read.
+    }
+  }, "Drain the VM (registered with atexit).");
+  m.def("_num_in_flight", &vm::num_in_flight);
+}
+
+}  // namespace rill::py

@@ -1,0 +1,19 @@
+// The VM's knobs (DESIGN.md §3.10), re-read whenever an override changes.
+#pragma once
+
+#include <cstdint>
+
+namespace rill::vm {
+
+/** Current values of the RILL_VM_* knobs. */
+struct Config {
+  bool multi_thread = true;           // RILL_VM_MULTI_THREAD
+  bool compute_on_worker = false;     // RILL_VM_COMPUTE_ON_WORKER_THREAD (thread 0 only)
+  int64_t online_us = 200;            // RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS
+  int64_t max_in_flight = 16384;      // RILL_VM_MAX_IN_FLIGHT (back-pressure bound)
+};
+
+/** The knobs as they are now (cheap: re-reads the environment only after an override). */
+const Config& config();
+
+}  // namespace rill::vm

@@ -1,0 +1,52 @@
+#include "rill/vm/dependence.h"
+
+#include <algorithm>
+
+namespace rill::vm {
+namespace {
+
+bool must_wait(const Instruction* pred, const Instruction* succ) {
+  if (pred == succ) return false;
+  if (succ->kind == Instruction::Kind::kSync || pred->kind == Instruction::Kind::kSync) return true;
+  return pred->stream.thread_id != succ->stream.thread_id;  // same thread: program order suffices
+}
+
+void depend_on(void* pred, Instruction* succ) {
+  auto* p = static_cast<Instruction*>(pred);
+  if (must_wait(p, succ)) add_edge(p, succ);
+}
+
+}  // namespace
+
+void link_dependences(Instruction* instr) {
+  for (const Tensor& t : instr->inputs) {
+    AccessList& a = t.storage()->accesses();
+    if (a.last_write) depend_on(a.last_write, instr);
+    a.reads.push_back(instr);
+  }
+  if (instr->kind == Instruction::Kind::kSync) return;
+  for (const Tensor& t : instr->outputs) {
+    AccessList& a = t.storage()->accesses();
+    if (a.last_write && a.last_write != instr) depend_on(a.last_write, instr);
+    for (void* r : a.reads) depend_on(r, instr);
+    a.last_write = instr;
+    a.reads.clear();
+  }
+}
+
+void unlink_dependences(Instruction* instr) {
+  auto drop_reader = [&](AccessList& a) {
+    auto it = std::find(a.reads.begin(), a.reads.end(), static_cast<void*>(instr));
+    if (it != a.reads.end()) {
+      *it = a.reads.back();
+      a.reads.pop_back();
+    }
+  };
+  for (const Tensor& t : instr->inputs) drop_reader(t.storage()->accesses());
+  for (const Tensor& t : instr->outputs) {
+    AccessList& a = t.storage()->accesses();
+    if (a.last_write == instr) a.last_write = nullptr;
+  }
+}
+
+}  // namespace rill::vm

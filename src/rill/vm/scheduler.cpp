@@ -1,0 +1,147 @@
+#include "rill/vm/scheduler.h"
+
+#include <pthread.h>
+
+#include <chrono>
+
+#include "rill/vm/config.h"
+#include "rill/vm/dependence.h"
+
+namespace rill::vm {
+
+Scheduler::Scheduler() {
+  thread_ = std::thread([this] { loop(); });
+  thread_.detach();  // the VM lives as long as the process
+}
+
+void Scheduler::submit(Instruction* instruction) {
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    inbox_.push_back(instruction);
+    wake = sleeping_;
+  }
+  has_work_.store(true, std::memory_order_release);
+  if (wake) cv_.notify_one();
+}
+
+void Scheduler::complete(Instruction* instruction) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    completions_.push_back(instruction);
+    wake = sleeping_;
+  }
+  has_work_.store(true, std::memory_order_release);
+  if (wake) cv_.notify_one();
+}
+
+void Scheduler::wait_in_flight_below(int64_t limit) {
+  drained_waiters_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::unique_lock<std::mutex> lock(drained_mutex_);
+    drained_cv_.wait(lock, [&] { return in_flight() < limit; });
+  }
+  drained_waiters_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+Worker* Scheduler::worker(int thread_id) {
+  if (!workers_[thread_id]) workers_[thread_id] = std::make_unique<Worker>(thread_id, this);
+  return workers_[thread_id].get();
+}
+
+void Scheduler::loop() {
+  pthread_setname_np(pthread_self(), "rill-scheduler");
+  std::vector<Instruction*> inbox, completions;
+  auto last_work = std::chrono::steady_clock::now();
+  for (;;) {
+    if (has_work_.exchange(false, std::memory_order_acquire)) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        inbox.swap(inbox_);
+        completions.swap(completions_);
+      }
+      // Completions first: they may unblock the heads of the FIFOs new work joins.
+      for (Instruction* i : completions) retire(i);
+      for (Instruction* i : inbox) admit(i);
+      completions.clear();
+      inbox.clear();
+      last_work = std::chrono::steady_clock::now();
+      continue;
+    }
+    // Note [Staying online]: after its last instruction a VM thread keeps
+    // polling (yielding the CPU) for RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS before
+    // it blocks, so the next op does not pay a futex wake and a context switch.
+    if (std::chrono::steady_clock::now() - last_work < std::chrono::microseconds(config().online_us)) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    sleeping_ = true;
+    cv_.wait(lock, [&] { return !inbox_.empty() || !completions_.empty(); });
+    sleeping_ = false;
+    has_work_.store(true, std::memory_order_relaxed);
+  }
+}
+
+void Scheduler::admit(Instruction* instr) {
+  link_dependences(instr);
+  if (instr->kind == Instruction::Kind::kSync) {
+    if (instr->sync_all) {
+      for (Instruction* last : last_)
+        if (last) add_edge(last, instr);
+    }
+    if (instr->pending == 0) dispatch(instr);
+    return;
+  }
+  int tid = instr->stream.thread_id;
+  last_[tid] = instr;
+  fifo_[tid].push_back(instr);
+  if (fifo_[tid].size() == 1) pump(tid);
+}
+
+// Dispatch the head of a thread's FIFO while its cross-thread dependences are met.
+void Scheduler::pump(int tid) {
+  std::deque<Instruction*>& q = fifo_[tid];
+  while (!q.empty() && q.front()->pending == 0) {
+    Instruction* head = q.front();
+    q.pop_front();
+    dispatch(head);
+  }
+}
+
+void Scheduler::dispatch(Instruction* instr) {
+  bool inline_run = instr->kind == Instruction::Kind::kSync ||
+                    (instr->stream.thread_id == 0 && !config().compute_on_worker);
+  if (!inline_run) {
+    worker(instr->stream.thread_id)->push(instr);
+    return;
+  }
+  instr->run();
+  retire(instr);
+}
+
+void Scheduler::retire(Instruction* instr) {
+  unlink_dependences(instr);
+  if (instr->kind == Instruction::Kind::kKernel) {
+    int tid = instr->stream.thread_id;
+    if (last_[tid] == instr) last_[tid] = nullptr;
+  }
+  for (Instruction* s : instr->successors) {
+    if (--s->pending != 0) continue;
+    if (s->kind == Instruction::Kind::kSync) {
+      dispatch(s);
+    } else if (!fifo_[s->stream.thread_id].empty() && fifo_[s->stream.thread_id].front() == s) {
+      pump(s->stream.thread_id);
+    }
+  }
+  delete instr;  // releases the operands: memory dropped by Python returns to the allocator here
+  int64_t left = in_flight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  if (drained_waiters_.load(std::memory_order_acquire) > 0 && left < config().max_in_flight / 2) {
+    std::lock_guard<std::mutex> lock(drained_mutex_);
+    drained_cv_.notify_all();
+  }
+}
+
+}  // namespace rill::vm

@@ -1,0 +1,64 @@
+// The scheduler thread ("rill-scheduler"): drains submitted instructions, links
+// their dependences, dispatches those that are ready (running thread 0's inline
+// unless RILL_VM_COMPUTE_ON_WORKER_THREAD=1, and sync markers always), and
+// retires finished ones, which may make others ready.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "rill/vm/instruction.h"
+#include "rill/vm/worker.h"
+
+namespace rill::vm {
+
+/** Most VM thread ids (thread 0 plus user threads). */
+inline constexpr int kMaxThreads = 64;
+
+/** The one scheduler of the process. */
+class Scheduler {
+ public:
+  Scheduler();
+  /** Hand over an instruction (any client thread). */
+  void submit(Instruction* instruction);
+  /** A worker finished an instruction (worker threads). */
+  void complete(Instruction* instruction);
+  /** Instructions submitted and not yet retired. */
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_acquire); }
+  /** Block until fewer than limit instructions are in flight. */
+  void wait_in_flight_below(int64_t limit);
+
+ private:
+  void loop();
+  void admit(Instruction* instruction);
+  void pump(int thread_id);
+  void dispatch(Instruction* instruction);
+  void retire(Instruction* instruction);
+  Worker* worker(int thread_id);
+
+  // Shared with producers: inbox (clients) and completions (workers).
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Instruction*> inbox_;
+  std::vector<Instruction*> completions_;
+  std::atomic<bool> has_work_{false};
+  bool sleeping_ = false;
+  std::atomic<int64_t> in_flight_{0};
+  std::mutex drained_mutex_;
+  std::condition_variable drained_cv_;  // back-pressure waiters
+  std::atomic<int> drained_waiters_{0};
+
+  // Scheduler-thread state.
+  std::deque<Instruction*> fifo_[kMaxThreads];   // admitted, not yet dispatched, per thread id
+  Instruction* last_[kMaxThreads] = {};          // newest unretired kernel instruction per thread id
+  std::vector<Instruction*> ready_;              // worklist of inline work
+  std::unique_ptr<Worker> workers_[kMaxThreads];
+  std::thread thread_;
+};
+
+}  // namespace rill::vm
