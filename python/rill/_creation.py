@@ -9,15 +9,24 @@ from rill._C import Tensor
 
 def _infer_dtype(data):
     """PyTorch's rule for Python data: bools -> bool, ints -> int64, any float -> float32."""
-    arr = np.asarray(data)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"[tensor] invalid data type '{type(data).__name__}'; expected numbers, nested lists of "
+                        "numbers, or an array")
+    try:
+        arr = np.asarray(data)
+    except ValueError as e:
+        raise ValueError(f"[tensor] data must be rectangular (nested lists of equal lengths): {e}") from None
     if arr.dtype == np.bool_:
         return arr, _C.bool
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind in "iu" and arr.dtype != np.uint64:
         return arr, _C.int64
+    if arr.dtype == np.uint64 or (arr.dtype == object and all(isinstance(v, int) for v in arr.flat)):
+        raise ValueError("[tensor] overflow: an integer in data does not fit in int64")
     if arr.dtype.kind == "f":
         return arr, _C.float32
-    raise TypeError(f"[tensor] can't build a tensor from {type(data).__name__} (numpy dtype {arr.dtype}); "
-                    "expected numbers, nested lists of numbers, or an array")
+    # RuntimeError, as PyTorch raises for data whose dtype it can't infer (None, objects, dicts)
+    raise RuntimeError(f"[tensor] could not infer dtype of {type(data).__name__} (numpy dtype {arr.dtype}); "
+                       "expected numbers, nested lists of numbers, or an array")
 
 
 _NUMPY_DTYPES = {np.dtype(np.bool_): _C.bool, np.dtype(np.uint8): _C.uint8, np.dtype(np.int8): _C.int8,
@@ -33,16 +42,18 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     if isinstance(data, Tensor):
         out = data.clone() if dtype is None else data._to_dtype(dtype, True)
     else:
-        if isinstance(data, np.ndarray) and data.dtype in _NUMPY_DTYPES:
-            arr, inferred = data, _NUMPY_DTYPES[data.dtype]
+        if isinstance(data, np.ndarray):
+            native = data.dtype.newbyteorder("=")
+            if native not in _NUMPY_DTYPES:
+                raise TypeError(f"[tensor] can't convert a numpy array of dtype {data.dtype}; supported: bool, "
+                                "uint8, int8, int16, int32, int64, float16, float32, float64")
+            arr, inferred = data, _NUMPY_DTYPES[native]
         elif isinstance(data, np.generic) and np.dtype(type(data)) in _NUMPY_DTYPES:
             arr, inferred = np.asarray(data), _NUMPY_DTYPES[np.dtype(type(data))]
         else:
-            try:
-                arr, inferred = _infer_dtype(data)
-            except ValueError as e:
-                raise ValueError(f"[tensor] data must be rectangular (nested lists of equal lengths): {e}") from None
-        arr = np.ascontiguousarray(arr)
+            arr, inferred = _infer_dtype(data)
+        if not arr.flags.c_contiguous:  # never true for 0-dim, which ascontiguousarray would make 1-dim
+            arr = np.ascontiguousarray(arr)
         if arr.dtype.byteorder not in ("=", "|"):
             arr = arr.astype(arr.dtype.newbyteorder("="))
         out = _C.from_numpy(arr)._to_dtype(dtype or inferred, True)
@@ -52,9 +63,15 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
 
 
 def as_tensor(data, dtype=None, device=None):
-    """data itself when it is a tensor of the right dtype, else a converted copy."""
+    """data itself when it is a tensor of the right dtype, a tensor sharing a numpy array's memory when the
+    dtypes agree (as in PyTorch), else a converted copy."""
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
+    if (isinstance(data, np.ndarray) and data.dtype in _NUMPY_DTYPES and dtype in (None, _NUMPY_DTYPES[data.dtype])
+            and all(s >= 0 for s in data.strides)):
+        if device is not None:
+            _C.device(str(device)) if not isinstance(device, _C.device) else device
+        return _C.from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 

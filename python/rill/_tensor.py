@@ -12,6 +12,26 @@ class Size(tuple):
     def __repr__(self):
         return "rill.Size([" + ", ".join(builtins.str(s) for s in self) + "])"
 
+    # Slicing, concatenation and repetition give a Size, as in PyTorch.
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Size(out) if isinstance(index, slice) else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
     def numel(self):
         n = 1
         for s in self:
@@ -94,17 +114,17 @@ def _iter(self):
 
 def _scalar_of(kind):
     def method(self):
-        if self.numel() != 1:
-            raise RuntimeError(f"[{kind.__name__}] only a Tensor with one element can be converted to a Python "
-                               f"{kind.__name__}, got {self.numel()} elements")
+        if self.numel() != 1:  # ValueError, as in PyTorch
+            raise ValueError(f"[{kind.__name__}] only a Tensor with one element can be converted to a Python "
+                             f"{kind.__name__}, got {self.numel()} elements")
         return kind(self.item())
     return method
 
 
 def _bool(self):
     if self.numel() != 1:
-        raise RuntimeError(f"Boolean value of Tensor with {'no' if self.numel() == 0 else 'more than one'} "
-                           "value is ambiguous")
+        what = "no values" if self.numel() == 0 else "more than one value"
+        raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
     return builtins.bool(self.item())
 
 

@@ -112,7 +112,14 @@ void init_dtype(nb::module_& m) {
       .def("__repr__", [](const Device& d) { return "device(type='" + d.str() + "')"; })
       .def("__str__", &Device::str)
       .def("__eq__", [](const Device& a, nb::handle b) {
-        if (nb::isinstance<nb::str>(b)) return a == Device::parse(nb::cast<std::string>(b));
+        if (nb::isinstance<nb::str>(b)) {
+          // A string that names no device here ('cuda' in a CPU build, 'xyz') is simply not equal.
+          try {
+            return a == Device::parse(nb::cast<std::string>(b));
+          } catch (const Error&) {
+            return false;
+          }
+        }
         return nb::isinstance<Device>(b) && a == nb::cast<Device>(b);
       })
       .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1000 + d.index; });

@@ -15,8 +15,19 @@ std::optional<int64_t> slice_part(PyObject* v, const char* what) {
   return PyLong_AsLongLong(idx.ptr());
 }
 
-bool is_int_index(PyObject* o) {
-  return !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !nb::isinstance<Tensor>(o)));
+// A 0-dim integer tensor indexes like an int (PyTorch selects with it, giving a view); other tensors,
+// including bool and uint8 ones (masks in PyTorch), are advanced indices.
+bool is_int_tensor_scalar(nb::handle h) {
+  if (!nb::isinstance<Tensor>(h)) return false;
+  const Tensor& t = nb::cast<const Tensor&>(h);
+  return t.ndim() == 0 && !dtype_is_floating(t.dtype()) && t.dtype() != DType::kBool && t.dtype() != DType::kUInt8;
+}
+
+bool is_int_index(nb::handle h) {
+  PyObject* o = h.ptr();
+  if (PyBool_Check(o)) return false;
+  if (PyLong_Check(o)) return true;
+  return PyIndex_Check(o) && (!nb::isinstance<Tensor>(h) || is_int_tensor_scalar(h));
 }
 
 Tensor basic_index(const Tensor& t, nb::handle index) {
@@ -34,8 +45,11 @@ Tensor basic_index(const Tensor& t, nb::handle index) {
       RILL_CHECK(!seen_ellipsis, Index, "[getitem] an index can only have a single ellipsis ('...')");
       seen_ellipsis = true;
     } else if (o == Py_None) {
-    } else if (PySlice_Check(o) || is_int_index(o)) {
+    } else if (PySlice_Check(o) || is_int_index(h)) {
       ++consuming;
+    } else if (nb::isinstance<Tensor>(h) && dtype_is_floating(nb::cast<const Tensor&>(h).dtype())) {
+      RILL_FAIL(Index, "[getitem] tensors used as indices must be integer or bool tensors, got ",
+                dtype_name(nb::cast<const Tensor&>(h).dtype()));
     } else if (nb::isinstance<Tensor>(h) || PyList_Check(o) || PyBool_Check(o)) {
       RILL_FAIL(NotImplemented, "[getitem] indexing with tensors, lists or bools (advanced indexing) comes with "
                 "the op library (issue 5); use ints, slices, None and ... for now");
@@ -80,17 +94,22 @@ Tensor basic_index(const Tensor& t, nb::handle index) {
 }  // namespace
 
 void init_indexing(nb::class_<Tensor>& cls) {
-  cls.def("__getitem__", [](const Tensor& t, nb::handle index) { return basic_index(t, index); });
+  cls.def("__getitem__", [](const Tensor& t, nb::handle index) { return basic_index(t, index); },
+          nb::arg("index").none());
   cls.def("__setitem__", [](const Tensor& t, nb::handle index, nb::handle value) {
     Tensor dst = basic_index(t, index);
     if (nb::isinstance<Tensor>(value)) {
-      eager::copy_(dst, nb::cast<const Tensor&>(value));
+      // As in PyTorch, leading size-1 dims of the value beyond the destination's rank are dropped:
+      // x[0] = y[None] works.
+      Tensor src = nb::cast<const Tensor&>(value);
+      while (src.ndim() > dst.ndim() && src.shape()[0] == 1) src = eager::select(src, 0, 0);
+      eager::copy_(dst, src);
       return;
     }
     auto s = scalar_from_object(value);
     RILL_CHECK(s.has_value(), Type, "[setitem] can assign a number or a Tensor, got ", nb::inst_name(value).c_str());
     eager::fill_(dst, *s);
-  });
+  }, nb::arg("index").none(), nb::arg("value").none());
 }
 
 }  // namespace rill::py

@@ -113,7 +113,7 @@ void init_interop(nb::module_& m, nb::class_<Tensor>& cls) {
         return force ? arr.attr("copy")() : arr;
       }, nb::arg("force") = false, "A numpy array sharing this tensor's memory (a sync point).");
   cls.def("__dlpack__", [](const Tensor& t, nb::kwargs kwargs) {
-        nb::object arr = nb::cast(export_array<nb::no_framework>(t, "__dlpack__"));
+        nb::object arr = nb::cast(export_array<nb::array_api>(t, "__dlpack__"));  // an object with __dlpack__
         return arr.attr("__dlpack__")(**kwargs);
       }, "Export as a DLPack capsule (zero copy).");
   cls.def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(1, 0); });
@@ -128,7 +128,8 @@ void init_interop(nb::module_& m, nb::class_<Tensor>& cls) {
       }, "A tensor sharing the numpy array's memory.");
   m.def("from_dlpack", [](nb::handle obj) {
         if (nb::isinstance<Tensor>(obj)) return nb::cast<Tensor>(obj);
-        RILL_CHECK(nb::hasattr(obj, "__dlpack__"), Type, "[from_dlpack] expected an object with __dlpack__, got ",
+        RILL_CHECK(nb::hasattr(obj, "__dlpack__") || PyCapsule_CheckExact(obj.ptr()), Type,
+                   "[from_dlpack] expected an object with __dlpack__ or a DLPack capsule, got ",
                    nb::inst_name(obj).c_str());
         nb::ndarray<nb::ro> arr;
         bool ok = nb::try_cast(obj, arr, false);

@@ -1,5 +1,6 @@
 // Math and creation: module functions (rill.add, rill.zeros, ...), Tensor
 // methods and Python operators. Op schemas are looked up once, at import.
+#include <algorithm>
 #include <chrono>
 
 #include "bind.h"
@@ -51,9 +52,48 @@ nb::object binary_operator(const BinaryOp& op, const Tensor& a, nb::handle other
   return nb::cast(std::move(*r));
 }
 
+// An in-place op can't write a tensor whose elements share memory (an expand()ed view): each write would
+// land on the same element several times. PyTorch raises here too.
+void check_no_internal_overlap(const Tensor& out, const std::string& op) {
+  for (size_t d = 0; d < out.shape().size(); ++d)
+    RILL_CHECK(out.shape()[d] <= 1 || out.strides()[d] != 0, Runtime, "[", op, "_] unsupported operation: more "
+               "than one element of the written-to tensor refers to a single memory location; clone() the "
+               "tensor first");
+}
+
+// True when t's elements fill a block of memory exactly: dense in some order of its dims.
+bool non_overlapping_and_dense(const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims that iterate
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    if (t.shape()[d] != 1) dims.emplace_back(t.strides()[d], t.shape()[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (auto [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+// PyTorch's rule for in-place ops: an input that shares some but not all of the output's memory
+// (x[1:] += x[:-1], x += x.t()) raises, as the result would depend on the order elements are written.
+// Like PyTorch, layouts where that is hard to tell (both not dense) are let through.
+void check_no_partial_overlap(const Tensor& out, const Tensor& in, const std::string& op) {
+  if (out.numel() == 0 || in.numel() == 0 || out.storage() != in.storage()) return;
+  if (!non_overlapping_and_dense(out) || !non_overlapping_and_dense(in)) return;
+  const int64_t ob = out.offset() * dtype_itemsize(out.dtype()), ib = in.offset() * dtype_itemsize(in.dtype());
+  const int64_t oe = ob + out.numel() * dtype_itemsize(out.dtype());
+  const int64_t ie = ib + in.numel() * dtype_itemsize(in.dtype());
+  const bool partial = (ob == ib && oe == ie) ? out.strides() != in.strides() : (ob < ie && ib < oe);
+  RILL_CHECK(!partial, Runtime, "[", op, "_] unsupported operation: some elements of the input tensor and the "
+             "written-to tensor refer to a single memory location; clone() the input first");
+}
+
 // a op= other, written into a.
 const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle other) {
+  check_no_internal_overlap(a, op.name);
   if (nb::isinstance<Tensor>(other)) {
+    check_no_partial_overlap(a, nb::cast<const Tensor&>(other), op.name);
     Tensor in[2] = {a, nb::cast<const Tensor&>(other)};
     eager::call_into(*op.tensor, in, {}, empty_attrs(), a);
     return a;
@@ -65,11 +105,31 @@ const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle oth
   return a;
 }
 
-// other * alpha, for add/sub's alpha argument.
-nb::object scaled(const BinaryOp& mul, nb::handle other, nb::handle alpha) {
+// alpha * other, for add/sub's alpha argument. Like PyTorch, other is converted to the result dtype of
+// `a op other` first and multiplied there (an int8 other with alpha=100 must not wrap in int8 when a is
+// float), and alpha must fit that dtype's category.
+nb::object scaled(const BinaryOp& op, const BinaryOp& mul, const Tensor& a, nb::handle other, nb::handle alpha) {
   if (alpha.is_none()) return nb::borrow(other);
-  if (nb::isinstance<Tensor>(other)) return nb::cast(binary(mul, nb::cast<const Tensor&>(other), alpha));
-  return other * alpha;
+  auto k = scalar_from_object(alpha);
+  RILL_CHECK(k.has_value(), Type, "[", op.name, "] alpha must be a number, got ", nb::inst_name(alpha).c_str());
+  const bool is_tensor = nb::isinstance<Tensor>(other);
+  std::vector<MetaSym> metas = {a.meta()};
+  std::vector<Scalar> numbers;
+  if (is_tensor) {
+    metas.push_back(nb::cast<const Tensor&>(other).meta());
+  } else {
+    auto s = scalar_from_object(other);
+    if (!s) bad_operand(op, other);
+    numbers.push_back(*s);
+  }
+  const DType t = result_type(metas, numbers);
+  RILL_CHECK(dtype_is_floating(t) || !k->is_floating(), Runtime, "[", op.name,
+             "] For integral input tensors, argument alpha must not be a floating point number.");
+  RILL_CHECK(t == DType::kBool || k->kind() != Scalar::Kind::kBool, Runtime, "[", op.name,
+             "] Boolean alpha only supported for Boolean results.");
+  if (!is_tensor) return other * alpha;
+  Tensor b = eager::to_dtype(nb::cast<const Tensor&>(other), t);
+  return nb::cast(eager::binary(*mul.tensor, b, eager::full({}, *k, t)));
 }
 
 struct FactoryArgs {
@@ -136,32 +196,28 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
                                   make_binary("le", false), make_binary("gt", false), make_binary("ge", false)};
 
   // --- unary ---
-  for (std::string_view name : kUnarySameOps) {
-    const OpSchema* s = &eager::op(name);
-    std::string n(name);
-    m.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); }, nb::arg("input"));
-    cls.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); });
-  }
-  for (std::string_view name : kUnaryFloatOps) {
-    const OpSchema* s = &eager::op(name);
-    std::string n(name);
-    m.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); }, nb::arg("input"));
-    cls.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); });
-    cls.def((n + "_").c_str(), [s](const Tensor& x) {
-      eager::call_into(*s, {&x, 1}, {}, empty_attrs(), x);
-      return x;
-    });
+  // In-place forms return self itself (the same Python object, as x.exp_() is x in PyTorch).
+  for (const auto* names : {&kUnarySameOps, &kUnaryFloatOps}) {
+    for (std::string_view name : *names) {
+      const OpSchema* s = &eager::op(name);
+      std::string n(name);
+      m.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); }, nb::arg("input"));
+      cls.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); });
+      cls.def((n + "_").c_str(), [s](const Tensor& x) -> const Tensor& {
+        check_no_internal_overlap(x, s->name);
+        eager::call_into(*s, {&x, 1}, {}, empty_attrs(), x);
+        return x;
+      }, nb::rv_policy::reference_internal);
+    }
   }
   const OpSchema* neg = &eager::op("neg");
   const OpSchema* abs = &eager::op("abs");
-  const OpSchema* relu = &eager::op("relu");
   cls.def("__neg__", [neg](const Tensor& x) { return eager::unary(*neg, x); });
   cls.def("__abs__", [abs](const Tensor& x) { return eager::unary(*abs, x); });
-  cls.def("__pos__", [](const Tensor& x) { return x; });
-  cls.def("relu_", [relu](const Tensor& x) {
-    eager::call_into(*relu, {&x, 1}, {}, empty_attrs(), x);
+  cls.def("__pos__", [](const Tensor& x) -> const Tensor& {
+    RILL_CHECK(x.dtype() != DType::kBool, Type, "[positive] the `+` operator, on a bool tensor is not supported");
     return x;
-  });
+  }, nb::rv_policy::reference_internal);
 
   // --- binary: functions, methods, operators, in-place ---
   auto def_arith = [&](const BinaryOp& op, const char* dunder, const char* rdunder, const char* idunder) {
@@ -172,11 +228,12 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
     if (rdunder) cls.def(rdunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, true); });
     if (idunder) {
-      cls.def((op.name + "_").c_str(), [p](const Tensor& a, nb::handle b) { return binary_inplace(*p, a, b); },
+      cls.def((op.name + "_").c_str(),
+              [p](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(*p, a, b); },
               nb::rv_policy::reference_internal);
     }
     if (idunder)
-      cls.def(idunder, [p](const Tensor& a, nb::handle b) { return binary_inplace(*p, a, b); },
+      cls.def(idunder, [p](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(*p, a, b); },
               nb::rv_policy::reference_internal);
   };
   def_arith(mul, "__mul__", "__rmul__", "__imul__");
@@ -186,19 +243,20 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   def_arith(minimum, nullptr, nullptr, nullptr);
   cls.def("__add__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, false); });
   cls.def("__radd__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, true); });
-  cls.def("__iadd__", [](const Tensor& a, nb::handle b) { return binary_inplace(add, a, b); },
+  cls.def("__iadd__", [](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(add, a, b); },
           nb::rv_policy::reference_internal);
   cls.def("__sub__", [](const Tensor& a, nb::handle b) { return binary_operator(sub, a, b, false); });
   cls.def("__rsub__", [](const Tensor& a, nb::handle b) { return binary_operator(sub, a, b, true); });
-  cls.def("__isub__", [](const Tensor& a, nb::handle b) { return binary_inplace(sub, a, b); },
+  cls.def("__isub__", [](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(sub, a, b); },
           nb::rv_policy::reference_internal);
   // add/sub with alpha: input + alpha * other
   for (const BinaryOp* p : {&add, &sub}) {
     auto fn = [p](const Tensor& a, nb::handle b, nb::handle alpha) {
-      return binary(*p, a, scaled(mul, b, alpha));
+      return binary(*p, a, scaled(*p, mul, a, b, alpha));
     };
-    auto ifn = [p](const Tensor& a, nb::handle b, nb::handle alpha) {
-      return binary_inplace(*p, a, scaled(mul, b, alpha));
+    auto ifn = [p](const Tensor& a, nb::handle b, nb::handle alpha) -> const Tensor& {
+      if (nb::isinstance<Tensor>(b)) check_no_partial_overlap(a, nb::cast<const Tensor&>(b), p->name);
+      return binary_inplace(*p, a, scaled(*p, mul, a, b, alpha));
     };
     m.def(p->name.c_str(), fn, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none());
     cls.def(p->name.c_str(), fn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none());
@@ -229,21 +287,25 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
 
   // --- where ---
   auto where3 = [](const Tensor& cond, nb::handle a, nb::handle b) {
-    auto as_tensor = [&](nb::handle v, const Tensor& like) -> Tensor {
-      if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
+    // A Python number takes part in promotion as a number (it widens the other operand only when of a
+    // higher category, as PyTorch's wrapped numbers do): it becomes a 0-dim tensor of the result dtype.
+    std::vector<MetaSym> metas;
+    std::vector<Scalar> numbers;
+    for (nb::handle v : {a, b}) {
+      if (nb::isinstance<Tensor>(v)) {
+        metas.push_back(nb::cast<const Tensor&>(v).meta());
+        continue;
+      }
       auto s = scalar_from_object(v);
       RILL_CHECK(s.has_value(), Type, "[where] expected a Tensor or a number, got ", nb::inst_name(v).c_str());
-      // A Python number takes part in promotion as a number: match the other operand's dtype when it is a
-      // tensor of the same category (as PyTorch does for wrapped numbers).
-      DType t = s->default_dtype();
-      if (like.defined() && (dtype_is_floating(like.dtype()) || !s->is_floating())) t = like.dtype();
-      if (like.defined() && s->kind() == Scalar::Kind::kBool) t = like.dtype();
-      return eager::full({}, *s, t);
+      numbers.push_back(*s);
+    }
+    const DType t = result_type(metas, numbers);
+    auto as_tensor = [&](nb::handle v) {
+      if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
+      return eager::full({}, *scalar_from_object(v), t);
     };
-    Tensor ta = nb::isinstance<Tensor>(a) ? nb::cast<Tensor>(a) : Tensor();
-    Tensor tb = nb::isinstance<Tensor>(b) ? nb::cast<Tensor>(b) : Tensor();
-    Tensor x = as_tensor(a, tb), y = as_tensor(b, ta);
-    return eager::where(cond, x, y);
+    return eager::where(cond, as_tensor(a), as_tensor(b));
   };
   m.def("where", where3, nb::arg("condition"), nb::arg("input"), nb::arg("other"));
   cls.def("where", [where3](const Tensor& self, const Tensor& cond, nb::handle other) {
@@ -336,6 +398,9 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     return [name, nd](const Tensor& a, const Tensor& b) {
       RILL_CHECK(a.ndim() == nd && b.ndim() == nd, Runtime, "[", name, "] expected ", nd, "-D tensors, got ",
                  a.ndim(), "-D and ", b.ndim(), "-D");
+      // bmm does not broadcast its batch dim (matmul does).
+      RILL_CHECK(nd != 3 || a.shape()[0] == b.shape()[0], Runtime, "[", name, "] expected both tensors to have "
+                 "the same batch size, got ", a.shape()[0], " and ", b.shape()[0], "; use matmul to broadcast");
       return eager::matmul(a, b);
     };
   };
@@ -374,18 +439,15 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("rand", random("rand", [](const Shape& s, DType t, Device d) { return eager::rand(s, t, d); }));
   m.def("randn", random("randn", [](const Shape& s, DType t, Device d) { return eager::randn(s, t, d); }));
   m.def("randint", [](nb::args args, nb::kwargs kwargs) {
-    // randint(high, size) or randint(low, high, size)
-    RILL_CHECK(args.size() == 2 || args.size() == 3, Type,
+    // randint(high, size) or randint(low, high, size); size may also come as size=
+    bool size_kw = kwargs.contains("size");
+    size_t numbers = args.size() - (size_kw ? 0 : 1);
+    RILL_CHECK(args.size() >= 1 && (numbers == 1 || numbers == 2) && args.size() <= 3, Type,
                "[randint] expected randint(high, size) or randint(low, high, size)");
-    int64_t low = 0, high;
-    if (args.size() == 3) {
-      low = ints_from_object(args[0], "randint").at(0);
-      high = ints_from_object(args[1], "randint").at(0);
-    } else {
-      high = ints_from_object(args[0], "randint").at(0);
-    }
-    FactoryArgs f = parse_factory(nb::args(), kwargs, "randint", false);
-    f.shape = ints_from_object(args[args.size() - 1], "randint");
+    int64_t low = 0, high = ints_from_object(args[numbers - 1], "randint").at(0);
+    if (numbers == 2) low = ints_from_object(args[0], "randint").at(0);
+    FactoryArgs f = parse_factory(nb::args(), kwargs, "randint", size_kw);
+    if (!size_kw) f.shape = ints_from_object(args[args.size() - 1], "randint");
     check_sizes(f.shape, "randint");
     return finish(eager::randint(low, high, f.shape, f.dtype.value_or(DType::kInt64), f.device), f);
   });

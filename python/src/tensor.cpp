@@ -28,7 +28,12 @@ nb::object to_list(const char* p, const TensorMeta& m, int64_t dim) {
   return out;
 }
 
-int64_t dim_arg(const Tensor& t, int64_t dim, const char* op) { return normalize_dim(dim, t.ndim(), op); }
+// A dim of t for size(dim)/stride(dim). normalize_dim accepts 0 and -1 for a 0-dim tensor (as ops that
+// reduce over "dim 0" of a scalar do), but a 0-dim tensor has no size or stride to read.
+int64_t dim_arg(const Tensor& t, int64_t dim, const char* op) {
+  RILL_CHECK(t.ndim() > 0, Index, "[", op, "] dimension specified as ", dim, " but tensor has no dimensions");
+  return normalize_dim(dim, t.ndim(), op);
+}
 
 }  // namespace
 
@@ -124,8 +129,10 @@ void init_tensor(nb::module_& m) {
       .def("contiguous", [](const Tensor& t) { return eager::contiguous(t); })
       .def("clone", [](const Tensor& t) { return eager::clone(t); })
       .def("detach", [](const Tensor& t) { return t.view_as_meta(t.meta(), t.offset()); })
-      .def("copy_", [](const Tensor& t, const Tensor& src) { return eager::copy_(t, src); }, nb::arg("src"))
-      .def("fill_", [](const Tensor& t, nb::handle v) {
+      // In-place methods return self (the same Python object), as in PyTorch.
+      .def("copy_", [](const Tensor& t, const Tensor& src) -> const Tensor& { return eager::copy_(t, src); },
+           nb::arg("src"), nb::rv_policy::reference_internal)
+      .def("fill_", [](const Tensor& t, nb::handle v) -> const Tensor& {
             auto s = scalar_from_object(v);
             if (!s && nb::isinstance<Tensor>(v)) {
               const Tensor& vt = nb::cast<const Tensor&>(v);
@@ -135,8 +142,9 @@ void init_tensor(nb::module_& m) {
             }
             RILL_CHECK(s.has_value(), Type, "[fill_] expected a number, got ", nb::inst_name(v).c_str());
             return eager::fill_(t, *s);
-          })
-      .def("zero_", [](const Tensor& t) { return eager::fill_(t, Scalar(int64_t{0})); })
+          }, nb::arg("value"), nb::rv_policy::reference_internal)
+      .def("zero_", [](const Tensor& t) -> const Tensor& { return eager::fill_(t, Scalar(int64_t{0})); },
+           nb::rv_policy::reference_internal)
       .def("_to_dtype", [](const Tensor& t, DType d, bool copy) {
             return copy && t.dtype() == d ? eager::clone(t) : eager::to_dtype(t, d);
           });

@@ -378,6 +378,20 @@ TEST_F(ReduceTest, LargeSumsAreAccurate) {
     for (int64_t i = 0; i < n / 4; ++i) c += xv[i * 4 + j];
     EXPECT_NEAR(tv[j], c, 1e-6 * c);
   }
+  // Narrow rows read several at a time, with rows left over (odd widths, odd row counts).
+  for (int64_t w : {3, 5, 100}) {
+    for (int64_t rows : {int64_t{7}, int64_t{1001}, (n - 1) / w}) {
+      Tensor narrow = eager::reshape(eager::slice(x, 0, 0, rows * w, 1), {rows, w});
+      std::vector<double> nv = values(reduce(kSum, narrow, {0}));
+      std::vector<double> mv = values(reduce(kAmax, narrow, {0}));
+      for (int64_t j = 0; j < w; j += 2) {
+        double c = 0, m = 0;
+        for (int64_t i = 0; i < rows; ++i) c += xv[i * w + j], m = std::max(m, xv[i * w + j]);
+        EXPECT_NEAR(nv[j], c, 1e-6 * c) << w << " " << rows;
+        EXPECT_EQ(mv[j], m) << w << " " << rows;
+      }
+    }
+  }
   // Dims that cannot merge: [256, 2, 2048] summed over 0 and 2 (inner rows, split by rows).
   Tensor odd = eager::reshape(x, {256, 2, 2048});
   std::vector<double> ov = values(reduce(kSum, odd, {0, 2}));

@@ -26,10 +26,11 @@ Strides contiguous_strides(const Shape& shape) {
 }
 
 bool strides_are_contiguous(const Shape& shape, const Strides& strides) {
+  for (int64_t s : shape)
+    if (s == 0) return true;  // an empty tensor is contiguous whatever its strides
   int64_t expected = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 1) continue;
-    if (shape[i] == 0) return true;
     if (strides[i] != expected) return false;
     expected *= shape[i];
   }
@@ -59,7 +60,7 @@ int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op) {
 
 void check_sizes(const Shape& shape, const char* op) {
   for (int64_t s : shape)
-    RILL_CHECK(s >= 0, Value, "[", op, "] sizes must be non-negative, got ", shape_str(shape));
+    RILL_CHECK(s >= 0, Runtime, "[", op, "] sizes must be non-negative, got ", shape_str(shape));
 }
 
 std::string shape_str(const Shape& shape) {

@@ -39,26 +39,26 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
   check_device(device, "full");
-  static const OpSchema& fill = op("fill");
-  Scalar s[1] = {value};
-  return call1(fill, {}, s, make_attrs({shape, dtype}));
+  Tensor out = empty(shape, dtype, device);
+  fill_(out, value);  // checks that value fits dtype: Note [Scalar range check]
+  return out;
 }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype, Device device) {
   check_device(device, "arange");
   static const OpSchema& ar = op("arange");
   double b = start.to_double(), e = end.to_double(), d = step.to_double();
-  RILL_CHECK(d != 0.0, Value, "[arange] step must be nonzero");
-  RILL_CHECK(std::isfinite(b) && std::isfinite(e), Value, "[arange] unsupported range: ", b, " -> ", e);
-  RILL_CHECK((d > 0 && e >= b) || (d < 0 && e <= b), Value,
-             "[arange] upper bound and larger bound inconsistent with step sign");
+  RILL_CHECK(d != 0.0, Runtime, "[arange] step must be nonzero");
+  RILL_CHECK(std::isfinite(b) && std::isfinite(e), Runtime, "[arange] unsupported range: ", b, " -> ", e);
+  RILL_CHECK((d > 0 && e >= b) || (d < 0 && e <= b), Runtime,
+             "[arange] upper bound and lower bound inconsistent with step sign");
   int64_t length;
   if (!start.is_floating() && !end.is_floating() && !step.is_floating()) {
     int64_t bi = start.to_int(), ei = end.to_int(), di = step.to_int();
     length = di > 0 ? (ei - bi + di - 1) / di : (bi - ei + (-di) - 1) / (-di);
   } else {
     double n = std::ceil((e - b) / d);
-    RILL_CHECK(n < static_cast<double>(int64_t{1} << 56), Value, "[arange] the range [", b, ", ", e, ") with step ",
+    RILL_CHECK(n < static_cast<double>(int64_t{1} << 56), Runtime, "[arange] the range [", b, ", ", e, ") with step ",
                d, " has too many elements");
     length = static_cast<int64_t>(n);
   }
@@ -87,7 +87,7 @@ Tensor randn(const Shape& shape, DType dtype, Device device) {
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Device device) {
   check_device(device, "randint");
   static const OpSchema& r = op("randint");
-  RILL_CHECK(high > low, Value, "[randint] expected low < high, got low=", low, ", high=", high);
+  RILL_CHECK(high > low, Runtime, "[randint] expected low < high, got low=", low, ", high=", high);
   check_sizes(shape, "randint");
   Scalar s[4] = {seed_scalar(), take_offset(shape_numel(shape)), Scalar(low), Scalar(high)};
   return call1(r, {}, s, make_attrs({shape, dtype}));

@@ -1,5 +1,8 @@
 #include "rill/eager/functional.h"
 
+#include <cmath>
+#include <limits>
+
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/ops/view.h"
 #include "rill/vm/virtual_machine.h"
@@ -128,8 +131,52 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src) {
   return dst;
 }
 
+namespace {
+
+// Note [Scalar range check]
+// A number written into a tensor (fill_, zero_, full, x[i] = v) must fit the dtype, as PyTorch's
+// checked_convert requires: an out-of-range float -> int conversion is undefined behaviour in C++, and a
+// silently wrapped value is a wrong answer. As in PyTorch, a negative int may wrap into an unsigned dtype
+// (uint8: -3 -> 253), infinities and NaN fit floating dtypes (NaN no integer one), and bool takes anything.
+bool scalar_overflows(Scalar v, DType t) {
+  if (t == DType::kBool || v.kind() == Scalar::Kind::kBool) return false;
+  if (dtype_is_floating(t)) {
+    double max = t == DType::kFloat16    ? 65504.0
+                 : t == DType::kBFloat16 ? 3.3895313892515355e38
+                 : t == DType::kFloat32  ? static_cast<double>(std::numeric_limits<float>::max())
+                                         : std::numeric_limits<double>::max();
+    double d = v.to_double();
+    return std::isfinite(d) && std::abs(d) > max;
+  }
+  int64_t lo = 0, hi = 0;
+  visit_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      lo = static_cast<int64_t>(std::numeric_limits<T>::lowest());
+      hi = static_cast<int64_t>(std::numeric_limits<T>::max());
+    }
+  });
+  if (v.is_floating()) {
+    double d = v.to_double();
+    // int64's max rounds up to 2^63 as a double, which itself doesn't fit (PyTorch lets it through).
+    return !std::isfinite(d) || d < static_cast<double>(lo) || d > static_cast<double>(hi) || d >= 0x1p63;
+  }
+  int64_t i = v.to_int();
+  if (lo == 0) return i > hi || i < -hi;
+  return i < lo || i > hi;
+}
+
+}  // namespace
+
 const Tensor& fill_(const Tensor& dst, Scalar value) {
   static const OpSchema& fill = op("fill");
+  if (scalar_overflows(value, dst.dtype())) {
+    if (value.is_floating())
+      RILL_FAIL(Runtime, "[fill] value ", value.to_double(), " cannot be converted to type ", dtype_name(dst.dtype()),
+                " without overflow");
+    RILL_FAIL(Runtime, "[fill] value ", value.to_int(), " cannot be converted to type ", dtype_name(dst.dtype()),
+              " without overflow");
+  }
   Scalar v[1] = {value};
   call_into(fill, {}, v, make_attrs({dst.shape(), dst.dtype()}), dst);
   return dst;
@@ -171,11 +218,12 @@ Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   int64_t n = x.ndim();
-  if (n == 0) return reshape(x, {1});
   start_dim = normalize_dim(start_dim, n, "flatten");
   end_dim = normalize_dim(end_dim, n, "flatten");
   RILL_CHECK(start_dim <= end_dim, Runtime, "[flatten] start_dim (", start_dim, ") cannot come after end_dim (",
              end_dim, ")");
+  if (n == 0) return reshape(x, {1});
+  if (start_dim == end_dim) return x;  // as in PyTorch: x itself, strides untouched
   Shape s(x.shape().begin(), x.shape().begin() + start_dim);
   int64_t mid = 1;
   for (int64_t d = start_dim; d <= end_dim; ++d) mid *= x.shape()[d];

@@ -34,12 +34,21 @@ void check_same_device(const InferContext& c) {
                m->device.str());
 }
 
+// Like PyTorch, subtraction rejects a bool operand whatever the result dtype (x - True, bool_x - 1.5).
+bool has_bool_operand(const InferContext& c) {
+  for (const MetaSym& m : c.inputs)
+    if (m->dtype == DType::kBool) return true;
+  for (const Scalar& s : c.scalars)
+    if (s.kind() == Scalar::Kind::kBool) return true;
+  return false;
+}
+
 DType binary_dtype(const InferContext& c) {
   DType t = result_type(c.inputs, c.scalars);
   const std::string& n = c.op.name;
-  if (t == DType::kBool && (n == "sub" || n == "sub_scalar" || n == "rsub_scalar"))
-    RILL_FAIL(Type, "[", n, "] subtraction, the `-` operator, with bool tensors is not supported; "
-              "use `^` or logical_xor() instead, or convert with .int()");
+  if ((n == "sub" || n == "sub_scalar" || n == "rsub_scalar") && has_bool_operand(c))
+    RILL_FAIL(Type, "[", n, "] subtraction, the `-` operator, with a bool tensor or a bool number is not "
+              "supported; use `^` or logical_xor() instead, or convert with .int()");
   return t;
 }
 
@@ -103,8 +112,9 @@ void register_elementwise_ops() {
   define_all({"div"}, 2, 0, infer_binary_div);
   define_all(kCompareOps, 2, 0, infer_compare);
   for (std::string_view n : kBinaryArithOps) {
-    ops::define({std::string(n) + "_scalar", 1, 1, {}, infer_binary_arith, true});
-    ops::define({"r" + std::string(n) + "_scalar", 1, 1, {}, infer_binary_arith, true});
+    const std::string name(n);
+    ops::define({name + "_scalar", 1, 1, {}, infer_binary_arith, true});
+    ops::define({std::string("r").append(name).append("_scalar"), 1, 1, {}, infer_binary_arith, true});
   }
   ops::define({"div_scalar", 1, 1, {}, infer_binary_div, true});
   ops::define({"rdiv_scalar", 1, 1, {}, infer_binary_div, true});

@@ -11,19 +11,24 @@ namespace {
 InferResult infer_matmul(const InferContext& c) {
   const TensorMeta& a = *c.inputs[0];
   const TensorMeta& b = *c.inputs[1];
-  RILL_CHECK(a.ndim() >= 2 && b.ndim() >= 2, Runtime, "[matmul] the matmul op expects operands of at least 2 "
-             "dims, got ", a.ndim(), "D and ", b.ndim(), "D; use eager::matmul for 1-D operands");
-  RILL_CHECK(a.device == b.device, Runtime, "[matmul] expected all tensors on the same device, got ",
-             a.device.str(), " and ", b.device.str());
-  RILL_CHECK(a.dtype == b.dtype, Runtime, "[matmul] expected m1 and m2 to have the same dtype, but got: ",
-             dtype_name(a.dtype), " != ", dtype_name(b.dtype), "; convert one operand with .to(",
-             dtype_name(a.dtype), ") or .to(", dtype_name(b.dtype), ")");
-  RILL_CHECK(a.dtype != DType::kBool, Runtime,
-             "[matmul] not implemented for 'Bool'; convert the operands with .int() or .float() first");
+  RILL_CHECK(a.ndim() >= 2 && b.ndim() >= 2, Runtime,
+             "[matmul] the matmul op expects operands of at least 2 "
+             "dims, got ",
+             a.ndim(), "D and ", b.ndim(), "D; use eager::matmul for 1-D operands");
+  RILL_CHECK(a.device == b.device, Runtime,
+             "[matmul] expected all tensors on the same device, got ", a.device.str(), " and ",
+             b.device.str());
+  RILL_CHECK(a.dtype == b.dtype, Runtime,
+             "[matmul] expected m1 and m2 to have the same dtype, but got: ", dtype_name(a.dtype),
+             " != ", dtype_name(b.dtype), "; convert one operand with .to(", dtype_name(a.dtype),
+             ") or .to(", dtype_name(b.dtype), ")");
+  RILL_CHECK(
+      a.dtype != DType::kBool, NotImplemented,
+      "[matmul] not implemented for 'Bool'; convert the operands with .int() or .float() first");
   const int64_t m = a.shape[a.ndim() - 2], k = a.shape[a.ndim() - 1];
   const int64_t k2 = b.shape[b.ndim() - 2], n = b.shape[b.ndim() - 1];
-  RILL_CHECK(k == k2, Runtime, "[matmul] mat1 and mat2 shapes cannot be multiplied (", m, "x", k, " and ", k2, "x",
-             n, ")");
+  RILL_CHECK(k == k2, Runtime, "[matmul] mat1 and mat2 shapes cannot be multiplied (", m, "x", k,
+             " and ", k2, "x", n, ")");
   Shape batch_a(a.shape.begin(), a.shape.end() - 2);
   Shape batch_b(b.shape.begin(), b.shape.end() - 2);
   Shape out = broadcast_shapes(batch_a, batch_b, "matmul");
@@ -34,6 +39,8 @@ InferResult infer_matmul(const InferContext& c) {
 
 }  // namespace
 
-void register_matmul_ops() { ops::define({"matmul", 2, 0, {}, infer_matmul}); }
+void register_matmul_ops() {
+  ops::define({"matmul", 2, 0, {}, infer_matmul});
+}
 
 }  // namespace rill

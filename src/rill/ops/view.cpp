@@ -39,8 +39,14 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
 
 std::optional<ViewResult> view(const TensorMeta& m, const Shape& shape_in) {
   Shape shape = infer_size(shape_in, m.numel, "view");
-  if (m.contiguous) return same_storage(m, shape, contiguous_strides(shape));
-  if (m.numel == 0) return same_storage(m, shape, contiguous_strides(shape));
+  // The strides are PyTorch's (computeStride), also for size-1 dims where any stride would do, so that
+  // x.view(...).stride() matches torch.
+  if (m.numel == 0) return same_storage(m, shape, shape == m.shape ? m.strides : contiguous_strides(shape));
+  if (m.ndim() == 0) return same_storage(m, shape, Strides(shape.size(), 1));
+  // Fast path: with no size-1 dims, a contiguous tensor's strides are row-major and the loop below would
+  // give row-major strides too.
+  if (m.contiguous && std::find(m.shape.begin(), m.shape.end(), 1) == m.shape.end())
+    return same_storage(m, shape, contiguous_strides(shape));
   // Match chunks of old dims that are contiguous among themselves to chunks of new dims.
   Strides new_strides(shape.size());
   int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
@@ -148,7 +154,7 @@ ViewResult slice(const TensorMeta& m, int64_t dim, std::optional<int64_t> start,
 }
 
 ViewResult narrow(const TensorMeta& m, int64_t dim, int64_t start, int64_t length) {
-  RILL_CHECK(m.ndim() > 0, Index, "[narrow] cannot narrow a 0-dim tensor");
+  RILL_CHECK(m.ndim() > 0, Runtime, "[narrow] cannot narrow a 0-dim tensor");
   dim = normalize_dim(dim, m.ndim(), "narrow");
   int64_t size = m.shape[dim];
   RILL_CHECK(start >= -size && start <= size, Index, "[narrow] start (", start, ") is out of range for dimension ",

@@ -55,22 +55,23 @@ struct Pow {
       return a || !b;
     } else {
       if constexpr (std::is_signed_v<T>) {
+        // PyTorch gives 0 here (1 / a^-b truncated) for |a| > 1; rill raises instead
+        // (tests/cpp/eager/eager_test.cpp, Eager.ErrorsAreTyped, pins this).
         if (b < 0) {
           RILL_CHECK(a == 1 || a == -1, Runtime, "[pow] integers to negative integer powers are not "
                      "allowed; convert the base to float first");
           return (a == 1 || b % 2 == 0) ? T(1) : T(-1);
         }
       }
-      T result = 1;
+      // Square-and-multiply in unsigned arithmetic, so overflow wraps instead of being undefined.
       using U = std::make_unsigned_t<T>;
       U base = static_cast<U>(a);
       U r = 1;
       for (auto e = b; e > 0; e >>= 1) {
-        if (e & 1) r *= base;
-        base *= base;
+        if (e & 1) r = static_cast<U>(r * base);
+        base = static_cast<U>(base * base);
       }
-      result = static_cast<T>(r);
-      return result;
+      return static_cast<T>(r);
     }
   }
 };
@@ -125,13 +126,26 @@ void binary_kernel(const KernelContext& c) {
   });
 }
 
+// Note [Python numbers with 16-bit floats]
+// PyTorch's CPU mul and div keep a Python number in float32 when the tensor is
+// float16 or bfloat16 (x * 0.1 is float(x) * 0.1f, rounded once), while add, sub,
+// the comparisons and the rest first round the number to the tensor's dtype
+// (x - 0.1 is x - half(0.1): zero for x = half(0.1)). We do the same, bit for bit.
+template <typename F>
+inline constexpr bool kScalarInOpMath = std::is_same_v<F, Mul> || std::is_same_v<F, Div>;
+
 // tensor op scalar (kReverse: scalar op tensor).
 template <typename F, bool kCompare, bool kReverse>
 void binary_scalar_kernel(const KernelContext& c) {
   visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Out = std::conditional_t<kCompare, bool, T>;
-    const M<T> s = static_cast<M<T>>(c.scalars[0].to<T>());
+    if constexpr (std::is_same_v<F, Pow> && !kReverse && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // PyTorch rejects x ** n for an integer tensor and a negative integer n, whatever x holds.
+      RILL_CHECK(c.scalars[0].to_int() >= 0, Runtime, "[pow] Integers to negative integer powers are not "
+                 "allowed; convert the base to float first");
+    }
+    const M<T> s = kScalarInOpMath<F> ? c.scalars[0].to<M<T>>() : static_cast<M<T>>(c.scalars[0].to<T>());
     if constexpr (kReverse) {
       map_elements<Out, T>(c.outputs[0], {&c.inputs[0]}, [s](T a) { return Out(F()(s, M<T>(a))); });
     } else {

@@ -22,14 +22,15 @@ namespace {
 // Note [BLAS threads]
 // rill links Debian's *serial* OpenBLAS and parallelises matmul itself with
 // parallel::parallel_for. Debian's threaded OpenBLAS (pthreads build) was seen to
-// deadlock when a thread called fork() while another was inside a matmul: the
-// child inherits BLAS's pool locks in a held state and its next BLAS call waits
-// forever (DataLoader workers are forked children that do exactly that). rill's
-// own pool is rebuilt in a forked child (Note [Pool and fork] in util/parallel.cpp),
-// so driving a serial BLAS from it keeps fork safe, and one thread-count knob
-// (parallel::set_num_threads / RILL_NUM_THREADS) governs every kernel. A kernel
-// splits the batches across threads when there are several, else the rows of
-// the output (the columns when the rows are few); each piece is one serial gemm.
+// deadlock when a thread called fork() while a matmul was running: the child
+// inherits BLAS's thread-pool state (locks, a pool whose threads do not exist
+// there) and its next BLAS call can wait forever; DataLoader workers are forked
+// children that do exactly that. rill's own pool is rebuilt in a forked child
+// (Note [Pool and fork] in util/parallel.cpp), so driving a serial BLAS from it
+// keeps fork safe, and one knob (parallel::set_num_threads / RILL_NUM_THREADS)
+// sets the thread count of every kernel. for_each_piece splits the batches
+// across threads when there are several, else the rows of the output (its
+// columns when the rows are fewer); each piece is one serial BLAS call.
 
 // Multiply-accumulates below which a matmul stays on the calling thread (a
 // parallel region costs a few microseconds; this is ~20 us of sgemm).
@@ -125,7 +126,8 @@ Operand make_operand(const TensorArg& t, size_t out_batch_dims) {
   o.cs = m.strides[nd - 1];
   o.batch_strides.assign(out_batch_dims, 0);
   const size_t lead = out_batch_dims - (nd - 2);
-  for (size_t d = 0; d + 2 < nd; ++d) o.batch_strides[lead + d] = m.shape[d] == 1 ? 0 : m.strides[d];
+  for (size_t d = 0; d + 2 < nd; ++d)
+    o.batch_strides[lead + d] = m.shape[d] == 1 ? 0 : m.strides[d];
   return o;
 }
 
@@ -137,7 +139,8 @@ void fold_batches_into_rows(Problem& p) {
   for (int64_t s : p.b.batch_strides)
     if (s != 0) return;
   int64_t rs = p.a.rs;
-  int64_t expect = p.m == 1 ? -1 : p.m * rs;  // -1: a single row has no stride; the batch stride sets it
+  int64_t expect =
+      p.m == 1 ? -1 : p.m * rs;  // -1: a single row has no stride; the batch stride sets it
   for (size_t d = p.batch.size(); d-- > 0;) {
     if (p.batch[d] == 1) continue;
     const int64_t s = p.a.batch_strides[d];
@@ -164,8 +167,10 @@ void fold_batches_into_rows(Problem& p) {
 template <typename Elem, typename Block>
 void for_each_piece(const Problem& p, const Block& block) {
   const int64_t threads = parallel::num_threads();
-  const double per_batch = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
-  const bool serial = threads == 1 || per_batch * static_cast<double>(p.num_batches) < kParallelMacs;
+  const double per_batch =
+      static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+  const bool serial =
+      threads == 1 || per_batch * static_cast<double>(p.num_batches) < kParallelMacs;
   const size_t nd = p.batch.size();
   // Pointers of batch `index`.
   auto batch_ptrs = [&](int64_t index, const Elem*& a, const Elem*& b, Elem*& c) {
@@ -214,39 +219,45 @@ void for_each_piece(const Problem& p, const Block& block) {
       const int64_t part = t % parts;
       const int64_t lo = extent * part / parts, hi = extent * (part + 1) / parts;
       if (lo == hi) continue;
-      if (split_rows) block(a, b, c, lo, hi, 0, p.n);
-      else block(a, b, c, 0, p.m, lo, hi);
+      if (split_rows)
+        block(a, b, c, lo, hi, 0, p.n);
+      else
+        block(a, b, c, 0, p.m, lo, hi);
     }
   });
 }
 
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float* c, int64_t ldc) {
-  // Row-major layout: C's rows are ldc apart; A and B are row-major, or transposed (ta/tb) row-major.
-  cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  // Row-major layout: C's rows are ldc apart; A and B are row-major, or transposed (ta/tb)
+  // row-major.
+  cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c,
+              static_cast<int>(ldc));
 }
 
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double* c, int64_t ldc) {
-  // Row-major layout: C's rows are ldc apart; A and B are row-major, or transposed (ta/tb) row-major.
-  cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc) {
+  // Row-major layout: C's rows are ldc apart; A and B are row-major, or transposed (ta/tb)
+  // row-major.
+  cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
+              static_cast<int>(ldc));
 }
 
 // y = op(A) x with A stored rows x cols.
-void gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, const float* a, int64_t lda, const float* x, int64_t incx,
-          float* y, int64_t incy) {
+void gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, const float* a, int64_t lda,
+          const float* x, int64_t incx, float* y, int64_t incy) {
   // Row-major layout: A's rows are lda apart; t = CblasTrans multiplies by its transpose.
-  cblas_sgemv(CblasRowMajor, t, static_cast<int>(rows), static_cast<int>(cols), 1.0f, a, static_cast<int>(lda), x,
-              static_cast<int>(incx), 0.0f, y, static_cast<int>(incy));
+  cblas_sgemv(CblasRowMajor, t, static_cast<int>(rows), static_cast<int>(cols), 1.0f, a,
+              static_cast<int>(lda), x, static_cast<int>(incx), 0.0f, y, static_cast<int>(incy));
 }
 
-void gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, int64_t incx,
-          double* y, int64_t incy) {
+void gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, const double* a, int64_t lda,
+          const double* x, int64_t incx, double* y, int64_t incy) {
   // Row-major layout: A's rows are lda apart; t = CblasTrans multiplies by its transpose.
-  cblas_dgemv(CblasRowMajor, t, static_cast<int>(rows), static_cast<int>(cols), 1.0, a, static_cast<int>(lda), x,
-              static_cast<int>(incx), 0.0, y, static_cast<int>(incy));
+  cblas_dgemv(CblasRowMajor, t, static_cast<int>(rows), static_cast<int>(cols), 1.0, a,
+              static_cast<int>(lda), x, static_cast<int>(incx), 0.0, y, static_cast<int>(incy));
 }
 
 // float32 / float64: one BLAS call per piece, operands packed only when their
@@ -270,20 +281,25 @@ void matmul_blas(Problem& p) {
   const int64_t a_rs = p.a.rs, b_cs = p.b.cs;
   // Vector strides; a stride of a length-1 vector is arbitrary (maybe 0), BLAS wants >= 1.
   const int64_t a_inc = k == 1 ? 1 : p.a.cs, b_inc = k == 1 ? 1 : p.b.rs;
-  for_each_piece<T>(p, [&](const T* a, const T* b, T* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const T* ap = a + i0 * a_rs;
-    const T* bp = b + j0 * b_cs;
-    T* cp = c + i0 * n + j0;
-    if (j1 - j0 == 1) {  // C[:, j] = A @ B[:, j]
-      if (la.trans == CblasNoTrans) gemv(CblasNoTrans, i1 - i0, k, ap, la.ld, bp, b_inc, cp, n);
-      else gemv(CblasTrans, k, i1 - i0, ap, la.ld, bp, b_inc, cp, n);
-    } else if (i1 - i0 == 1) {  // C[i, :] = B^T @ A[i, :]
-      if (lb.trans == CblasNoTrans) gemv(CblasTrans, k, j1 - j0, bp, lb.ld, ap, a_inc, cp, 1);
-      else gemv(CblasNoTrans, j1 - j0, k, bp, lb.ld, ap, a_inc, cp, 1);
-    } else {
-      gemm(la.trans, lb.trans, i1 - i0, j1 - j0, k, ap, la.ld, bp, lb.ld, cp, n);
-    }
-  });
+  for_each_piece<T>(
+      p, [&](const T* a, const T* b, T* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        const T* ap = a + i0 * a_rs;
+        const T* bp = b + j0 * b_cs;
+        T* cp = c + i0 * n + j0;
+        if (j1 - j0 == 1) {  // C[:, j] = A @ B[:, j]
+          if (la.trans == CblasNoTrans)
+            gemv(CblasNoTrans, i1 - i0, k, ap, la.ld, bp, b_inc, cp, n);
+          else
+            gemv(CblasTrans, k, i1 - i0, ap, la.ld, bp, b_inc, cp, n);
+        } else if (i1 - i0 == 1) {  // C[i, :] = B^T @ A[i, :]
+          if (lb.trans == CblasNoTrans)
+            gemv(CblasTrans, k, j1 - j0, bp, lb.ld, ap, a_inc, cp, 1);
+          else
+            gemv(CblasNoTrans, j1 - j0, k, bp, lb.ld, ap, a_inc, cp, 1);
+        } else {
+          gemm(la.trans, lb.trans, i1 - i0, j1 - j0, k, ap, la.ld, bp, lb.ld, cp, n);
+        }
+      });
 }
 
 // float16 / bfloat16: B's columns [j0, j1) and blocks of A's rows are converted
@@ -292,23 +308,26 @@ template <typename T>
 void matmul_half(const Problem& p) {
   const int64_t n = p.n, k = p.k;
   const Operand &oa = p.a, &ob = p.b;
-  for_each_piece<T>(p, [&](const T* a, const T* b, T* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const int64_t nn = j1 - j0;
-    const int64_t rows = std::min(kHalfRowBlock, i1 - i0);
-    std::unique_ptr<float[]> fb(new float[static_cast<size_t>(k * nn)]);
-    std::unique_ptr<float[]> fa(new float[static_cast<size_t>(rows * k)]);
-    std::unique_ptr<float[]> fc(new float[static_cast<size_t>(rows * nn)]);
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t j = 0; j < nn; ++j) fb[kk * nn + j] = static_cast<float>(b[kk * ob.rs + (j0 + j) * ob.cs]);
-    for (int64_t r0 = i0; r0 < i1; r0 += rows) {
-      const int64_t mm = std::min(rows, i1 - r0);
-      for (int64_t i = 0; i < mm; ++i)
-        for (int64_t kk = 0; kk < k; ++kk) fa[i * k + kk] = static_cast<float>(a[(r0 + i) * oa.rs + kk * oa.cs]);
-      gemm(CblasNoTrans, CblasNoTrans, mm, nn, k, fa.get(), k, fb.get(), nn, fc.get(), nn);
-      for (int64_t i = 0; i < mm; ++i)
-        for (int64_t j = 0; j < nn; ++j) c[(r0 + i) * n + j0 + j] = T(fc[i * nn + j]);
-    }
-  });
+  for_each_piece<T>(
+      p, [&](const T* a, const T* b, T* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        const int64_t nn = j1 - j0;
+        const int64_t rows = std::min(kHalfRowBlock, i1 - i0);
+        std::unique_ptr<float[]> fb(new float[static_cast<size_t>(k * nn)]);
+        std::unique_ptr<float[]> fa(new float[static_cast<size_t>(rows * k)]);
+        std::unique_ptr<float[]> fc(new float[static_cast<size_t>(rows * nn)]);
+        for (int64_t kk = 0; kk < k; ++kk)
+          for (int64_t j = 0; j < nn; ++j)
+            fb[kk * nn + j] = static_cast<float>(b[kk * ob.rs + (j0 + j) * ob.cs]);
+        for (int64_t r0 = i0; r0 < i1; r0 += rows) {
+          const int64_t mm = std::min(rows, i1 - r0);
+          for (int64_t i = 0; i < mm; ++i)
+            for (int64_t kk = 0; kk < k; ++kk)
+              fa[i * k + kk] = static_cast<float>(a[(r0 + i) * oa.rs + kk * oa.cs]);
+          gemm(CblasNoTrans, CblasNoTrans, mm, nn, k, fa.get(), k, fb.get(), nn, fc.get(), nn);
+          for (int64_t i = 0; i < mm; ++i)
+            for (int64_t j = 0; j < nn; ++j) c[(r0 + i) * n + j0 + j] = T(fc[i * nn + j]);
+        }
+      });
 }
 
 // Integers: i-k-j loops over a packed copy of B's columns, accumulating in
@@ -319,24 +338,26 @@ void matmul_integer(const Problem& p) {
   using Acc = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
   const int64_t n = p.n, k = p.k;
   const Operand &oa = p.a, &ob = p.b;
-  for_each_piece<T>(p, [&](const T* a, const T* b, T* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    const int64_t nn = j1 - j0;
-    std::unique_ptr<Acc[]> pb(new Acc[static_cast<size_t>(k * nn)]);
-    std::unique_ptr<Acc[]> row(new Acc[static_cast<size_t>(nn)]);
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t j = 0; j < nn; ++j) pb[kk * nn + j] = static_cast<Acc>(b[kk * ob.rs + (j0 + j) * ob.cs]);
-    for (int64_t i = i0; i < i1; ++i) {
-      Acc* acc = row.get();
-      std::fill(acc, acc + nn, Acc{0});
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const Acc av = static_cast<Acc>(a[i * oa.rs + kk * oa.cs]);
-        const Acc* brow = pb.get() + kk * nn;
-        for (int64_t j = 0; j < nn; ++j) acc[j] += av * brow[j];
-      }
-      T* out = c + i * n + j0;
-      for (int64_t j = 0; j < nn; ++j) out[j] = static_cast<T>(acc[j]);
-    }
-  });
+  for_each_piece<T>(
+      p, [&](const T* a, const T* b, T* c, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        const int64_t nn = j1 - j0;
+        std::unique_ptr<Acc[]> pb(new Acc[static_cast<size_t>(k * nn)]);
+        std::unique_ptr<Acc[]> row(new Acc[static_cast<size_t>(nn)]);
+        for (int64_t kk = 0; kk < k; ++kk)
+          for (int64_t j = 0; j < nn; ++j)
+            pb[kk * nn + j] = static_cast<Acc>(b[kk * ob.rs + (j0 + j) * ob.cs]);
+        for (int64_t i = i0; i < i1; ++i) {
+          Acc* acc = row.get();
+          std::fill(acc, acc + nn, Acc{0});
+          for (int64_t kk = 0; kk < k; ++kk) {
+            const Acc av = static_cast<Acc>(a[i * oa.rs + kk * oa.cs]);
+            const Acc* brow = pb.get() + kk * nn;
+            for (int64_t j = 0; j < nn; ++j) acc[j] += av * brow[j];
+          }
+          T* out = c + i * n + j0;
+          for (int64_t j = 0; j < nn; ++j) out[j] = static_cast<T>(acc[j]);
+        }
+      });
 }
 
 void matmul_kernel(const KernelContext& ctx) {
@@ -355,8 +376,10 @@ void matmul_kernel(const KernelContext& ctx) {
     std::memset(out.data, 0, static_cast<size_t>(om.numel * dtype_itemsize(om.dtype)));
     return;
   }
-  RILL_CHECK(p.m <= INT_MAX && p.n <= INT_MAX && p.k <= INT_MAX, Runtime, "[matmul] matrix dims above 2^31-1 are "
-             "not supported (got ", p.m, "x", p.k, " and ", p.k, "x", p.n, ")");
+  RILL_CHECK(p.m <= INT_MAX && p.n <= INT_MAX && p.k <= INT_MAX, Runtime,
+             "[matmul] matrix dims above 2^31-1 are "
+             "not supported (got ",
+             p.m, "x", p.k, " and ", p.k, "x", p.n, ")");
   p.a = make_operand(ctx.inputs[0], nd - 2);
   p.b = make_operand(ctx.inputs[1], nd - 2);
   fold_batches_into_rows(p);
@@ -367,7 +390,7 @@ void matmul_kernel(const KernelContext& ctx) {
     } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       matmul_half<T>(p);
     } else if constexpr (std::is_same_v<T, bool>) {
-      RILL_FAIL(Runtime, "[matmul] not implemented for 'Bool'");
+      RILL_FAIL(NotImplemented, "[matmul] not implemented for 'Bool'");
     } else {
       matmul_integer<T>(p);
     }
@@ -376,6 +399,8 @@ void matmul_kernel(const KernelContext& ctx) {
 
 }  // namespace
 
-void register_matmul_kernels() { ops::set_cpu_kernel("matmul", matmul_kernel); }
+void register_matmul_kernels() {
+  ops::set_cpu_kernel("matmul", matmul_kernel);
+}
 
 }  // namespace rill::cpu

@@ -27,6 +27,7 @@
 // log(n), as with PyTorch's cascade_sum. Other rows are summed pairwise over
 // blocks of kBlock elements.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -44,8 +45,35 @@ constexpr int64_t kSegment = 32768;   // elements of one parallel segment (a mul
 constexpr int64_t kMaxSegments = 64;  // segments per output, at most
 constexpr int64_t kFewTasks = 8;      // below this many independent outputs, split the reduction itself
 constexpr int64_t kColumns = 256;     // accumulators of one "outer" task
-constexpr int kCascade = 32;          // rows per cascade level (Note [Cascade summation])
+constexpr int kCascade = 32;          // additions a cascade level takes (Note [Cascade summation])
 constexpr int kLevels = 6;            // cascade levels; the last one takes any number of rows
+
+// Note [Dynamic chunks]
+// parallel_for gives each thread one equal share, so a share whose thread wakes
+// late finishes late. Reductions are short (tens of microseconds) and a sleeping
+// pool thread can take microseconds to wake, so work is cut into ~4 chunks per
+// thread handed out through an atomic counter: whoever is running takes the next
+// chunk, and a late thread simply takes fewer. Which thread runs a chunk never
+// changes what the chunk computes.
+
+/** Run f(begin, end) over [0, n) in chunks of at least grain, handed out dynamically. */
+template <typename F>
+void parallel_chunks(int64_t n, int64_t grain, const F& f) {
+  const int64_t threads = parallel::num_threads();
+  grain = std::max<int64_t>(grain, 1);
+  if (threads == 1 || n <= grain) {
+    if (n > 0) f(0, n);
+    return;
+  }
+  const int64_t chunk = std::max(grain, (n + 4 * threads - 1) / (4 * threads));
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  std::atomic<int64_t> next{0};
+  parallel::parallel_for(0, std::min(threads, chunks), 1, [&](int64_t, int64_t) {
+    // relaxed: the counter only hands out indices; the pool publishes the chunks' writes
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+      f(c * chunk, std::min(n, (c + 1) * chunk));
+  });
+}
 
 // --- reducers ----------------------------------------------------------------------------
 // A reducer: Acc, identity(), load(T) -> Acc, combine(Acc, Acc) -> Acc.
@@ -62,6 +90,9 @@ struct SumOp {
   static Acc combine(Acc a, Acc b) { return a + b; }
   template <typename V>
   static V combine_vec(V a, V b) { return a + b; }
+  /** One step of the vector loop: a += b (nan is for reducers that track NaN apart). */
+  template <typename V, typename M>
+  static void step_vec(V& a, M& /*nan*/, V b) { a = a + b; }
 };
 
 template <typename T, bool kMax>
@@ -78,15 +109,34 @@ struct ExtremeOp {
     if constexpr (std::is_same_v<Acc, bool>) {
       return kMax ? (a || b) : (a && b);
     } else if constexpr (kIsFloating<T>) {
-      return (kMax ? a > b : a < b) || a != a ? a : b;  // NaN in either wins
+      // NaN in either wins. The accumulator a only feeds the max (a NaN a stays, as
+      // "b > NaN" is false); the NaN test on b is off that chain, so the loop-carried
+      // dependency is one max and one blend.
+      Acc m = (kMax ? b > a : b < a) ? b : a;
+      return b != b ? b : m;
     } else {
       return (kMax ? a > b : a < b) ? a : b;
     }
   }
   template <typename V>
   static V combine_vec(V a, V b) {
-    if constexpr (kIsFloating<T>) return ((kMax ? a > b : a < b) | (a != a)) ? a : b;
-    else return (kMax ? a > b : a < b) ? a : b;
+    if constexpr (kIsFloating<T>) {
+      V m = (kMax ? b > a : b < a) ? b : a;
+      return (b != b) ? b : m;
+    } else {
+      return (kMax ? a > b : a < b) ? a : b;
+    }
+  }
+  /** One step of the vector loop: a plain max / min (a single instruction), with NaNs
+      only noted in nan; reduce_row_vec turns a noted NaN into the result. */
+  template <typename V, typename M>
+  static void step_vec(V& a, M& nan, V b) {
+    if constexpr (kIsFloating<T>) {
+      a = (kMax ? b > a : b < a) ? b : a;
+      nan |= (b != b);
+    } else {
+      a = combine_vec(a, b);
+    }
   }
 };
 
@@ -125,39 +175,52 @@ T reduce_row_vec(const T* p, int64_t n) {
   }
   V id;
   for (int64_t k = 0; k < W; ++k) id[k] = Op::identity();
-  V b0 = id, b1 = id, b2 = id, b3 = id;  // level 1: sums of blocks
-  V c0 = id, c1 = id, c2 = id, c3 = id;  // level 2: sums of kCascade level-1 sums
-  V d0 = id, d1 = id, d2 = id, d3 = id;  // level 3: everything older
   const int64_t body = n - n % (4 * W);
   int64_t i = 0;
-  int blocks = 0, groups = 0;
-  while (i < body) {
-    V a0 = id, a1 = id, a2 = id, a3 = id;
-    const int64_t end = std::min(body, i + kBlock);
-    for (; i < end; i += 4 * W) {
-      a0 = Op::combine_vec(a0, load(p + i));
-      a1 = Op::combine_vec(a1, load(p + i + W));
-      a2 = Op::combine_vec(a2, load(p + i + 2 * W));
-      a3 = Op::combine_vec(a3, load(p + i + 3 * W));
+  V r0 = id, r1 = id, r2 = id, r3 = id;
+  decltype(id != id) nan = id != id;  // lanes that met a NaN (max / min only)
+  if (body <= kBlock) {  // one block: no levels
+    for (; i < body; i += 4 * W) {
+      Op::step_vec(r0, nan, load(p + i));
+      Op::step_vec(r1, nan, load(p + i + W));
+      Op::step_vec(r2, nan, load(p + i + 2 * W));
+      Op::step_vec(r3, nan, load(p + i + 3 * W));
     }
-    b0 = Op::combine_vec(b0, a0), b1 = Op::combine_vec(b1, a1);
-    b2 = Op::combine_vec(b2, a2), b3 = Op::combine_vec(b3, a3);
-    if (++blocks == kCascade) {
-      c0 = Op::combine_vec(c0, b0), c1 = Op::combine_vec(c1, b1);
-      c2 = Op::combine_vec(c2, b2), c3 = Op::combine_vec(c3, b3);
-      b0 = b1 = b2 = b3 = id;
-      blocks = 0;
-      if (++groups == kCascade) {
-        d0 = Op::combine_vec(d0, c0), d1 = Op::combine_vec(d1, c1);
-        d2 = Op::combine_vec(d2, c2), d3 = Op::combine_vec(d3, c3);
-        c0 = c1 = c2 = c3 = id;
-        groups = 0;
+  } else {
+    V b0 = id, b1 = id, b2 = id, b3 = id;  // level 1: sums of blocks
+    V c0 = id, c1 = id, c2 = id, c3 = id;  // level 2: sums of kCascade level-1 sums
+    V d0 = id, d1 = id, d2 = id, d3 = id;  // level 3: everything older
+    int blocks = 0, groups = 0;
+    while (i < body) {
+      V a0 = id, a1 = id, a2 = id, a3 = id;
+      const int64_t end = std::min(body, i + kBlock);
+      for (; i < end; i += 4 * W) {
+        Op::step_vec(a0, nan, load(p + i));
+        Op::step_vec(a1, nan, load(p + i + W));
+        Op::step_vec(a2, nan, load(p + i + 2 * W));
+        Op::step_vec(a3, nan, load(p + i + 3 * W));
+      }
+      b0 = Op::combine_vec(b0, a0), b1 = Op::combine_vec(b1, a1);
+      b2 = Op::combine_vec(b2, a2), b3 = Op::combine_vec(b3, a3);
+      if (++blocks == kCascade) {
+        c0 = Op::combine_vec(c0, b0), c1 = Op::combine_vec(c1, b1);
+        c2 = Op::combine_vec(c2, b2), c3 = Op::combine_vec(c3, b3);
+        b0 = b1 = b2 = b3 = id;
+        blocks = 0;
+        if (++groups == kCascade) {
+          d0 = Op::combine_vec(d0, c0), d1 = Op::combine_vec(d1, c1);
+          d2 = Op::combine_vec(d2, c2), d3 = Op::combine_vec(d3, c3);
+          c0 = c1 = c2 = c3 = id;
+          groups = 0;
+        }
       }
     }
+    r0 = Op::combine_vec(Op::combine_vec(d0, c0), b0), r1 = Op::combine_vec(Op::combine_vec(d1, c1), b1);
+    r2 = Op::combine_vec(Op::combine_vec(d2, c2), b2), r3 = Op::combine_vec(Op::combine_vec(d3, c3), b3);
   }
-  V r0 = Op::combine_vec(Op::combine_vec(d0, c0), b0), r1 = Op::combine_vec(Op::combine_vec(d1, c1), b1);
-  V r2 = Op::combine_vec(Op::combine_vec(d2, c2), b2), r3 = Op::combine_vec(Op::combine_vec(d3, c3), b3);
   V r = Op::combine_vec(Op::combine_vec(r0, r1), Op::combine_vec(r2, r3));
+  for (int64_t k = 0; k < W; ++k)
+    if (nan[k]) return std::numeric_limits<T>::quiet_NaN();
   T lanes[W];
   std::memcpy(lanes, &r, sizeof(V));
   for (int64_t w = W / 2; w > 0; w /= 2)
@@ -386,8 +449,8 @@ void reduce_plain(const TensorArg& in, const TensorArg& out, const std::vector<b
           by_elements ? 1 : std::max((p.rows + kMaxSegments - 1) / kMaxSegments, std::max<int64_t>(1, kSegment / n));
       const int64_t seg_len = by_elements ? std::max((n / kMaxSegments + kBlock) / kBlock * kBlock, kSegment) : 0;
       const int64_t segs = by_elements ? (n + seg_len - 1) / seg_len : (p.rows + rows_per_seg - 1) / rows_per_seg;
-      std::unique_ptr<Acc[]> partial(new Acc[p.outputs * segs]());  // not vector<bool>
-      parallel::parallel_for(0, p.outputs * segs, 1, [&](int64_t b, int64_t e) {
+      std::unique_ptr<Acc[]> partial(new Acc[p.outputs * segs]());  // not a vector: Acc may be bool
+      parallel_chunks(p.outputs * segs, 1, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
           int64_t o = t / segs, g = t % segs;
           Counter oc(p.kept, o);
@@ -412,7 +475,7 @@ void reduce_plain(const TensorArg& in, const TensorArg& out, const std::vector<b
         y[oc.out()] = finish(combine_pairwise<Op>(&partial[o * segs], segs));
       return;
     }
-    parallel::parallel_for(0, p.outputs, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t b, int64_t e) {
+    parallel_chunks(p.outputs, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t b, int64_t e) {
       Counter oc(p.kept, b);
       Counter rc(p.reduced, 0);
       for (int64_t o = b; o < e; ++o, oc.next()) {
@@ -436,27 +499,46 @@ void reduce_plain(const TensorArg& in, const TensorArg& out, const std::vector<b
   }
 
   // Outer plan: the innermost dim is kept; tasks are (outer output, column chunk).
+  // Narrow rows stored back to back (a tall, thin input) are read `group` rows at a
+  // time as one wide row, so each step still adds a long vector; the wide
+  // accumulators are folded back to n columns at the end.
   const int64_t chunks = (n + kColumns - 1) / kColumns;
   const int64_t tasks = p.outputs * chunks;
-  const int64_t width = std::min(n, kColumns);
   const int64_t t_out = p.inner.out_stride;
-  // Adds rows [lo, hi) of task t into acc (width columns starting at column c0).
+  const bool fold = s == 1 && 2 * n <= kColumns && p.reduced.size() == 1 && p.reduced[0].in_stride == n;
+  const int64_t group = fold ? kColumns / n : 1;
+  const int64_t units = p.rows / group;  // (wide) rows to add
+  const int64_t task_work = p.rows * std::min(n, kColumns);
+  // Reduces units [lo, hi) of task t into result (its columns, from column c0).
   auto accumulate = [&](int64_t t, int64_t lo, int64_t hi, Acc* result) {
     int64_t o = t / chunks, c0 = (t % chunks) * kColumns, w = std::min(kColumns, n - c0);
     Counter oc(p.kept, o);
-    Counter rc(p.reduced, lo);
-    Cascade<Op> acc(w);
-    for (int64_t r = lo; r < hi; ++r, rc.next()) {
-      const T* row = x + oc.in() + rc.in() + c0 * s;
+    const T* base = x + oc.in() + c0 * s;
+    Cascade<Op> acc(w * group);
+    auto add = [&](const T* row, int64_t len) {
       Acc* a = acc.row();
       if (s == 1) {
-        for (int64_t j = 0; j < w; ++j) a[j] = Op::combine(a[j], Op::load(row[j]));
+        for (int64_t j = 0; j < len; ++j) a[j] = Op::combine(a[j], Op::load(row[j]));
       } else {
-        for (int64_t j = 0; j < w; ++j) a[j] = Op::combine(a[j], Op::load(row[j * s]));
+        for (int64_t j = 0; j < len; ++j) a[j] = Op::combine(a[j], Op::load(row[j * s]));
       }
       acc.row_done();
+    };
+    if (!fold) {
+      Counter rc(p.reduced, lo);
+      for (int64_t r = lo; r < hi; ++r, rc.next()) add(base + rc.in(), w);
+      acc.result(result);
+      return;
     }
-    acc.result(result);
+    for (int64_t r = lo; r < hi; ++r) add(base + r * group * n, group * n);
+    if (hi == units)  // the rows that do not fill a wide row
+      for (int64_t r = units * group; r < p.rows; ++r) add(base + r * n, n);
+    Acc wide[kColumns], column[kColumns];
+    acc.result(wide);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t g = 0; g < group; ++g) column[g] = wide[g * n + j];
+      result[j] = combine_pairwise<Op>(column, group);
+    }
   };
   auto store = [&](int64_t t, const Acc* values) {
     int64_t o = t / chunks, c0 = (t % chunks) * kColumns, w = std::min(kColumns, n - c0);
@@ -464,20 +546,21 @@ void reduce_plain(const TensorArg& in, const TensorArg& out, const std::vector<b
     Out* dst = y + oc.out() + c0 * t_out;
     for (int64_t j = 0; j < w; ++j) dst[j * t_out] = finish(values[j]);
   };
-  if (tasks < kFewTasks && p.rows * width >= 2 * kSegment) {
+  if (tasks < kFewTasks && task_work >= 2 * kSegment) {
     // Few tasks: split the rows into segments, then combine their partial columns.
-    const int64_t rows_per_seg = std::max((p.rows + kMaxSegments - 1) / kMaxSegments, kSegment / width);
-    const int64_t segs = (p.rows + rows_per_seg - 1) / rows_per_seg;
+    const int64_t per_unit = task_work / std::max<int64_t>(units, 1);
+    const int64_t units_per_seg = std::max((units + kMaxSegments - 1) / kMaxSegments, kSegment / per_unit);
+    const int64_t segs = (units + units_per_seg - 1) / units_per_seg;
     std::unique_ptr<Acc[]> partial(new Acc[tasks * segs * kColumns]());
-    parallel::parallel_for(0, tasks * segs, 1, [&](int64_t b, int64_t e) {
+    parallel_chunks(tasks * segs, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         int64_t t = i / segs, g = i % segs;
-        accumulate(t, g * rows_per_seg, std::min(p.rows, (g + 1) * rows_per_seg), &partial[i * kColumns]);
+        accumulate(t, g * units_per_seg, std::min(units, (g + 1) * units_per_seg), &partial[i * kColumns]);
       }
     });
     std::unique_ptr<Acc[]> column(new Acc[segs]()), values(new Acc[kColumns]());
     for (int64_t t = 0; t < tasks; ++t) {
-      for (int64_t j = 0; j < width; ++j) {
+      for (int64_t j = 0; j < std::min(n, kColumns); ++j) {
         for (int64_t g = 0; g < segs; ++g) column[g] = partial[(t * segs + g) * kColumns + j];
         values[j] = combine_pairwise<Op>(column.get(), segs);
       }
@@ -485,10 +568,10 @@ void reduce_plain(const TensorArg& in, const TensorArg& out, const std::vector<b
     }
     return;
   }
-  parallel::parallel_for(0, tasks, std::max<int64_t>(1, kParallelGrain / (p.rows * width)), [&](int64_t b, int64_t e) {
+  parallel_chunks(tasks, std::max<int64_t>(1, kParallelGrain / task_work), [&](int64_t b, int64_t e) {
     Acc values[kColumns];
     for (int64_t t = b; t < e; ++t) {
-      accumulate(t, 0, p.rows, values);
+      accumulate(t, 0, units, values);
       store(t, values);
     }
   });
@@ -606,7 +689,7 @@ void reduce_index(const TensorArg& in, const TensorArg* values, const TensorArg&
       const int64_t segs = std::min(kMaxSegments, (n + kSegment - 1) / kSegment);
       const int64_t seg_len = (n + segs - 1) / segs;
       std::vector<Best<M>> partial(static_cast<size_t>(segs));
-      parallel::parallel_for(0, segs, 1, [&](int64_t b, int64_t e) {
+      parallel_chunks(segs, 1, [&](int64_t b, int64_t e) {
         for (int64_t g = b; g < e; ++g) {
           int64_t lo = g * seg_len, len = std::min(n, lo + seg_len) - lo;
           partial[g] = best_of_row<T, kMax>(x + lo * s, len, s, lo);
@@ -618,7 +701,7 @@ void reduce_index(const TensorArg& in, const TensorArg* values, const TensorArg&
       put(0, b);
       return;
     }
-    parallel::parallel_for(0, p.outputs, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t b, int64_t e) {
+    parallel_chunks(p.outputs, std::max<int64_t>(1, kParallelGrain / work), [&](int64_t b, int64_t e) {
       Counter oc(p.kept, b);
       Counter rc(p.reduced, 0);
       for (int64_t o = b; o < e; ++o, oc.next()) put(oc.out(), scan(x + oc.in(), rc));
@@ -630,7 +713,7 @@ void reduce_index(const TensorArg& in, const TensorArg* values, const TensorArg&
   const int64_t chunks = (n + kColumns - 1) / kColumns;
   const int64_t t_out = p.inner.out_stride;
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / (p.rows * std::min(n, kColumns)));
-  parallel::parallel_for(0, p.outputs * chunks, grain, [&](int64_t b, int64_t e) {
+  parallel_chunks(p.outputs * chunks, grain, [&](int64_t b, int64_t e) {
     M best[kColumns];
     int64_t index[kColumns];
     for (int64_t t = b; t < e; ++t) {
