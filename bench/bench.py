@@ -1,12 +1,15 @@
 """rill vs PyTorch, side by side in one process (DESIGN.md §8).
 
 Each workload runs in both frameworks, alternating, for several repeats; we
-report the median time per call and rill/torch (time ratio: lower is better;
-throughput relative to PyTorch is its inverse). Both frameworks use the same
-intra-op thread count, once per value of --threads.
+report the median time per op (or per iteration) and rill/torch (time ratio:
+lower is better; throughput relative to PyTorch is its inverse). Both
+frameworks use the same intra-op thread count, once per value of --threads.
+Every timed call ends with a sync, so rill's asynchronous VM is measured with
+its work finished.
 
-    python3 bench/bench.py                 # all workloads, 1 and 2 threads
-    python3 bench/bench.py --only matmul   # one workload
+    python3 bench/bench.py                      # all workloads, 1 and 2 threads
+    python3 bench/bench.py --only matmul        # workloads whose name contains 'matmul'
+    python3 bench/bench.py --compute-on-worker 0 1   # the VM knob, both values
 """
 import argparse
 import statistics
@@ -18,73 +21,110 @@ import torch
 import rill
 
 
-def _time_per_call(fn, calls, sync):
-    fn()  # warm-up
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return (time.perf_counter() - t0) / calls
+def _sync(lib):
+    if lib is rill:
+        rill.synchronize()
 
 
 def workloads():
-    """name -> (setup(lib) -> fn, calls per timing)."""
+    """name -> (setup(lib) -> fn, calls per timing, ops per call). fn ends with its own sync."""
     def scalar_loop(lib):
-        x = lib.ones(1)
         y = lib.ones(1)
 
         def run():
-            nonlocal x
-            for _ in range(1000):
+            x = lib.ones(1)
+            for _ in range(20000):
                 x = x + y
+            _sync(lib)
         return run
+
+    def chain_64(lib):
+        a = lib.tensor(np.random.rand(64, 64).astype(np.float32))
+        b = lib.tensor(np.random.rand(64, 64).astype(np.float32))
+
+        def run():
+            x = a
+            for _ in range(10):  # 30 elementwise ops
+                x = x * b
+                x = x + a
+                x = x.tanh()
+            _sync(lib)
+        return run
+
+    def item_1k(lib):
+        v = lib.tensor(np.random.rand(1000).astype(np.float32))
+        return lambda: (v * 2).sum().item()
 
     def add_1m(lib):
         a = lib.tensor(np.random.rand(1 << 20).astype(np.float32))
         b = lib.tensor(np.random.rand(1 << 20).astype(np.float32))
-        return lambda: a + b
+
+        def run():
+            a + b
+            _sync(lib)
+        return run
 
     def sum_1m(lib):
         a = lib.tensor(np.random.rand(1 << 20).astype(np.float32))
-        return lambda: a.sum()
+
+        def run():
+            a.sum()
+            _sync(lib)
+        return run
 
     def matmul_1024(lib):
         a = lib.tensor(np.random.rand(1024, 1024).astype(np.float32))
         b = lib.tensor(np.random.rand(1024, 1024).astype(np.float32))
-        return lambda: a @ b
+
+        def run():
+            a @ b
+            _sync(lib)
+        return run
 
     return {
-        "x = x + y, 1 element (per op)": (scalar_loop, 5, 1000),
-        "add, 1M float32": (add_1m, 200, 1),
-        "sum, 1M float32": (sum_1m, 200, 1),
+        "x = x + y, 1 elem, 20k ops (per op)": (scalar_loop, 1, 20000),
+        "30-op chain on 64x64 (per op)": (chain_64, 20, 30),
+        "(v * 2).sum().item(), 1k elems": (item_1k, 2000, 1),
+        "add, 1M float32": (add_1m, 100, 1),
+        "sum, 1M float32": (sum_1m, 100, 1),
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
     }
+
+
+def _time(fn, calls):
+    fn()  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--compute-on-worker", type=int, nargs="+", default=[0])
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--only", default=None, help="substring of the workload names to run")
     args = p.parse_args()
-    syncs = {"rill": rill.synchronize, "torch": lambda: None}
     libs = {"rill": rill, "torch": torch}
-    print(f"{'workload':34s} {'thr':>3s} {'rill (us)':>11s} {'torch (us)':>11s} {'rill/torch':>10s}")
-    for threads in args.threads:
-        rill.set_num_threads(threads)
-        torch.set_num_threads(threads)
-        for name, (setup, calls, ops_per_call) in workloads().items():
-            if args.only and args.only not in name:
-                continue
-            fns = {k: setup(lib) for k, lib in libs.items()}
-            times = {"rill": [], "torch": []}
-            for _ in range(args.repeats):
-                for k in ("rill", "torch"):  # alternate, so drift hits both
-                    times[k].append(_time_per_call(fns[k], calls, syncs[k]) / ops_per_call)
-            r = statistics.median(times["rill"])
-            t = statistics.median(times["torch"])
-            print(f"{name:34s} {threads:3d} {r * 1e6:11.2f} {t * 1e6:11.2f} {r / t:10.2f}", flush=True)
+    print(f"{'workload':38s} {'thr':>3s} {'cow':>3s} {'rill (us)':>10s} {'torch (us)':>10s} {'rill/torch':>10s}")
+    for cow in args.compute_on_worker:
+        rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", str(cow))
+        for threads in args.threads:
+            rill.set_num_threads(threads)
+            torch.set_num_threads(threads)
+            for name, (setup, calls, ops_per_call) in workloads().items():
+                if args.only and args.only not in name:
+                    continue
+                fns = {k: setup(lib) for k, lib in libs.items()}
+                times = {"rill": [], "torch": []}
+                for _ in range(args.repeats):
+                    for k in ("rill", "torch"):  # alternate, so drift hits both
+                        times[k].append(_time(fns[k], calls) / ops_per_call)
+                r = statistics.median(times["rill"])
+                t = statistics.median(times["torch"])
+                print(f"{name:38s} {threads:3d} {cow:3d} {r * 1e6:10.2f} {t * 1e6:10.2f} {r / t:10.2f}", flush=True)
+    rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", None)
 
 
 if __name__ == "__main__":

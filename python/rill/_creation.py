@@ -56,7 +56,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
             arr = np.ascontiguousarray(arr)
         if arr.dtype.byteorder not in ("=", "|"):
             arr = arr.astype(arr.dtype.newbyteorder("="))
-        out = _C.from_numpy(arr)._to_dtype(dtype or inferred, True)
+        out = _C.from_numpy(arr)._copy_now(dtype or inferred)
     if requires_grad:
         out.requires_grad = True
     return out

@@ -54,10 +54,11 @@ nb::capsule owner_of(const Tensor& t) {
 }
 
 template <typename Framework>
-nb::ndarray<Framework> export_array(const Tensor& t, const char* api) {
+nb::ndarray<Framework> export_array(const Tensor& t, const char* api, bool shared = true) {
   RILL_CHECK(t.device().type == DeviceType::kCPU, Type, "[", api, "] can't convert a ", t.device().str(),
              " tensor; use .cpu() first");
   wait_readable(t);
+  if (shared) t.storage()->mark_exported();  // Note [Shared memory is synchronous]
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   void* data = t.numel() == 0 ? nullptr : t.data_ptr();
   return nb::ndarray<Framework>(data, shape.size(), shape.data(), owner_of(t), t.strides().data(),
@@ -109,7 +110,8 @@ void init_interop(nb::module_& m, nb::class_<Tensor>& cls) {
                    "[numpy] can't call numpy() on a Tensor that requires grad; use tensor.detach().numpy()");
         RILL_CHECK(t.dtype() != DType::kBFloat16, Type,
                    "[numpy] numpy has no bfloat16; convert first with .float()");
-        nb::object arr = nb::cast(export_array<nb::numpy>(t, "numpy"));
+        // force=True copies at once, so the tensor's memory is not shared afterwards.
+        nb::object arr = nb::cast(export_array<nb::numpy>(t, "numpy", !force));
         return force ? arr.attr("copy")() : arr;
       }, nb::arg("force") = false, "A numpy array sharing this tensor's memory (a sync point).");
   cls.def("__dlpack__", [](const Tensor& t, nb::kwargs kwargs) {

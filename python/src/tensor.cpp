@@ -70,6 +70,7 @@ void init_tensor(nb::module_& m) {
       .def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); })
       .def("data_ptr", [](const Tensor& t) {
             wait_readable(t);
+            t.storage()->mark_exported();
             return reinterpret_cast<uintptr_t>(t.data_ptr());
           })
       .def_prop_rw("requires_grad", [](const Tensor& t) { return t.impl()->requires_grad(); },
@@ -147,6 +148,13 @@ void init_tensor(nb::module_& m) {
            nb::rv_policy::reference_internal)
       .def("_to_dtype", [](const Tensor& t, DType d, bool copy) {
             return copy && t.dtype() == d ? eager::clone(t) : eager::to_dtype(t, d);
+          })
+      .def("_copy_now", [](const Tensor& t, DType d) {
+            // A copy finished before returning: the source may be memory the caller changes next
+            // (a numpy array passed to rill.tensor), which the VM does not track.
+            Tensor out = t.dtype() == d ? eager::clone(t) : eager::to_dtype(t, d);
+            wait_readable(out);
+            return out;
           });
   init_indexing(cls);
   init_interop(m, cls);

@@ -49,6 +49,11 @@ class Storage {
   }
   /** True for memory adopted from numpy or DLPack. */
   bool external() const { return deleter_ != nullptr; }
+  /** Mark the memory as visible to code outside rill (numpy(), DLPack export, data_ptr()). */
+  void mark_exported() { exported_.store(true, std::memory_order_relaxed); }
+  /** True when code outside rill may read or write this memory (Note [Shared memory is synchronous]
+   * in eager/functional.cpp). */
+  bool shared() const { return deleter_ != nullptr || exported_.load(std::memory_order_relaxed); }
   /** In-flight accesses, for the VM's scheduler. */
   AccessList& accesses() { return accesses_; }
   /** The error that poisoned this storage (a failed write), or null. Written by the VM thread
@@ -65,6 +70,7 @@ class Storage {
   void* ctx_ = nullptr;
   AccessList accesses_;
   std::shared_ptr<const Error> poison_;
+  std::atomic<bool> exported_{false};
 };
 
 }  // namespace rill

@@ -54,7 +54,22 @@ void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const 
   instr->attrs = attrs;
   instr->scalars.assign(scalars.begin(), scalars.end());
   instr->location = vm::capture_location();
+  bool shared = false;
+  for (const Tensor& t : instr->inputs) shared |= t.storage()->shared();
+  for (const Tensor& t : instr->outputs) shared |= t.storage()->shared();
+  if (!shared) {
+    vm::submit(std::move(instr));
+    return;
+  }
+  // Note [Shared memory is synchronous]
+  // Memory that numpy, a DLPack consumer or a raw pointer can also reach is read
+  // and written by code the VM does not order. An op touching it therefore
+  // finishes before it returns, as in PyTorch: `t = rill.from_numpy(a); t[0] = 1`
+  // is visible in `a` at once, and `y = t + 1; a[0] = 5` leaves y alone. Errors
+  // of such ops are raised here too.
+  std::vector<Tensor> written = instr->outputs;
   vm::submit(std::move(instr));
+  for (const Tensor& t : written) vm::wait_readable(t);
 }
 
 }  // namespace
@@ -242,6 +257,11 @@ Tensor binary(const OpSchema& op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor binary_scalar(const OpSchema& op, const Tensor& a, Scalar b) {
+  // Known from the arguments alone, so raised here rather than when the kernel runs.
+  static const OpSchema* pow_scalar = &eager::op("pow_scalar");
+  RILL_CHECK(!(&op == pow_scalar && !dtype_is_floating(a.dtype()) && a.dtype() != DType::kBool &&
+               !b.is_floating() && b.to_int() < 0),
+             Runtime, "[pow] integers to negative integer powers are not allowed; convert the base to float first");
   Scalar s[1] = {b};
   return call1(op, {&a, 1}, s);
 }

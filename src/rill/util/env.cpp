@@ -30,6 +30,12 @@ std::optional<std::string> lookup(const char* name) {
 const std::vector<Knob>& knobs() {
   static const std::vector<Knob> table = {
       {"RILL_NUM_THREADS", "2", "intra-op threads used by CPU kernels (rill.set_num_threads)"},
+      {"RILL_VM_MULTI_THREAD", "1", "0 runs every instruction on the calling thread (errors raise at their line)"},
+      {"RILL_VM_COMPUTE_ON_WORKER_THREAD", "0",
+       "1 runs thread 0's instructions on rill-worker-0 instead of inline on the scheduler"},
+      {"RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", "200",
+       "how long an idle VM thread keeps polling (yielding) before it blocks; 0 blocks at once"},
+      {"RILL_VM_MAX_IN_FLIGHT", "16384", "instructions in flight before a submitting thread blocks (back-pressure)"},
   };
   return table;
 }

@@ -90,19 +90,29 @@ void check(const SyncSignal& signal) {
   raise(*signal.error);
 }
 
+namespace {
+// Waits with the caller's interpreter lock released: VM threads may need it (to
+// release numpy buffers, or to name the Python line of a failed op).
+void wait_unlocked(SyncSignal& signal) {
+  if (signal.done.load(std::memory_order_acquire)) return;
+  run_unlocked(
+      [](void* ctx) {
+        auto* s = static_cast<SyncSignal*>(ctx);
+        while (!wait_for(*s, std::chrono::milliseconds(100))) {
+        }
+      },
+      &signal);
+}
+}  // namespace
+
 void synchronize() {
-  if (scheduler().in_flight() > 0) {
-    auto signal = submit_sync({}, true);
-    while (!wait_for(*signal, std::chrono::milliseconds(100))) {
-    }
-  }
+  if (scheduler().in_flight() > 0) wait_unlocked(*submit_sync({}, true));
   raise_unreported_error();
 }
 
 void wait_readable(const Tensor& t) {
   auto signal = submit_sync({t}, false);
-  while (!wait_for(*signal, std::chrono::milliseconds(100))) {
-  }
+  wait_unlocked(*signal);
   check(*signal);
 }
 
