@@ -51,7 +51,7 @@ constexpr int kLevels = 6;            // cascade levels; the last one takes any 
 // Note [Dynamic chunks]
 // parallel_for gives each thread one equal share, so a share whose thread wakes
 // late finishes late. Reductions are short (tens of microseconds) and a sleeping
-// pool thread can take microseconds to wake, so work is cut into ~4 chunks per
+// pool thread can take microseconds to wake, so work is cut into ~8 chunks per
 // thread handed out through an atomic counter: whoever is running takes the next
 // chunk, and a late thread simply takes fewer. Which thread runs a chunk never
 // changes what the chunk computes.
@@ -65,7 +65,7 @@ void parallel_chunks(int64_t n, int64_t grain, const F& f) {
     if (n > 0) f(0, n);
     return;
   }
-  const int64_t chunk = std::max(grain, (n + 4 * threads - 1) / (4 * threads));
+  const int64_t chunk = std::max(grain, (n + 8 * threads - 1) / (8 * threads));
   const int64_t chunks = (n + chunk - 1) / chunk;
   std::atomic<int64_t> next{0};
   parallel::parallel_for(0, std::min(threads, chunks), 1, [&](int64_t, int64_t) {
@@ -76,7 +76,8 @@ void parallel_chunks(int64_t n, int64_t grain, const F& f) {
 }
 
 // --- reducers ----------------------------------------------------------------------------
-// A reducer: Acc, identity(), load(T) -> Acc, combine(Acc, Acc) -> Acc.
+// A reducer: Acc, identity(), load(T) -> Acc, combine(Acc, Acc) -> Acc, and for the
+// vector loops combine_vec(V, V) -> V and step_vec(V& acc, M& nan, V values).
 
 template <typename T>
 using SumAcc = std::conditional_t<kIsFloating<T>, std::conditional_t<std::is_same_v<T, double>, double, float>,
@@ -109,9 +110,7 @@ struct ExtremeOp {
     if constexpr (std::is_same_v<Acc, bool>) {
       return kMax ? (a || b) : (a && b);
     } else if constexpr (kIsFloating<T>) {
-      // NaN in either wins. The accumulator a only feeds the max (a NaN a stays, as
-      // "b > NaN" is false); the NaN test on b is off that chain, so the loop-carried
-      // dependency is one max and one blend.
+      // NaN in either wins: a NaN accumulator stays (b > NaN is false), a NaN b is taken.
       Acc m = (kMax ? b > a : b < a) ? b : a;
       return b != b ? b : m;
     } else {
@@ -140,7 +139,7 @@ struct ExtremeOp {
   }
 };
 
-// Lanes of the multi-accumulator loop: four 64-byte vectors of Acc.
+// Lanes of reduce_block, the scalar-lane loop for the other types: four 64-byte vectors of Acc.
 template <typename Acc>
 inline constexpr int64_t kLanes = 256 / sizeof(Acc);
 
