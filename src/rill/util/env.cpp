@@ -34,7 +34,7 @@ const std::vector<Knob>& knobs() {
       {"RILL_VM_COMPUTE_ON_WORKER_THREAD", "0",
        "1 runs thread 0's instructions on rill-worker-0 instead of inline on the scheduler"},
       {"RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", "200",
-       "how long an idle VM thread keeps polling (yielding) before it blocks; 0 blocks at once"},
+       "how long an idle VM or intra-op thread keeps polling (yielding) before it blocks; 0 blocks at once"},
       {"RILL_VM_MAX_IN_FLIGHT", "16384", "instructions in flight before a submitting thread blocks (back-pressure)"},
   };
   return table;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -23,6 +24,17 @@ namespace {
 // threads cannot be joined) and the next parallel_for builds a new pool.
 
 thread_local bool t_inside_parallel = false;
+
+// RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS, re-read only after an override changes.
+int64_t online_microseconds() {
+  thread_local uint64_t generation = ~uint64_t{0};
+  thread_local int64_t value = 200;
+  if (env::generation() != generation) {
+    generation = env::generation();
+    value = std::max<int64_t>(0, env::get_int("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", 200));
+  }
+  return value;
+}
 
 struct Job {
   RangeFn fn;
@@ -68,8 +80,11 @@ class Pool {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
       ++generation_;
+      published_.store(generation_, std::memory_order_release);  // ends the workers' online spin
     }
-    cv_.notify_all();
+    // Sleepers register under mutex_ and re-check generation_ before waiting, so one that
+    // is not counted yet cannot miss the job.
+    if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
     t_inside_parallel = true;
     job.work();
     t_inside_parallel = false;
@@ -93,8 +108,15 @@ class Pool {
     for (;;) {
       Job* job;
       {
+        // Stay online a while (Note [Staying online] in vm/scheduler.cpp): the next parallel
+        // region of a loop of ops usually follows within microseconds.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(online_microseconds());
+        while (published_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::yield();
         std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1, std::memory_order_acq_rel);
         cv_.wait(lock, [&] { return generation_ != seen && job_ != nullptr; });
+        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
         seen = generation_;
         job = job_;
         active_.fetch_add(1, std::memory_order_acq_rel);
@@ -110,6 +132,8 @@ class Pool {
   std::condition_variable cv_;
   Job* job_ = nullptr;
   uint64_t generation_ = 0;
+  std::atomic<uint64_t> published_{0};  // generation_, readable without the mutex
+  std::atomic<int> sleepers_{0};
   std::atomic<int> active_{0};
 };
 

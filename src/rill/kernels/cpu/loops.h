@@ -117,6 +117,17 @@ struct ElementwisePlan {
   }
 };
 
+namespace detail {
+// The contiguous inner loop, out of line and with restrict pointers. Inlined
+// into map_elements, GCC 12 emitted the same vector loop but it ran 3x slower
+// than a hand-written one on 1M floats (measured; cause not pinned down); as a
+// small function of its own it matches the hand-written loop.
+template <typename Out, typename F, typename... In>
+__attribute__((noinline)) void dense_row(Out* __restrict o, int64_t n, const F& f, const In* __restrict... in) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
+}
+}  // namespace detail
+
 /** Apply f elementwise: out = f(in...), computing in the element types given. */
 template <typename Out, typename... In, typename F>
 void map_elements(const TensorArg& out, const std::array<const TensorArg*, sizeof...(In)>& ins, const F& f) {
@@ -131,8 +142,7 @@ void map_elements(const TensorArg& out, const std::array<const TensorArg*, sizeo
       bool dense = ((s[0] == sizeof(Out)) && ... && (s[I + 1] == sizeof(In)));
       if (dense) {
         // Contiguous row: plain indexing, which the compiler vectorises.
-        [[maybe_unused]] std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
-        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(in)[i]...);
+        detail::dense_row<Out>(o, n, f, reinterpret_cast<const In*>(p[I + 1])...);
         return;
       }
       bool scalar_rest = ((s[0] == sizeof(Out)) && ... && (s[I + 1] == 0 || s[I + 1] == sizeof(In)));
