@@ -158,6 +158,11 @@ def assert_same_error(rill_fn, torch_fn):
         f"{t_err.value}")
 
 
+def raises_like(torch_fn, rill_fn):
+    """assert_same_error with torch's call first."""
+    assert_same_error(rill_fn, torch_fn)
+
+
 # Layouts of an input, by name: (shape of the base array, view applied to both tensors).
 # The views work on rill and torch tensors alike.
 LAYOUTS = {

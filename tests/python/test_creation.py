@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import rill
+from conftest import raises_like
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 NUMPY_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
@@ -25,13 +26,6 @@ def assert_same(r, t):
     assert r.tolist() == t.tolist()
 
 
-def raises_like(torch_fn, rill_fn):
-    """Both calls raise, and rill raises the same exception type as torch."""
-    with pytest.raises(Exception) as te:
-        torch_fn()
-    with pytest.raises(Exception) as re_:
-        rill_fn()
-    assert re_.type is te.type, f"torch raised {te.type.__name__}: {te.value}; rill raised {re_.type.__name__}"
 
 
 # --- rill.tensor ---------------------------------------------------------------------------------------------------

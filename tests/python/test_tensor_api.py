@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import rill
+from conftest import raises_like
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2, "bfloat16": 2,
@@ -32,12 +33,6 @@ def assert_same(r, t):
     assert r.tolist() == t.tolist()
 
 
-def raises_like(torch_fn, rill_fn):
-    with pytest.raises(Exception) as te:
-        torch_fn()
-    with pytest.raises(Exception) as re_:
-        rill_fn()
-    assert re_.type is te.type, f"torch raised {te.type.__name__}: {te.value}; rill raised {re_.type.__name__}"
 
 
 # --- properties ----------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import rill
+from conftest import raises_like
 
 
 def pair(*shape, dtype="float32"):
@@ -26,12 +27,6 @@ def assert_same_view(r, t):
     assert r.tolist() == t.tolist()
 
 
-def raises_like(torch_fn, rill_fn):
-    with pytest.raises(Exception) as te:
-        torch_fn()
-    with pytest.raises(Exception) as re_:
-        rill_fn()
-    assert re_.type is te.type, f"torch raised {te.type.__name__}: {te.value}; rill raised {re_.type.__name__}"
 
 
 def assert_writes_through(base, view):
