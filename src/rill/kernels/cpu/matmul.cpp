@@ -4,6 +4,9 @@
 // dtypes use a plain i-k-j loop that wraps on overflow like C. Work is split
 // across rill's intra-op pool, never BLAS's own threads (Note [BLAS threads]).
 #include <cblas.h>
+#include <pthread.h>
+
+extern "C" void blas_shutdown(void);  // OpenBLAS: frees its buffers and resets its buffer table
 
 #include <algorithm>
 #include <climits>
@@ -401,6 +404,9 @@ void matmul_kernel(const KernelContext& ctx) {
 
 void register_matmul_kernels() {
   ops::set_cpu_kernel("matmul", matmul_kernel);
+  // A forked child inherits OpenBLAS's buffer table as the parent's threads left it, some
+  // buffers marked in use mid-gemm; start the child's table afresh (Note [BLAS threads]).
+  pthread_atfork(nullptr, nullptr, [] { blas_shutdown(); });
 }
 
 }  // namespace rill::cpu
