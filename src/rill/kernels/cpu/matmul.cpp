@@ -34,6 +34,10 @@ namespace {
 // sets the thread count of every kernel. for_each_piece splits the batches
 // across threads when there are several, else the rows of the output (its
 // columns when the rows are fewer); each piece is one serial BLAS call.
+// A child forked while another thread was inside a gemm also inherits OpenBLAS's
+// buffer table mid-use: its first gemm returned garbage in about half the runs of
+// tests/python/test_blas_fork.py, so an atfork child handler resets the table
+// (blas_shutdown, registered in register_matmul_kernels); the test then passed every run.
 
 // Multiply-accumulates below which a matmul stays on the calling thread (a
 // parallel region costs a few microseconds; this is ~20 us of sgemm).
