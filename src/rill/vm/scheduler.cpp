@@ -16,24 +16,19 @@ Scheduler::Scheduler() {
 
 void Scheduler::submit(Instruction* instruction) {
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  bool wake;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    inbox_.push_back(instruction);
-    wake = sleeping_;
-  }
-  has_work_.store(true, std::memory_order_release);
-  if (wake) cv_.notify_one();
+  enqueue(inbox_, instruction);
 }
 
-void Scheduler::complete(Instruction* instruction) {
+void Scheduler::complete(Instruction* instruction) { enqueue(completions_, instruction); }
+
+void Scheduler::enqueue(std::vector<Instruction*>& queue, Instruction* instruction) {
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    completions_.push_back(instruction);
+    queue.push_back(instruction);
     wake = sleeping_;
   }
-  has_work_.store(true, std::memory_order_release);
+  has_work_.store(true, std::memory_order_release);  // seen by the online spin in loop()
   if (wake) cv_.notify_one();
 }
 

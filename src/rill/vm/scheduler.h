@@ -35,6 +35,7 @@ class Scheduler {
 
  private:
   void loop();
+  void enqueue(std::vector<Instruction*>& queue, Instruction* instruction);
   void admit(Instruction* instruction);
   void pump(int thread_id);
   void dispatch(Instruction* instruction);
@@ -56,7 +57,6 @@ class Scheduler {
   // Scheduler-thread state.
   std::deque<Instruction*> fifo_[kMaxThreads];   // admitted, not yet dispatched, per thread id
   Instruction* last_[kMaxThreads] = {};          // newest unretired kernel instruction per thread id
-  std::vector<Instruction*> ready_;              // worklist of inline work
   std::unique_ptr<Worker> workers_[kMaxThreads];
   std::thread thread_;
 };
