@@ -55,6 +55,14 @@ def workloads():
         v = lib.tensor(np.random.rand(1000).astype(np.float32))
         return lambda: (v * 2).sum().item()
 
+    def item_loop(lib):
+        def run():
+            x = lib.zeros(1)
+            for _ in range(100):
+                x = x + 1
+                x.item()
+        return run
+
     def add_1m(lib):
         a = lib.tensor(np.random.rand(1 << 20).astype(np.float32))
         b = lib.tensor(np.random.rand(1 << 20).astype(np.float32))
@@ -85,6 +93,7 @@ def workloads():
         "x = x + y, 1 elem, 20k ops (per op)": (scalar_loop, 1, 20000),
         "30-op chain on 64x64 (per op)": (chain_64, 20, 30),
         "(v * 2).sum().item(), 1k elems": (item_1k, 2000, 1),
+        "x = x + 1; x.item() loop (per iter)": (item_loop, 20, 100),
         "add, 1M float32": (add_1m, 100, 1),
         "sum, 1M float32": (sum_1m, 100, 1),
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
@@ -105,27 +114,34 @@ def main():
     p.add_argument("--compute-on-worker", type=int, nargs="+", default=[0])
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--only", default=None, help="substring of the workload names to run")
+    p.add_argument("--online-us", type=int, nargs="+", default=[None],
+                   help="values of RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS to compare (default: the knob's)")
     args = p.parse_args()
     libs = {"rill": rill, "torch": torch}
-    print(f"{'workload':38s} {'thr':>3s} {'cow':>3s} {'rill (us)':>10s} {'torch (us)':>10s} {'rill/torch':>10s}")
-    for cow in args.compute_on_worker:
-        rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", str(cow))
-        for threads in args.threads:
-            rill.set_num_threads(threads)
-            torch.set_num_threads(threads)
-            for name, (setup, calls, ops_per_call) in workloads().items():
-                if args.only and args.only not in name:
-                    continue
-                fns = {k: setup(lib) for k, lib in libs.items()}
-                times = {"rill": [], "torch": []}
-                for _ in range(args.repeats):
-                    for k in ("rill", "torch"):  # alternate, so drift hits both
-                        times[k].append(_time(fns[k], calls) / ops_per_call)
-                r = statistics.median(times["rill"])
-                t = statistics.median(times["torch"])
-                print(f"{name:38s} {threads:3d} {cow:3d} {r * 1e6:10.2f} {t * 1e6:10.2f} {r / t:10.2f}", flush=True)
+    print(f"{'workload':38s} {'thr':>3s} {'cow':>3s} {'onl':>4s} {'rill (us)':>10s} {'torch (us)':>10s} "
+          f"{'rill/torch':>10s}")
+    for online in args.online_us:
+        rill.set_env_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", None if online is None else str(online))
+        online_label = "dflt" if online is None else str(online)
+        for cow in args.compute_on_worker:
+            rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", str(cow))
+            for threads in args.threads:
+                rill.set_num_threads(threads)
+                torch.set_num_threads(threads)
+                for name, (setup, calls, ops_per_call) in workloads().items():
+                    if args.only and args.only not in name:
+                        continue
+                    fns = {k: setup(lib) for k, lib in libs.items()}
+                    times = {"rill": [], "torch": []}
+                    for _ in range(args.repeats):
+                        for k in ("rill", "torch"):  # alternate, so drift hits both
+                            times[k].append(_time(fns[k], calls) / ops_per_call)
+                    r = statistics.median(times["rill"])
+                    t = statistics.median(times["torch"])
+                    print(f"{name:38s} {threads:3d} {cow:3d} {online_label:>4s} {r * 1e6:10.2f} {t * 1e6:10.2f} "
+                          f"{r / t:10.2f}", flush=True)
     rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", None)
-
+    rill.set_env_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", None)
 
 if __name__ == "__main__":
     main()

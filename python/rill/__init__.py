@@ -18,6 +18,7 @@ from rill._C import (  # noqa: F401
     memory_stats, empty_cache, reset_peak_memory_stats,
     set_num_threads, get_num_threads, synchronize, set_env_override, env_knobs,
 )
+from rill import asyncs  # noqa: F401
 from rill._tensor import Size  # noqa: F401  (also installs Python-side Tensor methods)
 from rill._creation import (  # noqa: F401
     tensor, as_tensor, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,

@@ -36,6 +36,8 @@ Device device_from_object(nb::handle obj, const char* op);
 
 /** Wait (GIL released, Ctrl-C raises KeyboardInterrupt) until t can be read; raises if t is poisoned. */
 void wait_readable(const Tensor& t);
+/** Read t's only element into dst (16 bytes, aligned): a reused SyncRead, or at once when t is ready. */
+void read_element(const Tensor& t, void* dst);
 /** Wait (GIL released, interruptible) for every issued op; raises the first unreported kernel error. */
 void synchronize();
 

@@ -40,8 +40,9 @@ int64_t dim_arg(const Tensor& t, int64_t dim, const char* op) {
 nb::object tensor_item(const Tensor& t) {
   RILL_CHECK(t.numel() == 1, Runtime, "[item] a Tensor with ", t.numel(),
              " elements cannot be converted to Scalar; use .tolist() for several values");
-  wait_readable(t);
-  return element_to_python(static_cast<const char*>(t.data_ptr()), t.dtype());
+  alignas(16) char value[16];
+  read_element(t, value);
+  return element_to_python(value, t.dtype());
 }
 
 void init_tensor(nb::module_& m) {

@@ -65,9 +65,17 @@ void wait_interruptible(vm::SyncSignal& signal) {
 }  // namespace
 
 void wait_readable(const Tensor& t) {
-  auto signal = vm::submit_sync({t}, false);
+  auto signal = vm::submit_readable(t);
+  if (!signal) return;
   wait_interruptible(*signal);
   vm::check(*signal);
+}
+
+void read_element(const Tensor& t, void* dst) {
+  if (vm::SyncSignal* signal = vm::submit_read(t, dst)) {
+    wait_interruptible(*signal);
+    vm::finish_read(dst);
+  }
 }
 
 void synchronize() {
@@ -87,6 +95,31 @@ void init_vm(nb::module_& m) {
     }
   }, "Drain the VM (registered with atexit).");
   m.def("_num_in_flight", &vm::num_in_flight);
+
+  // rill.asyncs (python/rill/asyncs.py)
+  m.def("_asyncs_reserve", &vm::reserve_thread_id, "Reserve the lowest free VM thread id above 0.");
+  m.def("_asyncs_release", &vm::release_thread_id, nb::arg("thread_id"), "Free a reserved VM thread id.");
+  m.def("_asyncs_current", &vm::current_thread_id, "The VM thread id this Python thread submits to.");
+  m.def("_asyncs_set", &vm::set_current_thread_id, nb::arg("thread_id"),
+        "Send this Python thread's instructions to a VM thread id.");
+
+  // The item() breakdown in bench/: one read with the clock stamps of its stages (ns).
+  m.def("_now_ns", &vm::now_ns);
+  m.def("_item_timed", [](const Tensor& t) {
+    RILL_CHECK(t.numel() == 1, Runtime, "[_item_timed] needs a one-element tensor");
+    vm::ReadTimes times;
+    vm::profile_reads(&times);
+    alignas(16) char value[16];
+    try {
+      read_element(t, value);
+    } catch (...) {
+      vm::profile_reads(nullptr);
+      throw;
+    }
+    int64_t woken = vm::now_ns();
+    vm::profile_reads(nullptr);
+    return nb::make_tuple(times.enter, times.submitted, times.ready, times.done, woken);
+  });
 }
 
 }  // namespace rill::py

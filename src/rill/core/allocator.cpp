@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rill/util/error.h"
+#include "rill/util/fork.h"
 
 namespace rill::cpu_allocator {
 namespace {
@@ -28,7 +29,11 @@ struct State {
 };
 
 State& state() {
-  static State* s = new State();  // leaked: tensors may die during static destruction
+  static State* s = [] {
+    auto* fresh = new State();  // leaked: tensors may die during static destruction
+    fork::guard_mutex(&fresh->mutex);
+    return fresh;
+  }();
   return *s;
 }
 

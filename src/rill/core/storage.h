@@ -11,6 +11,7 @@
 
 #include "rill/core/device.h"
 #include "rill/util/error.h"
+#include "rill/util/fork.h"
 
 namespace rill {
 
@@ -56,6 +57,12 @@ class Storage {
   bool shared() const { return deleter_ != nullptr || exported_.load(std::memory_order_relaxed); }
   /** In-flight accesses, for the VM's scheduler. */
   AccessList& accesses() { return accesses_; }
+  /** Instructions submitted that write this storage and have not retired. Client threads
+   * count up at submission, the scheduler counts down at retirement (release), so a client
+   * that reads 0 (acquire) sees every write done. */
+  std::atomic<int32_t>& writes_in_flight() { return writes_in_flight_; }
+  /** The fork epoch (util/fork.h) in which the VM last saw this storage; Note [Fork] in vm/fork.cpp. */
+  std::atomic<uint32_t>& vm_epoch() { return vm_epoch_; }
   /** The error that poisoned this storage (a failed write), or null. Written by the VM thread
    * that ran the failing instruction before it completes; read after a sync. */
   const std::shared_ptr<const Error>& poison() const { return poison_; }
@@ -69,6 +76,8 @@ class Storage {
   Deleter deleter_ = nullptr;
   void* ctx_ = nullptr;
   AccessList accesses_;
+  std::atomic<int32_t> writes_in_flight_{0};
+  std::atomic<uint32_t> vm_epoch_{fork::epoch()};
   std::shared_ptr<const Error> poison_;
   std::atomic<bool> exported_{false};
 };

@@ -54,6 +54,7 @@ void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const 
   instr->attrs = attrs;
   instr->scalars.assign(scalars.begin(), scalars.end());
   instr->location = vm::capture_location();
+  instr->stream.thread_id = static_cast<int16_t>(vm::current_thread_id());
   bool shared = false;
   for (const Tensor& t : instr->inputs) shared |= t.storage()->shared();
   for (const Tensor& t : instr->outputs) shared |= t.storage()->shared();

@@ -6,21 +6,26 @@
 #include <unordered_map>
 
 #include "rill/util/error.h"
+#include "rill/util/fork.h"
 
 namespace rill::env {
 namespace {
 std::mutex g_mutex;
 std::unordered_map<std::string, std::string>& overrides() {
-  static auto* table = new std::unordered_map<std::string, std::string>();
+  static auto* table = [] {
+    fork::guard_mutex(&g_mutex);
+    return new std::unordered_map<std::string, std::string>();
+  }();
   return *table;
 }
 std::atomic<uint64_t> g_generation{0};
 
 std::optional<std::string> lookup(const char* name) {
+  auto& table = overrides();  // first, outside g_mutex: its first call registers a fork handler
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = overrides().find(name);
-    if (it != overrides().end()) return it->second;
+    auto it = table.find(name);
+    if (it != table.end()) return it->second;
   }
   if (const char* v = std::getenv(name)) return std::string(v);
   return std::nullopt;
@@ -36,6 +41,8 @@ const std::vector<Knob>& knobs() {
       {"RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", "200",
        "how long an idle VM or intra-op thread keeps polling (yielding) before it blocks; 0 blocks at once"},
       {"RILL_VM_MAX_IN_FLIGHT", "16384", "instructions in flight before a submitting thread blocks (back-pressure)"},
+      {"RILL_VM_WORKER_THREAD_LIMIT", "16",
+       "VM thread ids, thread 0 included: rill.asyncs.Thread() fails once all are taken (at most 64)"},
   };
   return table;
 }
@@ -58,11 +65,12 @@ bool get_bool(const char* name, bool fallback) {
 }
 
 void set_override(const std::string& name, std::optional<std::string> value) {
+  auto& table = overrides();  // first, outside g_mutex: its first call registers a fork handler
   std::lock_guard<std::mutex> lock(g_mutex);
   if (value) {
-    overrides()[name] = *value;
+    table[name] = *value;
   } else {
-    overrides().erase(name);
+    table.erase(name);
   }
   g_generation.fetch_add(1, std::memory_order_release);
 }

@@ -13,6 +13,7 @@
 
 #include "rill/util/env.h"
 #include "rill/util/error.h"
+#include "rill/util/fork.h"
 
 namespace rill::parallel {
 namespace {
@@ -148,7 +149,7 @@ void on_fork_child() {
 
 Pool* pool_for(int threads) {
   static bool registered = [] {
-    pthread_atfork(nullptr, nullptr, on_fork_child);
+    fork::on_fork(fork::Stage::kLock, {nullptr, nullptr, [](void*) { on_fork_child(); }});
     return true;
   }();
   (void)registered;

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "rill/util/fork.h"
+
 namespace rill {
 
 /** Interned value of T. T needs operator== and a `size_t hash() const`. */
@@ -47,7 +49,11 @@ class Symbol {
   };
   // Leaked on purpose: symbols may be used during static destruction.
   static Table& table() {
-    static Table* t = new Table();
+    static Table* t = [] {
+      auto* fresh = new Table();
+      fork::guard_mutex(&fresh->mutex);
+      return fresh;
+    }();
     return *t;
   }
   const T* ptr_ = nullptr;

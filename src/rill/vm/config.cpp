@@ -17,6 +17,8 @@ const Config& config() {
     c.compute_on_worker = env::get_bool("RILL_VM_COMPUTE_ON_WORKER_THREAD", false);
     c.online_us = std::max<int64_t>(0, env::get_int("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", 200));
     c.max_in_flight = std::max<int64_t>(16, env::get_int("RILL_VM_MAX_IN_FLIGHT", 16384));
+    c.worker_thread_limit = static_cast<int>(
+        std::clamp<int64_t>(env::get_int("RILL_VM_WORKER_THREAD_LIMIT", 16), 1, kMaxThreadIds));
     cached = c;
     generation = g;
   }

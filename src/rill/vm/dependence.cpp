@@ -7,7 +7,7 @@ namespace {
 
 bool must_wait(const Instruction* pred, const Instruction* succ) {
   if (pred == succ) return false;
-  if (succ->kind == Instruction::Kind::kSync || pred->kind == Instruction::Kind::kSync) return true;
+  if (succ->is_sync() || pred->is_sync()) return true;
   return pred->stream.thread_id != succ->stream.thread_id;  // same thread: program order suffices
 }
 
@@ -24,7 +24,7 @@ void link_dependences(Instruction* instr) {
     if (a.last_write) depend_on(a.last_write, instr);
     a.reads.push_back(instr);
   }
-  if (instr->kind == Instruction::Kind::kSync) return;
+  if (instr->is_sync()) return;
   for (const Tensor& t : instr->outputs) {
     AccessList& a = t.storage()->accesses();
     if (a.last_write && a.last_write != instr) depend_on(a.last_write, instr);

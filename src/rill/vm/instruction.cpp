@@ -3,6 +3,8 @@
 #include "rill/vm/virtual_machine.h"
 
 #include <atomic>
+#include <chrono>
+#include <cstring>
 #include <sstream>
 
 namespace rill::vm {
@@ -25,12 +27,33 @@ SourceLocation capture_location() {
   return c ? c() : SourceLocation{};
 }
 
-void SyncSignal::notify() {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    done.store(true, std::memory_order_release);  // release: the awaited writes happen-before the reader
+// seq_cst on ready/done and blocked: either the waiter sees the flag, or the VM sees
+// blocked and wakes it (Note [Blocking then busy] in virtual_machine.cpp).
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void SyncSignal::notify_ready() {
+  ready.store(true, std::memory_order_seq_cst);
+  if (blocked.load(std::memory_order_seq_cst)) {
+    std::lock_guard<std::mutex> lock(mutex);  // the waiter is inside cv.wait or about to re-check
+    cv.notify_all();
   }
-  cv.notify_all();
+}
+
+void SyncSignal::notify_done() {
+  done.store(true, std::memory_order_seq_cst);  // also releases the awaited writes to the reader
+  if (blocked.load(std::memory_order_seq_cst)) {
+    std::lock_guard<std::mutex> lock(mutex);
+    cv.notify_all();
+  }
+}
+
+void SyncSignal::reset() {
+  ready.store(false, std::memory_order_relaxed);
+  done.store(false, std::memory_order_relaxed);
+  error.reset();
 }
 
 std::string describe_failure(const Instruction& instruction, const char* what) {
@@ -75,14 +98,14 @@ void Instruction::run_or_throw() const {
 // computed from a failure is poisoned and nothing else is. The error surfaces at
 // the next sync point that touches a poisoned tensor (SyncSignal::error).
 void Instruction::run() noexcept {
-  if (kind == Kind::kSync) {
+  if (is_sync()) {
     for (const Tensor& t : inputs) {
       if (t.storage()->poison()) {
         signal->error = t.storage()->poison();
-        break;
+        return;
       }
     }
-    signal->notify();
+    if (kind == Kind::kSyncRead) std::memcpy(read_value, inputs[0].data_ptr(), dtype_itemsize(inputs[0].dtype()));
     return;
   }
   std::shared_ptr<const Error> error;

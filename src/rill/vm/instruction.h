@@ -23,20 +23,36 @@ struct SourceLocation {
   int offset = -1;
 };
 
-/** What a client thread waits on at a sync point. */
+/** Clock stamps (steady_clock, ns) of one SyncRead, for the item() breakdown in bench/. */
+struct ReadTimes {
+  int64_t enter = 0, submitted = 0, ready = 0, done = 0;
+};
+
+/** Now on the steady clock, in nanoseconds. */
+int64_t now_ns();
+
+/** What a client thread waits on at a sync point, in two stages (Note [Blocking then busy]
+ * in virtual_machine.cpp): ready (its dependences are met, it is about to run) and done. */
 struct SyncSignal {
+  std::atomic<bool> ready{false};
   std::atomic<bool> done{false};
+  std::atomic<bool> blocked{false};  // a waiter sleeps on cv: the VM must wake it
   std::mutex mutex;
   std::condition_variable cv;
   std::shared_ptr<const Error> error;  // poison found on the awaited tensors, if any
-  /** Mark done and wake the waiter. */
-  void notify();
+  /** Mark ready; wakes a blocked waiter (it then spins for done). */
+  void notify_ready();
+  /** Mark done; wakes a blocked waiter. After this the VM no longer touches the marker. */
+  void notify_done();
+  /** Make a finished signal reusable. */
+  void reset();
 };
 
 /** A kernel call, or a sync marker. */
 struct Instruction {
-  /** kKernel runs a kernel; kSync completes its signal once its inputs are written. */
-  enum class Kind : uint8_t { kKernel, kSync };
+  /** kKernel runs a kernel; kSync completes its signal once its inputs are written;
+   * kSyncRead does too, after copying its one input's single element to read_value. */
+  enum class Kind : uint8_t { kKernel, kSync, kSyncRead };
 
   Kind kind = Kind::kKernel;
   const OpSchema* op = nullptr;
@@ -49,13 +65,19 @@ struct Instruction {
   SourceLocation location;
   std::shared_ptr<SyncSignal> signal;  // kSync only
   bool sync_all = false;               // kSync: also wait for every earlier instruction
+  bool reusable = false;               // owned by a client thread: retired, not deleted (Note [Reused SyncRead])
+  alignas(16) unsigned char read_value[16] = {};  // kSyncRead: the element read
+  ReadTimes* times = nullptr;                      // kSyncRead: stamps to fill, when profiling
 
   // Scheduler bookkeeping (Note [Dependences] in dependence.h); touched by the scheduler thread only.
   int pending = 0;                        // unfinished predecessors that must complete first
   std::vector<Instruction*> successors;  // instructions waiting on this one
 
+  /** True for the markers clients wait on (kSync, kSyncRead). */
+  bool is_sync() const { return kind != Kind::kKernel; }
   /** Run on this thread. A kernel error poisons the outputs instead of escaping
-   * (Note [Errors inside the VM]); a poisoned input poisons the outputs without running. */
+   * (Note [Errors inside the VM]); a poisoned input poisons the outputs without running.
+   * A marker records the poison of its inputs on its signal (the VM then completes it). */
   void run() noexcept;
   /** Run on this thread, letting a kernel error escape (synchronous mode). */
   void run_or_throw() const;

@@ -9,6 +9,32 @@
 
 namespace rill::vm {
 
+namespace {
+// Leaked on purpose: VM threads run until the process ends, and tensors may be
+// released during static destruction. A forked child drops it (Note [Fork]).
+std::atomic<Scheduler*> g_scheduler{nullptr};
+std::mutex g_start_mutex;
+}  // namespace
+
+Scheduler& Scheduler::get() {
+  Scheduler* s = g_scheduler.load(std::memory_order_acquire);
+  if (s) return *s;
+  std::lock_guard<std::mutex> lock(g_start_mutex);
+  s = g_scheduler.load(std::memory_order_relaxed);
+  if (!s) {
+    s = new Scheduler();
+    g_scheduler.store(s, std::memory_order_release);
+  }
+  return *s;
+}
+
+bool Scheduler::started() { return g_scheduler.load(std::memory_order_acquire) != nullptr; }
+
+void Scheduler::forget_after_fork() {
+  g_scheduler.store(nullptr, std::memory_order_relaxed);
+  new (&g_start_mutex) std::mutex();
+}
+
 Scheduler::Scheduler() {
   thread_ = std::thread([this] { loop(); });
   thread_.detach();  // the VM lives as long as the process
@@ -82,7 +108,7 @@ void Scheduler::loop() {
 
 void Scheduler::admit(Instruction* instr) {
   link_dependences(instr);
-  if (instr->kind == Instruction::Kind::kSync) {
+  if (instr->is_sync()) {
     if (instr->sync_all) {
       for (Instruction* last : last_)
         if (last) add_edge(last, instr);
@@ -107,9 +133,14 @@ void Scheduler::pump(int tid) {
 }
 
 void Scheduler::dispatch(Instruction* instr) {
-  bool inline_run = instr->kind == Instruction::Kind::kSync ||
-                    (instr->stream.thread_id == 0 && !config().compute_on_worker);
-  if (!inline_run) {
+  if (instr->is_sync()) {
+    if (instr->times) instr->times->ready = now_ns();
+    instr->signal->notify_ready();  // a blocked waiter wakes while the marker finishes
+    instr->run();
+    retire(instr);
+    return;
+  }
+  if (instr->stream.thread_id != 0 || config().compute_on_worker) {
     worker(instr->stream.thread_id)->push(instr);
     return;
   }
@@ -122,17 +153,33 @@ void Scheduler::retire(Instruction* instr) {
   if (instr->kind == Instruction::Kind::kKernel) {
     int tid = instr->stream.thread_id;
     if (last_[tid] == instr) last_[tid] = nullptr;
+    // release: a client that reads 0 sees the kernel's writes (and its poison).
+    for (const Tensor& t : instr->outputs) t.storage()->writes_in_flight().fetch_sub(1, std::memory_order_release);
   }
   for (Instruction* s : instr->successors) {
     if (--s->pending != 0) continue;
-    if (s->kind == Instruction::Kind::kSync) {
+    if (s->is_sync()) {
       dispatch(s);
     } else if (!fifo_[s->stream.thread_id].empty() && fifo_[s->stream.thread_id].front() == s) {
       pump(s->stream.thread_id);
     }
   }
-  delete instr;  // releases the operands: memory dropped by Python returns to the allocator here
+  std::shared_ptr<SyncSignal> signal;  // outlives the marker: its waiter may free it once done
+  ReadTimes* times = instr->times;
+  if (instr->reusable) {
+    // Note [Reused SyncRead]: the client thread owns this marker; leave it empty for its next read.
+    signal = instr->signal;
+    instr->inputs.clear();  // keeps capacity: the next read allocates nothing
+    instr->successors.clear();
+  } else {
+    signal = std::move(instr->signal);
+    delete instr;  // releases the operands: memory dropped by Python returns to the allocator here
+  }
   int64_t left = in_flight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  if (signal) {
+    if (times) times->done = now_ns();
+    signal->notify_done();  // last touch of a reused marker
+  }
   if (drained_waiters_.load(std::memory_order_acquire) > 0 && left < config().max_in_flight / 2) {
     std::lock_guard<std::mutex> lock(drained_mutex_);
     drained_cv_.notify_all();

@@ -12,17 +12,24 @@
 #include <thread>
 #include <vector>
 
+#include "rill/vm/config.h"
 #include "rill/vm/instruction.h"
 #include "rill/vm/worker.h"
 
 namespace rill::vm {
 
-/** Most VM thread ids (thread 0 plus user threads). */
-inline constexpr int kMaxThreads = 64;
+inline constexpr int kMaxThreads = kMaxThreadIds;
 
 /** The one scheduler of the process. */
 class Scheduler {
  public:
+  /** The process's scheduler, started on first use (again in a forked child). */
+  static Scheduler& get();
+  /** True once get() started one in this process. */
+  static bool started();
+  /** Forget the scheduler in a forked child: its threads do not exist there (Note [Fork]). */
+  static void forget_after_fork();
+
   Scheduler();
   /** Hand over an instruction (any client thread). */
   void submit(Instruction* instruction);

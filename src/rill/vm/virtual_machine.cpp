@@ -1,10 +1,12 @@
 #include "rill/vm/virtual_machine.h"
 
 #include <atomic>
+#include <bitset>
 #include <mutex>
 #include <thread>
 
 #include "rill/vm/config.h"
+#include "rill/vm/fork.h"
 #include "rill/vm/scheduler.h"
 
 namespace rill::vm {
@@ -14,13 +16,20 @@ std::atomic<uint64_t> g_submitted{0};
 std::atomic<UnlockedRunner> g_unlocked_runner{nullptr};
 std::mutex g_error_mutex;
 std::shared_ptr<const Error> g_unreported_error;
+std::mutex g_ids_mutex;
+std::bitset<kMaxThreadIds> g_ids_taken{1};  // id 0 is the default thread's
 
-// Leaked on purpose: VM threads run until the process ends, and tensors may be
-// released during static destruction.
-Scheduler& scheduler() {
-  static Scheduler* s = new Scheduler();
-  return *s;
-}
+// Held across fork() and fresh in the child (util/fork.h).
+[[maybe_unused]] const bool g_mutexes_guarded = [] {
+  fork::guard_mutex(&g_error_mutex);
+  fork::guard_mutex(&g_ids_mutex);
+  return true;
+}();
+
+thread_local int t_thread_id = 0;
+thread_local ReadTimes* t_read_times = nullptr;
+
+Scheduler& scheduler() { return Scheduler::get(); }
 
 void run_unlocked(void (*fn)(void*), void* ctx) {
   UnlockedRunner r = g_unlocked_runner.load(std::memory_order_acquire);
@@ -33,35 +42,130 @@ void run_unlocked(void (*fn)(void*), void* ctx) {
 
 [[noreturn]] void raise(const Error& e) { throw Error(e.kind(), e.what()); }
 
+// Raise a tensor's poison; raised here, synchronize() need not report it again.
+[[noreturn]] void raise_poison(const std::shared_ptr<const Error>& error) {
+  {
+    std::lock_guard<std::mutex> lock(g_error_mutex);
+    if (g_unreported_error == error) g_unreported_error.reset();
+  }
+  raise(*error);
+}
+
 // Synchronous mode: finish what is in flight, then run on this thread.
 void run_here(Instruction& instr) {
-  if (scheduler().in_flight() > 0) synchronize();
+  if (Scheduler::started() && scheduler().in_flight() > 0) synchronize();
   for (const Tensor& t : instr.inputs)
-    if (t.storage()->poison()) raise(*t.storage()->poison());
-  if (instr.kind == Instruction::Kind::kSync) {
-    instr.signal->notify();
+    if (t.storage()->poison()) raise_poison(t.storage()->poison());
+  if (instr.is_sync()) {
+    instr.run();
+    instr.signal->notify_done();
     return;
   }
   instr.run_or_throw();
 }
 
-}  // namespace
-
-void submit(std::unique_ptr<Instruction> instr) {
+// Everything submit does before the instruction reaches the scheduler.
+bool admit_here(Instruction& instr) {
   g_submitted.fetch_add(1, std::memory_order_relaxed);
+  mark_thread_submitted();
+  for (const Tensor& t : instr.inputs) check_fork_epoch(*t.storage());
+  for (const Tensor& t : instr.outputs) check_fork_epoch(*t.storage());
   const Config& c = config();
   if (!c.multi_thread) {
-    run_here(*instr);
-    return;
+    run_here(instr);
+    return false;
   }
+  // Counted down when the scheduler retires the instruction (Scheduler::retire).
+  for (const Tensor& t : instr.outputs) t.storage()->writes_in_flight().fetch_add(1, std::memory_order_relaxed);
   Scheduler& s = scheduler();
   if (s.in_flight() >= c.max_in_flight) {
     // Back-pressure: let the VM catch up (to half the bound) before queueing more.
     int64_t target = c.max_in_flight / 2;
     run_unlocked([](void* ctx) { scheduler().wait_in_flight_below(*static_cast<int64_t*>(ctx)); }, &target);
   }
-  s.submit(instr.release());
+  return true;
 }
+
+// Note [Reused SyncRead]
+// item() must not allocate between Python and the VM. Each client thread owns one
+// SyncRead marker, created on its first read, with capacity for its one input. The
+// scheduler retires it without deleting it (Instruction::reusable): it clears the
+// input (keeping the vector's capacity) and completes the signal as its very last
+// touch, so once the client sees done the marker is the client's again. The signal
+// is shared: the scheduler holds a reference while it notifies, so a client thread
+// that exits right after its read cannot free the signal under it.
+struct ReadSlot {
+  std::unique_ptr<Instruction> instr;
+  ReadSlot() {
+    instr = std::make_unique<Instruction>();
+    instr->kind = Instruction::Kind::kSyncRead;
+    instr->reusable = true;
+    instr->signal = std::make_shared<SyncSignal>();
+    instr->signal->done.store(true, std::memory_order_relaxed);  // free
+    instr->inputs.reserve(1);
+    instr->successors.reserve(4);
+  }
+  ~ReadSlot() {
+    // An interrupted read may still be queued: it refers to this marker until it retires.
+    if (Scheduler::started()) {
+      while (!instr->signal->done.load(std::memory_order_acquire)) wait_for(*instr->signal, std::chrono::seconds(1));
+    }
+  }
+};
+
+ReadSlot& read_slot() {
+  thread_local ReadSlot slot;
+  return slot;
+}
+
+}  // namespace
+
+void submit(std::unique_ptr<Instruction> instr) {
+  if (admit_here(*instr)) scheduler().submit(instr.release());
+}
+
+SyncSignal* submit_read(const Tensor& t, void* dst) {
+  int64_t enter = t_read_times ? now_ns() : 0;
+  Storage& s = *t.storage();
+  check_fork_epoch(s);
+  if (s.writes_in_flight().load(std::memory_order_acquire) == 0) {
+    // Its producer finished (or never ran in the VM): read here, no round trip.
+    if (s.poison()) raise_poison(s.poison());
+    std::memcpy(dst, t.data_ptr(), dtype_itemsize(t.dtype()));
+    return nullptr;
+  }
+  Instruction* instr = read_slot().instr.get();
+  SyncSignal& signal = *instr->signal;
+  if (!signal.done.load(std::memory_order_acquire)) {
+    // A read interrupted by Ctrl-C is still queued: the marker is not ours until it retires.
+    run_unlocked([](void* ctx) {
+      auto* sig = static_cast<SyncSignal*>(ctx);
+      while (!wait_for(*sig, std::chrono::seconds(1))) {
+      }
+    }, &signal);
+  }
+  signal.reset();
+  instr->inputs.push_back(t);
+  instr->times = t_read_times;
+  if (t_read_times) t_read_times->enter = enter;
+  if (!admit_here(*instr)) {
+    instr->inputs.clear();
+    std::memcpy(dst, instr->read_value, sizeof(instr->read_value));
+    if (signal.error) raise_poison(signal.error);
+    return nullptr;
+  }
+  scheduler().submit(instr);
+  if (t_read_times) t_read_times->submitted = now_ns();
+  return &signal;
+}
+
+void finish_read(void* dst) {
+  Instruction* instr = read_slot().instr.get();
+  std::memcpy(dst, instr->read_value, sizeof(instr->read_value));
+  check(*instr->signal);
+}
+
+void profile_reads(ReadTimes* times) { t_read_times = times; }
 
 std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool all) {
   auto instr = std::make_unique<Instruction>();
@@ -74,28 +178,46 @@ std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool
   return signal;
 }
 
+// Note [Blocking then busy]
+// A waiter spins (yielding) where spinning is short: when the marker is ready (its
+// dependences are met and the scheduler is finishing it) or when nothing but the
+// marker is in flight. Then the VM never pays a futex wake for it: completing a
+// marker nobody sleeps on is one store. Otherwise the waiter polls for the online
+// time (Note [Staying online]: most sync points follow their work by
+// microseconds), then blocks on the signal's condition variable, having first set
+// `blocked` (seq_cst, paired with the VM's seq_cst store of ready/done and load of
+// blocked: either the waiter sees the flag or the VM sees the sleeper). The VM
+// wakes it when the marker becomes ready, and the waiter spins for the last
+// stretch (the copy and the retirement) while the scheduler completes it.
 bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
-  // Poll first (yielding) for up to the online time: most sync points follow the
-  // work they wait for by microseconds, and a futex sleep/wake costs more.
-  auto spin = std::min<std::chrono::microseconds>(timeout, std::chrono::microseconds(config().online_us));
-  auto deadline = std::chrono::steady_clock::now() + spin;
-  while (!signal.done.load(std::memory_order_acquire)) {
-    if (std::chrono::steady_clock::now() >= deadline) break;
+  if (signal.done.load(std::memory_order_acquire)) return true;
+  auto now = std::chrono::steady_clock::now();
+  auto deadline = now + timeout;
+  auto poll_until = now + std::min<std::chrono::microseconds>(timeout, std::chrono::microseconds(config().online_us));
+  for (;;) {
+    if (signal.done.load(std::memory_order_acquire)) return true;
+    if (signal.ready.load(std::memory_order_acquire) || scheduler().in_flight() < 2) break;  // short: busy
+    if (std::chrono::steady_clock::now() >= poll_until) break;
     std::this_thread::yield();
   }
-  if (signal.done.load(std::memory_order_acquire)) return true;
-  std::unique_lock<std::mutex> lock(signal.mutex);
-  return signal.cv.wait_for(lock, timeout, [&] { return signal.done.load(std::memory_order_acquire); });
+  if (!signal.ready.load(std::memory_order_acquire) && scheduler().in_flight() >= 2) {
+    std::unique_lock<std::mutex> lock(signal.mutex);
+    signal.blocked.store(true, std::memory_order_seq_cst);
+    bool woke = signal.cv.wait_until(lock, deadline, [&] {
+      return signal.ready.load(std::memory_order_seq_cst) || signal.done.load(std::memory_order_seq_cst);
+    });
+    signal.blocked.store(false, std::memory_order_relaxed);
+    if (!woke) return false;
+  }
+  while (!signal.done.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 void check(const SyncSignal& signal) {
-  if (!signal.error) return;
-  {
-    // Raised here, so synchronize() need not report it again.
-    std::lock_guard<std::mutex> lock(g_error_mutex);
-    if (g_unreported_error == signal.error) g_unreported_error.reset();
-  }
-  raise(*signal.error);
+  if (signal.error) raise_poison(signal.error);
 }
 
 namespace {
@@ -113,13 +235,28 @@ void wait_unlocked(SyncSignal& signal) {
 }
 }  // namespace
 
+void drain() {
+  if (Scheduler::started() && scheduler().in_flight() > 0) wait_unlocked(*submit_sync({}, true));
+}
+
 void synchronize() {
-  if (scheduler().in_flight() > 0) wait_unlocked(*submit_sync({}, true));
+  if (Scheduler::started() && scheduler().in_flight() > 0) wait_unlocked(*submit_sync({}, true));
   raise_unreported_error();
 }
 
+std::shared_ptr<SyncSignal> submit_readable(const Tensor& t) {
+  Storage& s = *t.storage();
+  check_fork_epoch(s);
+  if (s.writes_in_flight().load(std::memory_order_acquire) == 0) {
+    if (s.poison()) raise_poison(s.poison());
+    return nullptr;
+  }
+  return submit_sync({t}, false);
+}
+
 void wait_readable(const Tensor& t) {
-  auto signal = submit_sync({t}, false);
+  auto signal = submit_readable(t);
+  if (!signal) return;
   wait_unlocked(*signal);
   check(*signal);
 }
@@ -140,8 +277,41 @@ void raise_unreported_error() {
 
 void set_unlocked_runner(UnlockedRunner runner) { g_unlocked_runner.store(runner, std::memory_order_release); }
 
+int current_thread_id() { return t_thread_id; }
+
+void set_current_thread_id(int thread_id) {
+  RILL_CHECK(thread_id >= 0 && thread_id < kMaxThreadIds, Value, "[asyncs.thread] VM thread id ", thread_id,
+             " is out of range; use a rill.asyncs.Thread()");
+  if (thread_id != 0) {
+    std::lock_guard<std::mutex> lock(g_ids_mutex);
+    RILL_CHECK(g_ids_taken[thread_id], Runtime, "[asyncs.thread] VM thread id ", thread_id,
+               " is not reserved (its rill.asyncs.Thread was closed); create a new rill.asyncs.Thread()");
+  }
+  t_thread_id = thread_id;
+}
+
+int reserve_thread_id() {
+  int limit = config().worker_thread_limit;
+  std::lock_guard<std::mutex> lock(g_ids_mutex);
+  for (int id = 1; id < limit; ++id) {
+    if (!g_ids_taken[id]) {
+      g_ids_taken[id] = true;
+      return id;
+    }
+  }
+  RILL_FAIL(Runtime, "[asyncs.Thread] all ", limit, " VM thread ids are in use (thread 0 and ", limit - 1,
+            " rill.asyncs.Thread objects); close() threads you no longer need, or raise RILL_VM_WORKER_THREAD_LIMIT "
+            "(at most ", kMaxThreadIds, ")");
+}
+
+void release_thread_id(int thread_id) {
+  if (thread_id <= 0 || thread_id >= kMaxThreadIds) return;
+  std::lock_guard<std::mutex> lock(g_ids_mutex);
+  g_ids_taken[thread_id] = false;
+}
+
 uint64_t num_submitted() { return g_submitted.load(std::memory_order_relaxed); }
 
-int64_t num_in_flight() { return scheduler().in_flight(); }
+int64_t num_in_flight() { return Scheduler::started() ? scheduler().in_flight() : 0; }
 
 }  // namespace rill::vm

@@ -12,8 +12,19 @@
 
 namespace rill::vm {
 
-/** Hand an instruction to the VM (takes ownership). May block under back-pressure. */
+/** Hand an instruction to the VM (takes ownership). May block under back-pressure. Raises when
+ * a tensor it touches lost its value to an unsynchronised fork (Note [Fork] in fork.cpp). */
 void submit(std::unique_ptr<Instruction> instruction);
+
+/** Start reading t's only element into dst (16 bytes, aligned). Returns null when the value
+ * was read at once (its producer had finished); else the signal of this thread's reused
+ * SyncRead marker: wait for it, then call finish_read(dst). Allocates nothing once warm. */
+SyncSignal* submit_read(const Tensor& t, void* dst);
+/** Copy the value a finished submit_read fetched into dst; raises if the tensor is poisoned. */
+void finish_read(void* dst);
+
+/** Record the stamps of this thread's SyncReads into *times (null stops). */
+void profile_reads(ReadTimes* times);
 
 /** Submit a sync marker that completes once tensors are written (all: once every earlier
  * instruction has finished too). Returns the signal to wait on. */
@@ -28,6 +39,13 @@ void check(const SyncSignal& signal);
 /** Wait until every submitted instruction has finished; raises the first kernel error not yet reported. */
 void synchronize();
 
+/** Wait until every submitted instruction has finished, raising nothing (errors stay unreported). */
+void drain();
+
+/** Null when t can be read on the host now (its writers finished; raises if t is poisoned);
+ * else the signal of a sync marker to wait on, then check(). */
+std::shared_ptr<SyncSignal> submit_readable(const Tensor& t);
+
 /** Wait until t's value can be read on the host; raises if t is poisoned. */
 void wait_readable(const Tensor& t);
 
@@ -41,6 +59,15 @@ void record_error(const std::shared_ptr<const Error>& error);
 using UnlockedRunner = void (*)(void (*fn)(void*), void* ctx);
 /** Install the hook used when a client blocks under back-pressure. */
 void set_unlocked_runner(UnlockedRunner runner);
+
+/** The VM thread id this client thread submits to (0 unless inside rill.asyncs.thread). */
+int current_thread_id();
+/** Send this client thread's instructions to thread id (0 or a reserved id). */
+void set_current_thread_id(int thread_id);
+/** Reserve the lowest free VM thread id above 0; raises when RILL_VM_WORKER_THREAD_LIMIT are taken. */
+int reserve_thread_id();
+/** Free a reserved id (its worker stays; instructions already sent to it still run). */
+void release_thread_id(int thread_id);
 
 /** Number of instructions submitted since start (for tests and benchmarks). */
 uint64_t num_submitted();

@@ -4,7 +4,6 @@
 // dtypes use a plain i-k-j loop that wraps on overflow like C. Work is split
 // across rill's intra-op pool, never BLAS's own threads (Note [BLAS threads]).
 #include <cblas.h>
-#include <pthread.h>
 
 extern "C" void blas_shutdown(void);  // OpenBLAS: frees its buffers and resets its buffer table
 
@@ -17,6 +16,7 @@ extern "C" void blas_shutdown(void);  // OpenBLAS: frees its buffers and resets 
 
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/ops/op_schema.h"
+#include "rill/util/fork.h"
 #include "rill/util/parallel.h"
 
 namespace rill::cpu {
@@ -410,7 +410,7 @@ void register_matmul_kernels() {
   ops::set_cpu_kernel("matmul", matmul_kernel);
   // A forked child inherits OpenBLAS's buffer table as the parent's threads left it, some
   // buffers marked in use mid-gemm; start the child's table afresh (Note [BLAS threads]).
-  pthread_atfork(nullptr, nullptr, [] { blas_shutdown(); });
+  fork::on_fork(fork::Stage::kLock, {nullptr, nullptr, [](void*) { blas_shutdown(); }});
 }
 
 }  // namespace rill::cpu
