@@ -1,0 +1,131 @@
+// vm/: item()'s SyncRead path (Note [Reused SyncRead]) and async thread ids.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+#include "rill/eager/functional.h"
+#include "rill/vm/config.h"
+#include "rill/vm/virtual_machine.h"
+#include "rill/util/env.h"
+
+// Count heap allocations made by a thread while it asks to (the whole test binary shares these).
+namespace {
+thread_local bool t_counting = false;
+thread_local int64_t t_allocations = 0;
+}  // namespace
+
+void* operator new(size_t n) {
+  if (t_counting) ++t_allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace rill {
+namespace {
+
+// Read t's one element the way item() does: the reused SyncRead, or at once.
+template <typename T>
+T read(const Tensor& t, bool* went_through_vm = nullptr) {
+  alignas(16) unsigned char value[16];
+  vm::SyncSignal* signal = vm::submit_read(t, value);
+  if (went_through_vm) *went_through_vm = signal != nullptr;
+  if (signal) {
+    while (!vm::wait_for(*signal, std::chrono::seconds(1))) {
+    }
+    vm::finish_read(value);
+  }
+  T v;
+  std::memcpy(&v, value, sizeof(T));
+  return v;
+}
+
+TEST(SyncRead, ReadsEveryDtype) {
+  EXPECT_EQ(read<int64_t>(eager::full({1}, Scalar(int64_t{7}), DType::kInt64)), 7);
+  EXPECT_EQ(read<bool>(eager::full({}, Scalar(true), DType::kBool)), true);
+  EXPECT_EQ(static_cast<float>(read<Half>(eager::full({1, 1}, Scalar(1.5), DType::kFloat16))), 1.5f);
+  Tensor x = eager::full({3}, Scalar(2.0), DType::kFloat32);
+  EXPECT_EQ(read<float>(eager::select(eager::binary(eager::op("add"), x, x), 0, 2)), 4.0f);
+}
+
+TEST(SyncRead, SubmissionAllocatesNothingOnceWarm) {
+  Tensor big = eager::full({1 << 22}, Scalar(1.0), DType::kFloat32);
+  const OpSchema& sum = eager::op("sum");
+  // Warm up: creates this thread's SyncRead, and grows the scheduler's two inbox buffers
+  // (swapped on every drain) to their steady-state capacity.
+  for (int i = 0; i < 4; ++i) (void)read<float>(eager::reduce(sum, big, {}, false));
+  int through_vm = 0;
+  for (int i = 0; i < 20; ++i) {
+    Tensor s = eager::reduce(sum, big, {}, false);  // 4M elements: still running when we read
+    alignas(16) unsigned char value[16];
+    t_allocations = 0;
+    t_counting = true;
+    vm::SyncSignal* signal = vm::submit_read(s, value);
+    t_counting = false;
+    EXPECT_EQ(t_allocations, 0) << "read " << i << " allocated on the way to the VM";
+    if (signal) {
+      ++through_vm;
+      while (!vm::wait_for(*signal, std::chrono::seconds(1))) {
+      }
+      vm::finish_read(value);
+    }
+    float v;
+    std::memcpy(&v, value, sizeof v);
+    EXPECT_EQ(v, static_cast<float>(1 << 22));
+  }
+  if (vm::config().multi_thread) {
+    EXPECT_GT(through_vm, 0) << "no read went through the VM: the test did not exercise the SyncRead";
+  }
+}
+
+TEST(SyncRead, FinishedProducerIsReadWithoutTheVM) {
+  Tensor x = eager::full({1}, Scalar(3.0), DType::kFloat32);
+  vm::synchronize();
+  uint64_t before = vm::num_submitted();
+  bool through_vm = true;
+  EXPECT_EQ(read<float>(x, &through_vm), 3.0f);
+  EXPECT_FALSE(through_vm);
+  EXPECT_EQ(vm::num_submitted(), before);
+}
+
+TEST(SyncRead, PoisonIsRaised) {
+  Tensor base = eager::full({1}, Scalar(int64_t{2}), DType::kInt64);
+  Tensor bad = eager::binary(eager::op("pow"), base, eager::full({1}, Scalar(int64_t{-1}), DType::kInt64));
+  EXPECT_THROW(read<int64_t>(bad), Error);
+  EXPECT_EQ(read<int64_t>(base), 2);  // the VM keeps going
+}
+
+TEST(AsyncThreads, IdsAreTheLowestFreeAndLimited) {
+  env::set_override("RILL_VM_WORKER_THREAD_LIMIT", "4");
+  int a = vm::reserve_thread_id(), b = vm::reserve_thread_id(), c = vm::reserve_thread_id();
+  EXPECT_EQ(a, 1);
+  EXPECT_EQ(b, 2);
+  EXPECT_EQ(c, 3);
+  EXPECT_THROW(vm::reserve_thread_id(), Error);
+  vm::release_thread_id(b);
+  EXPECT_EQ(vm::reserve_thread_id(), 2);
+  EXPECT_THROW(vm::set_current_thread_id(5), Error);  // not reserved
+  for (int id : {1, 2, 3}) vm::release_thread_id(id);
+  env::set_override("RILL_VM_WORKER_THREAD_LIMIT", std::nullopt);
+}
+
+TEST(AsyncThreads, DependencesCrossVmThreads) {
+  int tid = vm::reserve_thread_id();
+  Tensor x = eager::full({1000}, Scalar(1.0), DType::kFloat32);  // on thread 0
+  const OpSchema& add = eager::op("add");
+  vm::set_current_thread_id(tid);
+  Tensor y = x;
+  for (int i = 0; i < 100; ++i) y = eager::binary(add, y, x);  // on tid, reading thread 0's x
+  vm::set_current_thread_id(0);
+  eager::fill_(x, Scalar(5.0));  // thread 0 overwrites x after tid's reads
+  EXPECT_EQ(read<float>(eager::select(y, 0, 999)), 101.0f);
+  EXPECT_EQ(read<float>(eager::select(x, 0, 0)), 5.0f);
+  vm::release_thread_id(tid);
+}
+
+}  // namespace
+}  // namespace rill
