@@ -362,8 +362,11 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     const BinaryOp* pairwise;
     nb::handle* result_type;
   };
-  static const Extremum extrema[2] = {{"max", amax, max_dim, &maximum, &max_type},
-                                      {"min", amin, min_dim, &minimum, &min_type}};
+  // max()/min() over every element are their own ops (not amax/amin) so their nodes get PyTorch's names.
+  static const OpSchema* max_all = &eager::op("max");
+  static const OpSchema* min_all = &eager::op("min");
+  static const Extremum extrema[2] = {{"max", max_all, max_dim, &maximum, &max_type},
+                                      {"min", min_all, min_dim, &minimum, &min_type}};
   for (const Extremum& e : extrema) {
     const Extremum* p = &e;
     auto fn = [p](const Tensor& x, nb::handle dim, bool keepdim) -> nb::object {
