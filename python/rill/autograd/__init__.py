@@ -45,7 +45,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         raise NotImplementedError("[grad] is_grads_batched=True is not supported yet")
     outputs = _as_list(outputs, "outputs")
-    single = isinstance(inputs, _C.Tensor)
     inputs = _as_list(inputs, "inputs")
     grads = _as_list(grad_outputs, "grad_outputs") or [None] * len(outputs)
     if len(grads) != len(outputs):
@@ -57,5 +56,4 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     got = _C._run_grad(outputs, inputs, grads, bool(retain_graph), bool(allow_unused))
     if materialize_grads:
         got = tuple(_C.zeros(*i.shape, dtype=i.dtype) if g is None else g for g, i in zip(got, inputs))
-    del single
     return got

@@ -65,18 +65,28 @@ const Tensor& copy_(const Tensor& dst, const Tensor& src);
 /** Fill dst with value; returns dst. */
 const Tensor& fill_(const Tensor& dst, Scalar value);
 
-// --- views ------------------------------------------------------------------------------
+// --- views (no instruction; each records a node mapping its gradient back) ----------------
+/** view(shape): ViewBackward0. */
 Tensor view(const Tensor& x, const Shape& shape);
+/** A view when the strides allow it, else a recorded clone viewed. */
 Tensor reshape(const Tensor& x, const Shape& shape);
 /** transpose(dim0, dim1); node_name: "TBackward0" for t(). */
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, const char* node_name = "TransposeBackward0");
+/** permute(dims): the gradient is permuted back. */
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+/** expand(sizes): the gradient is summed over the expanded dims. */
 Tensor expand(const Tensor& x, const Shape& sizes);
+/** slice(dim, start, stop, step): the gradient is written into zeros of x's shape. */
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step);
+/** narrow(dim, start, length). */
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+/** select(dim, index). */
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
+/** unsqueeze(dim). */
 Tensor unsqueeze(const Tensor& x, int64_t dim);
+/** squeeze() / squeeze(dims). */
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims);
+/** flatten(start_dim, end_dim) (x itself when start_dim == end_dim, as in PyTorch). */
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
 
 }  // namespace rill::autograd
