@@ -40,6 +40,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     if device is not None:
         _C.device(str(device)) if not isinstance(device, _C.device) else device
     if isinstance(data, Tensor):
+        data = data.detach()
         out = data.clone() if dtype is None else data._to_dtype(dtype, True)
     else:
         if isinstance(data, np.ndarray):

@@ -145,6 +145,18 @@ def _requires_grad_(self, requires_grad=True):
     return self
 
 
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradient of this tensor into the .grad of the leaves (see rill.autograd.backward)."""
+    from rill import autograd
+    autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _register_hook(self, hook):
+    """Call hook(grad) when this tensor's gradient is computed; a returned Tensor replaces the gradient.
+    Returns a handle whose remove() takes the hook off."""
+    return self._register_hook(hook)
+
+
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     from rill._creation import tensor
     return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
@@ -194,6 +206,8 @@ _METHODS = {
     "__repr__": tensor_repr,
     "__str__": tensor_repr,
     "requires_grad_": _requires_grad_,
+    "backward": _backward,
+    "register_hook": _register_hook,
     "new_tensor": _new_tensor,
     "new_zeros": _new_zeros,
     "new_ones": _new_ones,

@@ -96,7 +96,7 @@ def _nested(a, indent, summarize, fmt):
 def _host_values(t):
     """The values as a numpy array: floats as float64, the rest as themselves."""
     if t.dtype.is_floating_point:
-        return t._to_dtype(_C.float64, False).numpy(force=True)
+        return t.detach()._to_dtype(_C.float64, False).numpy(force=True)
     return t.numpy(force=True)
 
 
@@ -118,7 +118,9 @@ def tensor_repr(t):
         summarize = values.size > THRESHOLD
         fmt = _Formatter(_summarized(values) if summarize else values, t.dtype.is_floating_point)
         body = _nested(values, indent, summarize, fmt)
-    if t.requires_grad:
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
         suffixes.append("requires_grad=True")
     out = [prefix + body]
     last_line_len = len(out[0]) - out[0].rfind("\n") + 1

@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "rill/autograd/functional.h"
 #include "rill/core/tensor.h"
 #include "rill/eager/functional.h"
 
@@ -47,6 +48,7 @@ void init_tensor(nb::module_& m);
 void init_indexing(nb::class_<Tensor>& cls);
 void init_interop(nb::module_& m, nb::class_<Tensor>& cls);
 void init_ops(nb::module_& m, nb::class_<Tensor>& cls);
+void init_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void init_runtime(nb::module_& m);
 void init_vm(nb::module_& m);
 

@@ -66,14 +66,14 @@ Tensor basic_index(const Tensor& t, nb::handle index) {
     if (o == Py_Ellipsis) {
       d += t.ndim() - consuming;
     } else if (o == Py_None) {
-      r = eager::unsqueeze(r, d);
+      r = autograd::unsqueeze(r, d);
       ++d;
     } else if (PySlice_Check(o)) {
       auto* s = reinterpret_cast<PySliceObject*>(o);
       auto step = slice_part(s->step, "step");
       RILL_CHECK(!step || *step > 0, Value, "[getitem] step must be greater than zero, got ", *step,
                  "; use .flip() to reverse");
-      r = eager::slice(r, d, slice_part(s->start, "start"), slice_part(s->stop, "stop"), step ? *step : 1);
+      r = autograd::slice(r, d, slice_part(s->start, "start"), slice_part(s->stop, "stop"), step ? *step : 1);
       ++d;
     } else {
       nb::object idx = nb::steal(PyNumber_Index(o));
@@ -85,7 +85,7 @@ Tensor basic_index(const Tensor& t, nb::handle index) {
       int overflow = 0;
       long long i = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
       RILL_CHECK(!overflow, Index, "[getitem] index ", nb::str(h).c_str(), " is out of range");
-      r = eager::select(r, d, i);
+      r = autograd::select(r, d, i);
     }
   }
   return r;
@@ -102,13 +102,13 @@ void init_indexing(nb::class_<Tensor>& cls) {
       // As in PyTorch, leading size-1 dims of the value beyond the destination's rank are dropped:
       // x[0] = y[None] works.
       Tensor src = nb::cast<const Tensor&>(value);
-      while (src.ndim() > dst.ndim() && src.shape()[0] == 1) src = eager::select(src, 0, 0);
-      eager::copy_(dst, src);
+      while (src.ndim() > dst.ndim() && src.shape()[0] == 1) src = autograd::select(src, 0, 0);
+      autograd::copy_(dst, src);
       return;
     }
     auto s = scalar_from_object(value);
     RILL_CHECK(s.has_value(), Type, "[setitem] can assign a number or a Tensor, got ", nb::inst_name(value).c_str());
-    eager::fill_(dst, *s);
+    autograd::fill_(dst, *s);
   }, nb::arg("index").none(), nb::arg("value").none());
 }
 

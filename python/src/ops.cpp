@@ -32,11 +32,11 @@ BinaryOp make_binary(const std::string& name, bool reversible = true) {
 std::optional<Tensor> try_binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
   if (nb::isinstance<Tensor>(other)) {
     const Tensor& b = nb::cast<const Tensor&>(other);
-    return reverse ? eager::binary(*op.tensor, b, a) : eager::binary(*op.tensor, a, b);
+    return reverse ? autograd::binary(*op.tensor, b, a) : autograd::binary(*op.tensor, a, b);
   }
   auto s = scalar_from_object(other);
   if (!s) return std::nullopt;
-  return eager::binary_scalar(reverse ? *op.rscalar : *op.scalar, a, *s);
+  return autograd::binary_scalar(reverse ? *op.rscalar : *op.scalar, a, *s);
 }
 
 Tensor binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse = false) {
@@ -95,13 +95,13 @@ const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle oth
   if (nb::isinstance<Tensor>(other)) {
     check_no_partial_overlap(a, nb::cast<const Tensor&>(other), op.name);
     Tensor in[2] = {a, nb::cast<const Tensor&>(other)};
-    eager::call_into(*op.tensor, in, {}, empty_attrs(), a);
+    autograd::inplace(*op.tensor, in);
     return a;
   }
   auto s = scalar_from_object(other);
   if (!s) bad_operand(op, other);
   Scalar sc[1] = {*s};
-  eager::call_into(*op.scalar, {&a, 1}, sc, empty_attrs(), a);
+  autograd::inplace(*op.scalar, {&a, 1}, sc);
   return a;
 }
 
@@ -128,8 +128,8 @@ nb::object scaled(const BinaryOp& op, const BinaryOp& mul, const Tensor& a, nb::
   RILL_CHECK(t == DType::kBool || k->kind() != Scalar::Kind::kBool, Runtime, "[", op.name,
              "] Boolean alpha only supported for Boolean results.");
   if (!is_tensor) return other * alpha;
-  Tensor b = eager::to_dtype(nb::cast<const Tensor&>(other), t);
-  return nb::cast(eager::binary(*mul.tensor, b, eager::full({}, *k, t)));
+  Tensor b = autograd::to_dtype(nb::cast<const Tensor&>(other), t);
+  return nb::cast(autograd::binary(*mul.tensor, b, eager::full({}, *k, t)));
 }
 
 struct FactoryArgs {
@@ -175,7 +175,7 @@ FactoryArgs parse_factory(const nb::args& args, const nb::kwargs& kwargs, const 
 Tensor finish(Tensor t, const FactoryArgs& f) {
   if (f.requires_grad) {
     RILL_CHECK(dtype_is_floating(t.dtype()), Runtime,
-               "only tensors of floating point dtype can require gradients, got ", dtype_name(t.dtype()));
+               "only Tensors of floating point dtype can require gradients, got ", dtype_name(t.dtype()));
     t.impl()->set_requires_grad(true);
   }
   return t;
@@ -201,19 +201,19 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     for (std::string_view name : *names) {
       const OpSchema* s = &eager::op(name);
       std::string n(name);
-      m.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); }, nb::arg("input"));
-      cls.def(n.c_str(), [s](const Tensor& x) { return eager::unary(*s, x); });
+      m.def(n.c_str(), [s](const Tensor& x) { return autograd::unary(*s, x); }, nb::arg("input"));
+      cls.def(n.c_str(), [s](const Tensor& x) { return autograd::unary(*s, x); });
       cls.def((n + "_").c_str(), [s](const Tensor& x) -> const Tensor& {
         check_no_internal_overlap(x, s->name);
-        eager::call_into(*s, {&x, 1}, {}, empty_attrs(), x);
+        autograd::inplace(*s, {&x, 1});
         return x;
       }, nb::rv_policy::reference_internal);
     }
   }
   const OpSchema* neg = &eager::op("neg");
   const OpSchema* abs = &eager::op("abs");
-  cls.def("__neg__", [neg](const Tensor& x) { return eager::unary(*neg, x); });
-  cls.def("__abs__", [abs](const Tensor& x) { return eager::unary(*abs, x); });
+  cls.def("__neg__", [neg](const Tensor& x) { return autograd::unary(*neg, x); });
+  cls.def("__abs__", [abs](const Tensor& x) { return autograd::unary(*abs, x); });
   cls.def("__pos__", [](const Tensor& x) -> const Tensor& {
     RILL_CHECK(x.dtype() != DType::kBool, Type, "[positive] the `+` operator, on a bool tensor is not supported");
     return x;
@@ -271,7 +271,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("pow", [](nb::handle a, const Tensor& b) {
     auto s = scalar_from_object(a);
     RILL_CHECK(s.has_value(), Type, "[pow] expected a number or a Tensor base, got ", nb::inst_name(a).c_str());
-    return eager::binary_scalar(*pow.rscalar, b, *s);
+    return autograd::binary_scalar(*pow.rscalar, b, *s);
   }, nb::arg("self"), nb::arg("exponent"));
   const char* cmp_dunders[6] = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"};
   const char* cmp_alias[6] = {nullptr, "not_equal", "less", "less_equal", "greater", "greater_equal"};
@@ -305,7 +305,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
       return eager::full({}, *scalar_from_object(v), t);
     };
-    return eager::where(cond, as_tensor(a), as_tensor(b));
+    return autograd::where(cond, as_tensor(a), as_tensor(b));
   };
   m.def("where", where3, nb::arg("condition"), nb::arg("input"), nb::arg("other"));
   cls.def("where", [where3](const Tensor& self, const Tensor& cond, nb::handle other) {
@@ -329,7 +329,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   static nb::handle min_type = m.attr("_min_result");
   auto sum_fn = [](const OpSchema* op) {
     return [op](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
-      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim, dtype);
+      return autograd::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim, dtype);
     };
   };
   for (const OpSchema* op : {sum, mean}) {
@@ -340,7 +340,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   }
   for (const OpSchema* op : {amax, amin}) {
     auto fn = [op](const Tensor& x, nb::handle dim, bool keepdim) {
-      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim);
+      return autograd::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim);
     };
     m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
     cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
@@ -349,7 +349,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     auto fn = [op](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
       std::vector<int64_t> dims;
       if (dim) dims.push_back(*dim);
-      return eager::reduce(*op, x, dims, keepdim);
+      return autograd::reduce(*op, x, dims, keepdim);
     };
     m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
     cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
@@ -362,20 +362,23 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     const BinaryOp* pairwise;
     nb::handle* result_type;
   };
-  static const Extremum extrema[2] = {{"max", amax, max_dim, &maximum, &max_type},
-                                      {"min", amin, min_dim, &minimum, &min_type}};
+  // max()/min() over every element are their own ops (not amax/amin) so their nodes get PyTorch's names.
+  static const OpSchema* max_all = &eager::op("max");
+  static const OpSchema* min_all = &eager::op("min");
+  static const Extremum extrema[2] = {{"max", max_all, max_dim, &maximum, &max_type},
+                                      {"min", min_all, min_dim, &minimum, &min_type}};
   for (const Extremum& e : extrema) {
     const Extremum* p = &e;
     auto fn = [p](const Tensor& x, nb::handle dim, bool keepdim) -> nb::object {
       if (dim.is_none()) {
         RILL_CHECK(x.numel() > 0, Runtime, "[", p->name, "] Expected reduction dim to be specified for "
                    "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
-        return nb::cast(eager::reduce(*p->all, x, {}, false));
+        return nb::cast(autograd::reduce(*p->all, x, {}, false));
       }
       if (nb::isinstance<Tensor>(dim)) return nb::cast(binary(*p->pairwise, x, dim));
       auto dims = ints_from_object(dim, p->name);
       RILL_CHECK(dims.size() == 1, Type, "[", p->name, "] dim must be a single int");
-      auto [values, indices] = eager::reduce_with_indices(*p->with_dim, x, dims[0], keepdim);
+      auto [values, indices] = autograd::reduce_with_indices(*p->with_dim, x, dims[0], keepdim);
       return (*p->result_type)(values, indices);
     };
     m.def(e.name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
@@ -383,16 +386,16 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   }
 
   // --- matmul ---
-  auto mm = [](const Tensor& a, const Tensor& b) { return eager::matmul(a, b); };
+  auto mm = [](const Tensor& a, const Tensor& b) { return autograd::matmul(a, b); };
   m.def("matmul", mm, nb::arg("input"), nb::arg("other"));
   cls.def("matmul", mm, nb::arg("other"));
   cls.def("__matmul__", [](const Tensor& a, nb::handle b) -> nb::object {
     if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
-    return nb::cast(eager::matmul(a, nb::cast<const Tensor&>(b)));
+    return nb::cast(autograd::matmul(a, nb::cast<const Tensor&>(b)));
   });
   cls.def("__rmatmul__", [](const Tensor& a, nb::handle b) -> nb::object {
     if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
-    return nb::cast(eager::matmul(nb::cast<const Tensor&>(b), a));
+    return nb::cast(autograd::matmul(nb::cast<const Tensor&>(b), a));
   });
   auto mm2 = [](const char* name, int64_t nd) {
     return [name, nd](const Tensor& a, const Tensor& b) {
@@ -401,7 +404,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       // bmm does not broadcast its batch dim (matmul does).
       RILL_CHECK(nd != 3 || a.shape()[0] == b.shape()[0], Runtime, "[", name, "] expected both tensors to have "
                  "the same batch size, got ", a.shape()[0], " and ", b.shape()[0], "; use matmul to broadcast");
-      return eager::matmul(a, b);
+      return autograd::matmul(a, b);
     };
   };
   m.def("mm", mm2("mm", 2));

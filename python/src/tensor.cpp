@@ -74,13 +74,6 @@ void init_tensor(nb::module_& m) {
             t.storage()->mark_exported();
             return reinterpret_cast<uintptr_t>(t.data_ptr());
           })
-      .def_prop_rw("requires_grad", [](const Tensor& t) { return t.impl()->requires_grad(); },
-                   [](Tensor& t, bool v) {
-                     RILL_CHECK(!v || dtype_is_floating(t.dtype()), Runtime,
-                                "[requires_grad] only tensors of floating point dtype can require gradients, got ",
-                                dtype_name(t.dtype()));
-                     t.impl()->set_requires_grad(v);
-                   })
       .def("is_floating_point", [](const Tensor& t) { return dtype_is_floating(t.dtype()); })
       .def("item", &tensor_item, "The value of a one-element tensor as a Python number (a sync point).")
       .def("tolist", [](const Tensor& t) {
@@ -94,45 +87,44 @@ void init_tensor(nb::module_& m) {
       .def("view", [](const Tensor& t, nb::args a) {
             if (a.size() == 1 && dtype_from_object(a[0]))
               RILL_FAIL(NotImplemented, "[view] reinterpreting as another dtype is not supported; use .to(dtype)");
-            return eager::view(t, shape_from_args(a, "view"));
+            return autograd::view(t, shape_from_args(a, "view"));
           })
-      .def("reshape", [](const Tensor& t, nb::args a) { return eager::reshape(t, shape_from_args(a, "reshape")); })
-      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return eager::transpose(t, d0, d1); })
-      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) { return eager::transpose(t, d0, d1); })
+      .def("reshape", [](const Tensor& t, nb::args a) { return autograd::reshape(t, shape_from_args(a, "reshape")); })
+      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return autograd::transpose(t, d0, d1); })
+      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) { return autograd::transpose(t, d0, d1); })
       .def("t", [](const Tensor& t) {
             RILL_CHECK(t.ndim() <= 2, Runtime, "[t] expects a tensor with <= 2 dimensions, but self is ", t.ndim(),
                        "D; use .transpose(dim0, dim1) or .mT");
-            return t.ndim() < 2 ? t : eager::transpose(t, 0, 1);
+            return t.ndim() < 2 ? t : autograd::transpose(t, 0, 1, "TBackward0");
           })
       .def_prop_ro("T", [](const Tensor& t) {
             std::vector<int64_t> dims(t.ndim());
             for (int64_t i = 0; i < t.ndim(); ++i) dims[i] = t.ndim() - 1 - i;
-            return eager::permute(t, dims);
+            return autograd::permute(t, dims);
           })
       .def_prop_ro("mT", [](const Tensor& t) {
             RILL_CHECK(t.ndim() >= 2, Runtime, "[mT] tensor.mT is only supported on matrices or batches of "
                        "matrices. Got ", t.ndim(), "-D tensor.");
-            return eager::transpose(t, -2, -1);
+            return autograd::transpose(t, -2, -1);
           })
-      .def("permute", [](const Tensor& t, nb::args a) { return eager::permute(t, shape_from_args(a, "permute")); })
-      .def("expand", [](const Tensor& t, nb::args a) { return eager::expand(t, shape_from_args(a, "expand")); })
-      .def("expand_as", [](const Tensor& t, const Tensor& o) { return eager::expand(t, o.shape()); })
+      .def("permute", [](const Tensor& t, nb::args a) { return autograd::permute(t, shape_from_args(a, "permute")); })
+      .def("expand", [](const Tensor& t, nb::args a) { return autograd::expand(t, shape_from_args(a, "expand")); })
+      .def("expand_as", [](const Tensor& t, const Tensor& o) { return autograd::expand(t, o.shape()); })
       .def("narrow", [](const Tensor& t, int64_t dim, int64_t start, int64_t len) {
-            return eager::narrow(t, dim, start, len);
+            return autograd::narrow(t, dim, start, len);
           })
-      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return eager::select(t, dim, index); })
-      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return eager::unsqueeze(t, dim); })
+      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return autograd::select(t, dim, index); })
+      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return autograd::unsqueeze(t, dim); })
       .def("squeeze", [](const Tensor& t, nb::object dim) {
-            if (dim.is_none()) return eager::squeeze(t, std::nullopt);
-            return eager::squeeze(t, ints_from_object(dim, "squeeze"));
+            if (dim.is_none()) return autograd::squeeze(t, std::nullopt);
+            return autograd::squeeze(t, ints_from_object(dim, "squeeze"));
           }, nb::arg("dim") = nb::none())
-      .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return eager::flatten(t, s, e); },
+      .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return autograd::flatten(t, s, e); },
            nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
-      .def("contiguous", [](const Tensor& t) { return eager::contiguous(t); })
-      .def("clone", [](const Tensor& t) { return eager::clone(t); })
-      .def("detach", [](const Tensor& t) { return t.view_as_meta(t.meta(), t.offset()); })
-      // In-place methods return self (the same Python object), as in PyTorch.
-      .def("copy_", [](const Tensor& t, const Tensor& src) -> const Tensor& { return eager::copy_(t, src); },
+      .def("contiguous", [](const Tensor& t) { return autograd::contiguous(t); })
+      .def("clone", [](const Tensor& t) { return autograd::clone(t); })
+            // In-place methods return self (the same Python object), as in PyTorch.
+      .def("copy_", [](const Tensor& t, const Tensor& src) -> const Tensor& { return autograd::copy_(t, src); },
            nb::arg("src"), nb::rv_policy::reference_internal)
       .def("fill_", [](const Tensor& t, nb::handle v) -> const Tensor& {
             auto s = scalar_from_object(v);
@@ -140,15 +132,15 @@ void init_tensor(nb::module_& m) {
               const Tensor& vt = nb::cast<const Tensor&>(v);
               RILL_CHECK(vt.ndim() == 0, Runtime, "[fill_] only supports 0-dimension value tensor but got tensor with ",
                          vt.ndim(), " dimensions");
-              return eager::copy_(t, vt);
+              return autograd::copy_(t, vt);
             }
             RILL_CHECK(s.has_value(), Type, "[fill_] expected a number, got ", nb::inst_name(v).c_str());
-            return eager::fill_(t, *s);
+            return autograd::fill_(t, *s);
           }, nb::arg("value"), nb::rv_policy::reference_internal)
-      .def("zero_", [](const Tensor& t) -> const Tensor& { return eager::fill_(t, Scalar(int64_t{0})); },
+      .def("zero_", [](const Tensor& t) -> const Tensor& { return autograd::fill_(t, Scalar(int64_t{0})); },
            nb::rv_policy::reference_internal)
       .def("_to_dtype", [](const Tensor& t, DType d, bool copy) {
-            return copy && t.dtype() == d ? eager::clone(t) : eager::to_dtype(t, d);
+            return copy && t.dtype() == d ? autograd::clone(t) : autograd::to_dtype(t, d);
           })
       .def("_copy_now", [](const Tensor& t, DType d) {
             // A copy finished before returning: the source may be memory the caller changes next
@@ -160,6 +152,7 @@ void init_tensor(nb::module_& m) {
   init_indexing(cls);
   init_interop(m, cls);
   init_ops(m, cls);
+  init_autograd(m, cls);
 }
 
 }  // namespace rill::py

@@ -4,6 +4,12 @@
 
 #include <frameobject.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
 #include <unordered_set>
 
 #include "rill/vm/virtual_machine.h"
@@ -62,6 +68,63 @@ void wait_interruptible(vm::SyncSignal& signal) {
   }
 }
 
+// Test-only (tests/python/test_fork.py): a native thread, which never used rill and holds no
+// Python state, forks `forks` times while the calling thread keeps the VM busy with elementwise
+// ops, plus matmuls when `matmul`. Each child computes with rill and exits 0 when its values are
+// right. Returns each child's exit status (-1: still running after 30 s, then killed).
+std::vector<int> fork_from_native_thread(int forks, bool matmul) {
+  auto child = []() {
+    int code = 0;
+    try {
+      Tensor a = eager::full({32, 32}, Scalar(1.0), DType::kFloat32);
+      Tensor b = eager::binary(eager::op("add"), a, a);
+      Tensor c = eager::matmul(b, a);
+      vm::wait_readable(c);
+      if (static_cast<const float*>(b.data_ptr())[7] != 2.0f) code = 1;
+      if (static_cast<const float*>(c.data_ptr())[9] != 64.0f) code = 2;
+    } catch (...) {
+      code = 3;
+    }
+    _exit(code);
+  };
+  std::atomic<bool> stop{false};
+  std::vector<int> codes;
+  nb::gil_scoped_release release;
+  std::thread forker([&] {
+    for (int i = 0; i < forks; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      pid_t pid = ::fork();
+      if (pid == 0) child();
+      int status = 0;
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      int code = -1;
+      while (true) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+          code = WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+          break;
+        }
+        if (std::chrono::steady_clock::now() > deadline) {
+          kill(pid, SIGKILL);
+          waitpid(pid, &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      codes.push_back(code);
+    }
+    stop = true;
+  });
+  Tensor x = eager::full({256, 256}, Scalar(0.0), DType::kFloat32);
+  Tensor one = eager::full({256, 256}, Scalar(1.0), DType::kFloat32);
+  while (!stop) {
+    for (int i = 0; i < 20; ++i) x = eager::binary(eager::op("add"), x, one);
+    if (matmul) x = eager::matmul(x, one);
+    vm::drain();
+  }
+  forker.join();
+  return codes;
+}
+
 }  // namespace
 
 void wait_readable(const Tensor& t) {
@@ -102,6 +165,8 @@ void init_vm(nb::module_& m) {
   m.def("_asyncs_current", &vm::current_thread_id, "The VM thread id this Python thread submits to.");
   m.def("_asyncs_set", &vm::set_current_thread_id, nb::arg("thread_id"),
         "Send this Python thread's instructions to a VM thread id.");
+
+  m.def("_test_fork_from_native_thread", &fork_from_native_thread, nb::arg("forks"), nb::arg("matmul"));
 
   // The item() breakdown in bench/: one read with the clock stamps of its stages (ns).
   m.def("_now_ns", &vm::now_ns);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -67,6 +68,10 @@ class Storage {
    * that ran the failing instruction before it completes; read after a sync. */
   const std::shared_ptr<const Error>& poison() const { return poison_; }
   void set_poison(std::shared_ptr<const Error> e) { poison_ = std::move(e); }
+  /** Times this memory was written in place (Note [Version counter] in autograd/node.h). */
+  uint32_t version() const { return version_.load(std::memory_order_relaxed); }
+  /** Record one in-place write (in-place ops, copy_, fill_, setitem). */
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void* allocate();
@@ -80,6 +85,7 @@ class Storage {
   std::atomic<uint32_t> vm_epoch_{fork::epoch()};
   std::shared_ptr<const Error> poison_;
   std::atomic<bool> exported_{false};
+  std::atomic<uint32_t> version_{0};
 };
 
 }  // namespace rill

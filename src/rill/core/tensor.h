@@ -10,6 +10,10 @@
 
 namespace rill {
 
+/** A tensor's autograd state (grad, grad_fn, hooks, view base); defined by the autograd layer, which is
+ * the only one that creates or reads it (core stays below autograd, DESIGN.md §1). */
+struct AutogradMeta;
+
 /** The shared state of a tensor. */
 class TensorImpl {
  public:
@@ -21,12 +25,18 @@ class TensorImpl {
   int64_t offset() const { return offset_; }
   bool requires_grad() const { return requires_grad_; }
   void set_requires_grad(bool v) { requires_grad_ = v; }
+  /** Autograd state, or null for a tensor autograd never touched. */
+  AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
+  /** The owning pointer to the autograd state. */
+  const std::shared_ptr<AutogradMeta>& autograd_meta_ptr() const { return autograd_meta_; }
+  void set_autograd_meta(std::shared_ptr<AutogradMeta> m) { autograd_meta_ = std::move(m); }
 
  private:
   MetaSym meta_;
   std::shared_ptr<Storage> storage_;
   int64_t offset_;
   bool requires_grad_ = false;
+  std::shared_ptr<AutogradMeta> autograd_meta_;  // deleter captured where autograd creates it
 };
 
 /** A reference-counted handle to a tensor. */

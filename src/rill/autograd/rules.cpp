@@ -1,0 +1,133 @@
+#include "rill/autograd/rules.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace rill::autograd {
+namespace {
+
+std::unordered_map<std::string, GradRule>& rule_table() {
+  static std::unordered_map<std::string, GradRule> table;
+  return table;
+}
+
+}  // namespace
+
+void define_rule(std::string_view op, GradRule rule) {
+  auto [it, inserted] = rule_table().emplace(std::string(op), std::move(rule));
+  RILL_ASSERT(inserted, "gradient rule for '", op, "' defined twice");
+}
+
+const GradRule* find_rule(std::string_view op) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_elementwise_rules();
+    register_reduce_rules();
+    register_matmul_rules();
+    register_copy_rules();
+  });
+  auto it = rule_table().find(std::string(op));
+  return it == rule_table().end() ? nullptr : &it->second;
+}
+
+// --- GradContext ----------------------------------------------------------------------------
+
+Tensor GradContext::input(size_t i) const {
+  RILL_ASSERT(node_.rule_.saved_inputs & (1u << i), "[", node_.name_, "] reads input ", i, " it did not save");
+  return node_.saved_inputs_[i].unpack(node_);
+}
+
+Tensor GradContext::output(size_t i) const {
+  RILL_ASSERT(node_.rule_.saved_outputs & (1u << i), "[", node_.name_, "] reads output ", i, " it did not save");
+  return node_.saved_outputs_[i].unpack(node_);
+}
+
+std::span<const Scalar> GradContext::scalars() const { return node_.scalars_; }
+const Attrs& GradContext::attrs() const { return *node_.attrs_; }
+const TensorMeta& GradContext::input_meta(size_t i) const { return *node_.input_metas_[i]; }
+bool GradContext::needs_grad(size_t i) const { return node_.next_edges()[i].valid(); }
+
+// --- OpNode ---------------------------------------------------------------------------------
+
+OpNode::OpNode(const GradRule& rule, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+               AttrsSym attrs, std::vector<MetaSym> output_metas)
+    : Node(output_metas.size()),
+      rule_(rule),
+      name_(rule.node_name),
+      saved_inputs_(inputs.size()),
+      saved_outputs_(output_metas.size()),
+      scalars_(scalars.begin(), scalars.end()),
+      attrs_(attrs),
+      output_metas_(std::move(output_metas)) {
+  input_metas_.reserve(inputs.size());
+  next_edges().reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    input_metas_.push_back(inputs[i].meta());
+    next_edges().push_back(gradient_edge(inputs[i]));
+    if (rule.saved_inputs & (1u << i)) saved_inputs_[i] = SavedTensor(inputs[i]);
+  }
+}
+
+std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (!grads[i].defined()) grads[i] = zeros(output_metas_[i]->shape, output_metas_[i]->dtype);
+  std::vector<Tensor> out = rule_.backward(GradContext(*this, grads));
+  RILL_ASSERT(out.size() == next_edges().size(), "[", name_, "] returned ", out.size(), " gradients for ",
+              next_edges().size(), " inputs");
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].defined() || !next_edges()[i].valid()) {
+      out[i] = Tensor();
+      continue;
+    }
+    // Broadcasting and type promotion undone: the gradient of an input has its shape and dtype.
+    out[i] = eager::to_dtype(sum_to(out[i], input_metas_[i]->shape), input_metas_[i]->dtype);
+  }
+  return out;
+}
+
+void OpNode::release_saved() {
+  for (SavedTensor& s : saved_inputs_) s.release();
+  for (SavedTensor& s : saved_outputs_) s.release();
+}
+
+std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
+  if (!grads[0].defined()) return {Tensor()};
+  return {fn_(grads[0])};
+}
+
+std::shared_ptr<Node> make_view_node(std::string name, FunctionNode::Fn fn, Edge next) {
+  auto node = std::make_shared<FunctionNode>(std::move(name), std::move(fn));
+  node->next_edges().push_back(std::move(next));
+  return node;
+}
+
+// --- helpers --------------------------------------------------------------------------------
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  Shape full = broadcast_shapes(g.shape(), shape, "backward");
+  Tensor x = g.shape() == full ? g : eager::expand(g, full);
+  const size_t lead = full.size() - shape.size();
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < full.size(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && full[d] != 1)) dims.push_back(static_cast<int64_t>(d));
+  if (!dims.empty()) {
+    static const OpSchema& sum = eager::op("sum");
+    x = eager::reduce(sum, x, dims, /*keepdim=*/true);
+  }
+  return eager::reshape(x, shape);
+}
+
+Tensor scalar_tensor(Scalar value, DType dtype) { return eager::full({}, value, dtype); }
+
+Tensor zeros(const Shape& shape, DType dtype) { return eager::full(shape, Scalar(int64_t{0}), dtype); }
+
+Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) { return eager::binary(eager::op(op), a, b); }
+
+Tensor binary(std::string_view op, const Tensor& a, Scalar b) { return eager::binary_scalar(eager::op(op), a, b); }
+
+Tensor unary(std::string_view op, const Tensor& x) { return eager::unary(eager::op(op), x); }
+
+Tensor choose(const Tensor& cond, const Tensor& a, const Tensor& b) { return eager::where(cond, a, b); }
+
+}  // namespace rill::autograd
