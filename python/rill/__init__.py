@@ -19,6 +19,7 @@ from rill._C import (  # noqa: F401
     set_num_threads, get_num_threads, synchronize, set_env_override, env_knobs,
 )
 from rill._tensor import Size  # noqa: F401  (also installs Python-side Tensor methods)
+from rill import nn  # noqa: F401  (rill.nn.functional)
 from rill._creation import (  # noqa: F401
     tensor, as_tensor, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
     is_tensor, numel, reshape, transpose, permute, flatten, squeeze, unsqueeze, narrow, clone,

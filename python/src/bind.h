@@ -47,6 +47,7 @@ void init_interop(nb::module_& m, nb::class_<Tensor>& cls);
 void init_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void init_runtime(nb::module_& m);
 void init_vm(nb::module_& m);
+void init_nn(nb::module_& m);
 
 }  // namespace rill::py
 
