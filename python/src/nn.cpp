@@ -111,13 +111,15 @@ void init_nn(nb::module_& m) {
   },
         nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
         nb::arg("padding"), nb::arg("output_padding"), nb::arg("groups"), nb::arg("dilation"));
-  m.def("_conv_transpose2d_backward_input", [](const Tensor& gy, const Tensor& w, nb::handle stride,
-                                               nb::handle padding, nb::handle dilation, int64_t groups) {
+  m.def("_conv_transpose2d_backward_input", [](const Tensor& gy, const Tensor& w, nb::handle input_size,
+                                               nb::handle stride, nb::handle padding, nb::handle dilation,
+                                               int64_t groups) {
     const char* op = "conv_transpose2d_backward_input";
-    return eager::conv_transpose2d_backward_input(gy, w, ints_from_object(stride, op), ints_from_object(padding, op),
+    return eager::conv_transpose2d_backward_input(gy, w, ints_from_object(input_size, op),
+                                                  ints_from_object(stride, op), ints_from_object(padding, op),
                                                   ints_from_object(dilation, op), groups);
   },
-        nb::arg("grad_output"), nb::arg("weight"), nb::arg("stride"), nb::arg("padding"),
+        nb::arg("grad_output"), nb::arg("weight"), nb::arg("input_size"), nb::arg("stride"), nb::arg("padding"),
         nb::arg("dilation"), nb::arg("groups"));
   m.def("_conv_transpose2d_backward_weight", [](const Tensor& gy, const Tensor& x, nb::handle weight_size,
                                                 nb::handle stride, nb::handle padding, nb::handle dilation,

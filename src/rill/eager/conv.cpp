@@ -242,17 +242,56 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::op
   return unbatch(call1(o, in, {}, a), unbatched);
 }
 
-Tensor conv_transpose2d_backward_input(const Tensor& grad_output, const Tensor& weight,
+Tensor conv_transpose2d_backward_input(const Tensor& grad_output, const Tensor& weight, const Shape& input_size,
                                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                                        const std::vector<int64_t>& dilation, int64_t groups) {
-  return conv2d(grad_output, weight, std::nullopt, stride, padding, dilation, groups);
+  constexpr const char* name = "conv_transpose2d_backward_input";
+  Tensor gx = conv2d(grad_output, weight, std::nullopt, stride, padding, dilation, groups);
+  RILL_CHECK(input_size.size() == static_cast<size_t>(gx.ndim()), Runtime, "[", name, "] expected an input size of ",
+             gx.ndim(), " values, got ", shape_str(input_size));
+  // With output_padding >= stride (allowed when < dilation) the transposed output has
+  // rows and columns no input reaches; the convolution then yields extra positions past
+  // the input's size, which are not gradients of anything: cut them off.
+  for (int64_t d = gx.ndim() - 2; d < gx.ndim(); ++d) {
+    const int64_t want = input_size[static_cast<size_t>(d)];
+    RILL_CHECK(want <= gx.shape()[d], Runtime, "[", name, "] input_size ", shape_str(input_size),
+               " does not match grad_output of size ", shape_str(grad_output.shape()));
+    if (want < gx.shape()[d]) gx = narrow(gx, d, 0, want);
+  }
+  return contiguous(gx);
 }
 
 Tensor conv_transpose2d_backward_weight(const Tensor& grad_output, const Tensor& input, const Shape& weight_size,
                                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                                         const std::vector<int64_t>& dilation, int64_t groups) {
   // The transposed op's input plays grad_output of the convolution it transposes, and its grad_output the input.
-  return conv2d_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups);
+  constexpr const char* name = "conv_transpose2d_backward_weight";
+  RILL_CHECK(grad_output.defined() && input.defined(), Value, "[", name, "] got an undefined tensor");
+  RILL_CHECK(weight_size.size() == 4 && input.ndim() >= 2 && grad_output.ndim() == input.ndim(), Runtime, "[", name,
+             "] expected a weight size of 4 values and input and grad_output of the same rank, got weight size ",
+             shape_str(weight_size), ", input ", shape_str(input.shape()), " and grad_output ",
+             shape_str(grad_output.shape()));
+  const auto s = pair_arg(stride, name, "stride"), d = pair_arg(dilation, name, "dilation");
+  std::vector<int64_t> pad = conv_padding4(padding, name);
+  // With output_padding >= stride (allowed when < dilation), grad_output has trailing rows
+  // or columns the convolution view would turn into extra output positions. Take them off
+  // the bottom/right padding, or off grad_output where that padding is too small: those
+  // rows meet no input, so the weight gradient is unchanged.
+  Tensor gy = grad_output;
+  for (int k = 0; k < 2; ++k) {
+    const int64_t dim = gy.ndim() - 2 + k;
+    const int64_t in = input.shape()[dim], out = gy.shape()[dim];
+    const int64_t natural = (in - 1) * s[k] - pad[2 * k] - pad[2 * k + 1] + d[k] * (weight_size[2 + k] - 1) + 1;
+    const int64_t extra = out - natural;  // output_padding
+    if (extra <= 0 || (out + pad[2 * k] + pad[2 * k + 1] - d[k] * (weight_size[2 + k] - 1) - 1) / s[k] + 1 == in)
+      continue;
+    pad[2 * k + 1] -= extra;
+    if (pad[2 * k + 1] < 0) {
+      gy = narrow(gy, dim, 0, out + pad[2 * k + 1]);
+      pad[2 * k + 1] = 0;
+    }
+  }
+  return conv2d_backward_weight(input, gy, weight_size, s, pad, d, groups);
 }
 
 // --- pooling -------------------------------------------------------------------------------

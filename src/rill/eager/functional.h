@@ -125,8 +125,8 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::op
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& output_padding, int64_t groups,
                         const std::vector<int64_t>& dilation);
-/** Gradient of conv_transpose2d with respect to its input (a conv2d of grad_output). */
-Tensor conv_transpose2d_backward_input(const Tensor& grad_output, const Tensor& weight,
+/** Gradient of conv_transpose2d with respect to its input of size input_size (a conv2d of grad_output). */
+Tensor conv_transpose2d_backward_input(const Tensor& grad_output, const Tensor& weight, const Shape& input_size,
                                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                                        const std::vector<int64_t>& dilation, int64_t groups);
 /** Gradient of conv_transpose2d with respect to its weight (conv2d_backward_weight, roles swapped). */
