@@ -89,6 +89,32 @@ def workloads():
             _sync(lib)
         return run
 
+    def conv2d_train(channels):
+        # One training step of a 3x3 convolution (padding 1) on a 32x3x32x32 batch: rill runs
+        # its forward and backward ops (input, weight, bias) directly, torch runs autograd.
+        def setup(lib):
+            x = np.random.rand(32, 3, 32, 32).astype(np.float32)
+            w = np.random.rand(channels, 3, 3, 3).astype(np.float32)
+            b = np.random.rand(channels).astype(np.float32)
+            gy = np.random.rand(32, channels, 32, 32).astype(np.float32)
+            if lib is rill:
+                rx, rw, rb, rgy = (rill.tensor(a) for a in (x, w, b, gy))
+
+                def run():
+                    rill.nn.functional.conv2d(rx, rw, rb, padding=1)
+                    rill._C._conv2d_backward_input(rgy, rw, (32, 3, 32, 32), 1, 1, 1, 1)
+                    rill._C._conv2d_backward_weight(rgy, rx, (channels, 3, 3, 3), 1, 1, 1, 1)
+                    rill._C._conv_backward_bias(rgy)
+                    rill.synchronize()
+                return run
+            tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+            tgy = torch.tensor(gy)
+
+            def run():
+                torch.nn.functional.conv2d(tx, tw, tb, padding=1).backward(tgy)
+            return run
+        return setup
+
     return {
         "x = x + y, 1 elem, 20k ops (per op)": (scalar_loop, 1, 20000),
         "30-op chain on 64x64 (per op)": (chain_64, 20, 30),
@@ -97,6 +123,8 @@ def workloads():
         "add, 1M float32": (add_1m, 100, 1),
         "sum, 1M float32": (sum_1m, 100, 1),
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
+        "conv2d fwd+bwd 32x3x32x32 -> 16ch": (conv2d_train(16), 10, 1),
+        "conv2d fwd+bwd 32x3x32x32 -> 32ch": (conv2d_train(32), 10, 1),
     }
 
 

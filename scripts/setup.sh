@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 missing=()
-for pkg in libopenblas-serial-dev libgtest-dev g++; do
+for pkg in libopenblas-serial-dev libdnnl-dev libgtest-dev g++; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -86,6 +86,73 @@ std::pair<Tensor, Tensor> reduce_with_indices(const OpSchema& op, const Tensor& 
 /** matmul with numpy/PyTorch semantics (1-D, 2-D, batched, broadcast). */
 Tensor matmul(const Tensor& a, const Tensor& b);
 
+// --- nn ---------------------------------------------------------------------------------
+// Convolution and pooling (eager/conv.cpp). Inputs may be unbatched (C, H, W) and
+// of any layout. An int-or-pair argument takes 1 or 2 values; conv2d padding
+// takes 1, 2 (pH, pW) or 4 (top, bottom, left, right) values.
+
+/** PyTorch's padding='same' for kernel sizes and dilation: (before, after) per dim; stride must be 1. */
+std::vector<int64_t> conv_padding_same(const Shape& kernel, const std::vector<int64_t>& dilation,
+                                       const std::vector<int64_t>& stride, const char* op);
+/** torch.nn.functional.conv2d: input (N, C, H, W) * weight (O, C / groups, kH, kW) [+ bias (O)]. */
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+              const std::vector<int64_t>& dilation, int64_t groups);
+/** Gradient of conv2d with respect to its input, of size input_size. */
+Tensor conv2d_backward_input(const Tensor& grad_output, const Tensor& weight, const Shape& input_size,
+                             const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                             const std::vector<int64_t>& dilation, int64_t groups);
+/** Gradient of conv2d with respect to its weight, of size weight_size. */
+Tensor conv2d_backward_weight(const Tensor& grad_output, const Tensor& input, const Shape& weight_size,
+                              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                              const std::vector<int64_t>& dilation, int64_t groups);
+/** Gradient of a convolution's bias: grad_output summed over every dim but the channels. */
+Tensor conv_backward_bias(const Tensor& grad_output, int64_t spatial_dims);
+/** torch.nn.functional.conv1d (conv2d with height 1); padding takes 1 or 2 (left, right) values. */
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+              const std::vector<int64_t>& dilation, int64_t groups);
+/** Gradient of conv1d with respect to its input, of size input_size. */
+Tensor conv1d_backward_input(const Tensor& grad_output, const Tensor& weight, const Shape& input_size,
+                             const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                             const std::vector<int64_t>& dilation, int64_t groups);
+/** Gradient of conv1d with respect to its weight, of size weight_size. */
+Tensor conv1d_backward_weight(const Tensor& grad_output, const Tensor& input, const Shape& weight_size,
+                              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                              const std::vector<int64_t>& dilation, int64_t groups);
+/** torch.nn.functional.conv_transpose2d: weight (C_in, C_out / groups, kH, kW). */
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                        const std::vector<int64_t>& output_padding, int64_t groups,
+                        const std::vector<int64_t>& dilation);
+/** Gradient of conv_transpose2d with respect to its input of size input_size (a conv2d of grad_output). */
+Tensor conv_transpose2d_backward_input(const Tensor& grad_output, const Tensor& weight, const Shape& input_size,
+                                       const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                                       const std::vector<int64_t>& dilation, int64_t groups);
+/** Gradient of conv_transpose2d with respect to its weight (conv2d_backward_weight, roles swapped). */
+Tensor conv_transpose2d_backward_weight(const Tensor& grad_output, const Tensor& input, const Shape& weight_size,
+                                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                                        const std::vector<int64_t>& dilation, int64_t groups);
+/** torch.nn.functional.max_pool2d with return_indices: (values, int64 indices into each H * W plane). */
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
+                                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                                     const std::vector<int64_t>& dilation, bool ceil_mode);
+/** Gradient of max_pool2d: grad_output scattered to indices, in a tensor of size input_size. */
+Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& indices, const Shape& input_size);
+/** torch.nn.functional.avg_pool2d; an empty stride means the kernel size. */
+Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override);
+/** Gradient of avg_pool2d, of size input_size. */
+Tensor avg_pool2d_backward(const Tensor& grad_output, const Shape& input_size,
+                           const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                           const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
+                           std::optional<int64_t> divisor_override);
+/** torch.nn.functional.adaptive_avg_pool2d. */
+Tensor adaptive_avg_pool2d(const Tensor& input, const std::vector<int64_t>& output_size);
+/** Gradient of adaptive_avg_pool2d, of size input_size. */
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Shape& input_size);
+
 /** Wait until t's value can be read on the host (a sync point). */
 void wait_readable(const Tensor& t);
 

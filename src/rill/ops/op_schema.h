@@ -91,5 +91,7 @@ void register_elementwise_ops();
 void register_reduce_ops();
 void register_matmul_ops();
 void register_creation_ops();
+void register_conv_ops();
+void register_pool_ops();
 
 }  // namespace rill

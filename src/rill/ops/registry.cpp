@@ -51,6 +51,8 @@ void register_all() {
     register_reduce_ops();
     register_matmul_ops();
     register_creation_ops();
+    register_conv_ops();
+    register_pool_ops();
   });
 }
 

@@ -11,5 +11,7 @@ void register_elementwise_kernels();
 void register_reduce_kernels();
 void register_matmul_kernels();
 void register_creation_kernels();
+void register_conv_kernels();
+void register_pool_kernels();
 
 }  // namespace rill::cpu

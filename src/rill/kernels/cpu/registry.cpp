@@ -13,6 +13,8 @@ void register_cpu_kernels() {
     register_reduce_kernels();
     register_matmul_kernels();
     register_creation_kernels();
+    register_conv_kernels();
+    register_pool_kernels();
   });
 }
 
