@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bind.h"
+#include "rill/autograd/functional.h"
 
 namespace rill::py {
 namespace {
@@ -49,7 +50,7 @@ void init_nn(nb::module_& m) {
                       nb::handle dilation, int64_t groups) {
     const char* op = "conv2d";
     Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
-    return eager::conv2d(x, w, optional_tensor(bias, op, "bias"), s, conv_padding(padding, w.shape(), s, d, 2, op), d,
+    return autograd::conv2d(x, w, optional_tensor(bias, op, "bias"), s, conv_padding(padding, w.shape(), s, d, 2, op), d,
                          groups);
   },
         nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
@@ -58,7 +59,7 @@ void init_nn(nb::module_& m) {
                       nb::handle dilation, int64_t groups) {
     const char* op = "conv1d";
     Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
-    return eager::conv1d(x, w, optional_tensor(bias, op, "bias"), s, conv_padding(padding, w.shape(), s, d, 1, op), d,
+    return autograd::conv1d(x, w, optional_tensor(bias, op, "bias"), s, conv_padding(padding, w.shape(), s, d, 1, op), d,
                          groups);
   },
         nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
@@ -105,7 +106,7 @@ void init_nn(nb::module_& m) {
     const char* op = "conv_transpose2d";
     RILL_CHECK(!nb::isinstance<nb::str>(padding), Type, "[", op, "] padding must be integers (PyTorch has no "
                "string padding for transposed convolutions)");
-    return eager::conv_transpose2d(x, w, optional_tensor(bias, op, "bias"), ints_from_object(stride, op),
+    return autograd::conv_transpose2d(x, w, optional_tensor(bias, op, "bias"), ints_from_object(stride, op),
                                    ints_from_object(padding, op), ints_from_object(output_padding, op), groups,
                                    ints_from_object(dilation, op));
   },
@@ -136,7 +137,7 @@ void init_nn(nb::module_& m) {
   m.def("_max_pool2d", [](const Tensor& x, nb::handle kernel_size, nb::handle stride, nb::handle padding,
                           nb::handle dilation, bool ceil_mode) {
     const char* op = "max_pool2d";
-    return eager::max_pool2d(x, ints_from_object(kernel_size, op), ints_or_empty(stride, op),
+    return autograd::max_pool2d(x, ints_from_object(kernel_size, op), ints_or_empty(stride, op),
                              ints_from_object(padding, op), ints_from_object(dilation, op), ceil_mode);
   },
         nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride").none(), nb::arg("padding"),
@@ -147,7 +148,7 @@ void init_nn(nb::module_& m) {
   m.def("_avg_pool2d", [](const Tensor& x, nb::handle kernel_size, nb::handle stride, nb::handle padding,
                           bool ceil_mode, bool count_include_pad, nb::handle divisor_override) {
     const char* op = "avg_pool2d";
-    return eager::avg_pool2d(x, ints_from_object(kernel_size, op), ints_or_empty(stride, op),
+    return autograd::avg_pool2d(x, ints_from_object(kernel_size, op), ints_or_empty(stride, op),
                              ints_from_object(padding, op), ceil_mode, count_include_pad,
                              optional_int(divisor_override, op));
   },
@@ -165,7 +166,7 @@ void init_nn(nb::module_& m) {
         nb::arg("stride").none(), nb::arg("padding"), nb::arg("ceil_mode"),
         nb::arg("count_include_pad"), nb::arg("divisor_override").none());
   m.def("_adaptive_avg_pool2d", [](const Tensor& x, nb::handle output_size) {
-    return eager::adaptive_avg_pool2d(x, ints_from_object(output_size, "adaptive_avg_pool2d"));
+    return autograd::adaptive_avg_pool2d(x, ints_from_object(output_size, "adaptive_avg_pool2d"));
   }, nb::arg("input"), nb::arg("output_size"));
   m.def("_adaptive_avg_pool2d_backward", [](const Tensor& gy, nb::handle input_size) {
     return eager::adaptive_avg_pool2d_backward(gy, ints_from_object(input_size, "adaptive_avg_pool2d_backward"));

@@ -30,6 +30,7 @@ VIEWS = {
     "expand": lambda x: x.expand(3, 4),
     "permute": lambda x: x.permute(2, 0, 1),
     "row": lambda x: x[1],
+    "permute4": lambda x: x.permute(0, 3, 1, 2),
 }
 
 FLOATS = ("float32", "float64")
@@ -173,6 +174,25 @@ CASES = [
     # --- composites ---
     case("mlp", lambda m, x, w, b: ((x @ w + b).relu() * (x @ w).sigmoid()).mean(),
          [(In((4, 3)), In((3, 5)), In((5,)))]),
+    # --- nn: convolution and pooling (autograd/conv.cpp) ---
+    case("conv2d", lambda m, x, w, b: m.nn.functional.conv2d(x, w, b, stride=2, padding=1),
+         [(In((2, 3, 7, 7)), In((4, 3, 3, 3)), In((4,))), (In((2, 6, 6, 3), "permute4"), In((4, 3, 3, 3)), In((4,)))]),
+    case("conv2d_groups_dilation", lambda m, x, w: m.nn.functional.conv2d(x, w, groups=2, dilation=2),
+         [(In((2, 4, 8, 8)), In((6, 2, 3, 3)))]),
+    case("conv2d_same_unbatched", lambda m, x, w: m.nn.functional.conv2d(x, w, padding="same"),
+         [(In((3, 6, 6)), In((2, 3, 2, 3)))]),
+    case("conv1d", lambda m, x, w, b: m.nn.functional.conv1d(x, w, b, padding=2, stride=2),
+         [(In((2, 3, 9)), In((5, 3, 4)), In((5,)))]),
+    case("conv_transpose2d", lambda m, x, w, b: m.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                                                  output_padding=1),
+         [(In((2, 4, 4, 4)), In((4, 3, 3, 3)), In((3,)))]),
+    case("max_pool2d", lambda m, x: m.nn.functional.max_pool2d(x, 2), [(In((2, 3, 6, 6)),), (In((3, 5, 5)),)]),
+    case("max_pool2d_pad_ceil", lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+         [(In((2, 2, 8, 7)),)]),
+    case("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+         [(In((2, 3, 7, 7)),)]),
+    case("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
+         [(In((2, 3, 7, 8)),)]),
     # --- not differentiable ---
     case("eq", lambda m, a, b: a == b, BINARY[:2], differentiable=False),
     case("lt_scalar", lambda m, x: x < 0.5, UNARY[:2], differentiable=False),

@@ -1,8 +1,8 @@
-"""rill.nn.functional: PyTorch-signature convolution and pooling functions.
+"""rill.nn.functional: PyTorch-signature convolution and pooling functions (differentiable).
 
-Forward only for now: each op's gradient is its own op in ``rill._C``
-(``_conv2d_backward_input``, ``_conv2d_backward_weight``, ``_max_pool2d_backward``,
-...), which the autograd layer calls. Inputs are (N, C, H, W) or unbatched
+Each op's gradient is its own op in ``rill._C`` (``_conv2d_backward_input``,
+``_conv2d_backward_weight``, ``_max_pool2d_backward``, ...), which the autograd
+layer (src/rill/autograd/conv.cpp) calls in backward. Inputs are (N, C, H, W) or unbatched
 (C, H, W) (``conv1d``: (N, C, L) or (C, L)); float32 and float64.
 """
 from rill import _C

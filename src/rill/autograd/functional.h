@@ -89,4 +89,29 @@ Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims);
 /** flatten(start_dim, end_dim) (x itself when start_dim == end_dim, as in PyTorch). */
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
 
+// --- nn: convolution and pooling (autograd/conv.cpp; arguments as in eager/functional.h) ---
+/** conv2d, recorded (ConvolutionBackward0). */
+Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+              const std::vector<int64_t>& dilation, int64_t groups);
+/** conv1d, recorded. */
+Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+              const std::vector<int64_t>& dilation, int64_t groups);
+/** conv_transpose2d, recorded. */
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                        const std::vector<int64_t>& output_padding, int64_t groups,
+                        const std::vector<int64_t>& dilation);
+/** max_pool2d with indices, recorded (the indices get no gradient). */
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
+                                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                                     const std::vector<int64_t>& dilation, bool ceil_mode);
+/** avg_pool2d, recorded. */
+Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override);
+/** adaptive_avg_pool2d, recorded. */
+Tensor adaptive_avg_pool2d(const Tensor& input, const std::vector<int64_t>& output_size);
+
 }  // namespace rill::autograd
