@@ -70,18 +70,23 @@ void wait_interruptible(vm::SyncSignal& signal) {
 
 // Test-only (tests/python/test_fork.py): a native thread, which never used rill and holds no
 // Python state, forks `forks` times while the calling thread keeps the VM busy with elementwise
-// ops, plus matmuls when `matmul`. Each child computes with rill and exits 0 when its values are
-// right. Returns each child's exit status (-1: still running after 30 s, then killed).
-std::vector<int> fork_from_native_thread(int forks, bool matmul) {
+// ops, plus matmuls or convolutions (`heavy`: "none", "matmul", "conv"). Each child computes with
+// rill (a matmul and a convolution included) and exits 0 when its values are right. Returns each
+// child's exit status (-1: still running after 30 s, then killed).
+std::vector<int> fork_from_native_thread(int forks, const std::string& heavy) {
   auto child = []() {
     int code = 0;
     try {
       Tensor a = eager::full({32, 32}, Scalar(1.0), DType::kFloat32);
       Tensor b = eager::binary(eager::op("add"), a, a);
       Tensor c = eager::matmul(b, a);
+      Tensor k = eager::conv2d(eager::full({1, 2, 8, 8}, Scalar(1.0), DType::kFloat32),
+                               eager::full({3, 2, 3, 3}, Scalar(1.0), DType::kFloat32), std::nullopt, {1}, {0}, {1}, 1);
       vm::wait_readable(c);
+      vm::wait_readable(k);
       if (static_cast<const float*>(b.data_ptr())[7] != 2.0f) code = 1;
       if (static_cast<const float*>(c.data_ptr())[9] != 64.0f) code = 2;
+      if (static_cast<const float*>(k.data_ptr())[5] != 18.0f) code = 4;
     } catch (...) {
       code = 3;
     }
@@ -116,9 +121,12 @@ std::vector<int> fork_from_native_thread(int forks, bool matmul) {
   });
   Tensor x = eager::full({256, 256}, Scalar(0.0), DType::kFloat32);
   Tensor one = eager::full({256, 256}, Scalar(1.0), DType::kFloat32);
+  Tensor images = eager::full({8, 16, 32, 32}, Scalar(1.0), DType::kFloat32);
+  Tensor filters = eager::full({16, 16, 3, 3}, Scalar(0.01), DType::kFloat32);
   while (!stop) {
     for (int i = 0; i < 20; ++i) x = eager::binary(eager::op("add"), x, one);
-    if (matmul) x = eager::matmul(x, one);
+    if (heavy == "matmul") x = eager::matmul(x, one);
+    if (heavy == "conv") images = eager::conv2d(images, filters, std::nullopt, {1}, {1}, {1}, 1);
     vm::drain();
   }
   forker.join();
@@ -166,7 +174,7 @@ void init_vm(nb::module_& m) {
   m.def("_asyncs_set", &vm::set_current_thread_id, nb::arg("thread_id"),
         "Send this Python thread's instructions to a VM thread id.");
 
-  m.def("_test_fork_from_native_thread", &fork_from_native_thread, nb::arg("forks"), nb::arg("matmul"));
+  m.def("_test_fork_from_native_thread", &fork_from_native_thread, nb::arg("forks"), nb::arg("heavy"));
 
   // The item() breakdown in bench/: one read with the clock stamps of its stages (ns).
   m.def("_now_ns", &vm::now_ns);

@@ -21,11 +21,12 @@ def _wait(pid, timeout=60):
     pytest.fail(f"child {pid} did not finish within {timeout} s (deadlock?)")
 
 
-@pytest.mark.parametrize("matmul", [False, True], ids=["elementwise", "matmul"])
-def test_native_thread_forks_while_the_vm_is_busy(matmul):
-    # A C++ thread that never used rill forks 8 times while this thread keeps the VM busy;
-    # it must not wait for the VM, and each child computes with a fresh one.
-    codes = rill._C._test_fork_from_native_thread(8, matmul)
+@pytest.mark.parametrize("heavy", ["none", "matmul", "conv"])
+def test_native_thread_forks_while_the_vm_is_busy(heavy):
+    # A C++ thread that never used rill forks 8 times while this thread keeps the VM busy (with
+    # elementwise ops, and matmuls or convolutions running on OpenBLAS or oneDNN); it must not wait
+    # for the VM, and each child computes (incl. a matmul and a convolution) with a fresh VM.
+    codes = rill._C._test_fork_from_native_thread(8, heavy)
     assert codes == [0] * 8
 
 

@@ -20,6 +20,7 @@
 
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/ops/op_schema.h"
+#include "rill/util/fork.h"
 #include "rill/util/parallel.h"
 
 namespace rill::cpu {
@@ -303,20 +304,31 @@ ThreadState& thread_state() {
 // Primitives by geometry. oneDNN caches primitives itself, but creating the
 // primitive descriptor (implementation dispatch) costs tens of microseconds
 // per call; this cache skips it. Bounded: cleared when it grows past kMaxPrims.
+//
+// Note [oneDNN and fork]
+// Creating a primitive takes oneDNN's own locks (its primitive cache, JIT code
+// generation). A child forked by another thread while a VM thread was creating
+// one inherited those locks held and hung at its first convolution
+// (tests/python/test_fork.py, conv case, about one run in ten). So primitives are
+// created under this cache's mutex, which is held across fork() (util/fork.h):
+// the fork waits for a creation in progress (milliseconds; creation never waits
+// on another thread), and the child never sees oneDNN mid-creation. Running a
+// primitive takes no global lock.
 constexpr size_t kMaxPrims = 512;
 
 std::shared_ptr<const Prim> get_prim(Pass pass, const ConvDims& c, int64_t n) {
-  static std::mutex mu;
+  static std::mutex* mu = [] {
+    auto* m = new std::mutex();  // leaked, like the cache
+    fork::guard_mutex(m);
+    return m;
+  }();
   static auto* cache = new std::unordered_map<PrimKey, std::shared_ptr<const Prim>, PrimKeyHash>();
   const PrimKey key = make_key(pass, c, n);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache->find(key);
-    if (it != cache->end()) return it->second;
-  }
   thread_state();  // one OpenMP thread before creating (Note [oneDNN threads])
+  std::lock_guard<std::mutex> lock(*mu);
+  auto it = cache->find(key);
+  if (it != cache->end()) return it->second;
   auto prim = std::make_shared<const Prim>(create_prim(pass, c, n));
-  std::lock_guard<std::mutex> lock(mu);
   if (cache->size() >= kMaxPrims) cache->clear();  // callers keep their entries alive
   return cache->emplace(key, prim).first->second;
 }
