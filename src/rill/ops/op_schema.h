@@ -91,5 +91,8 @@ void register_elementwise_ops();
 void register_reduce_ops();
 void register_matmul_ops();
 void register_creation_ops();
+void register_shape_ops();
+void register_index_ops();
+void register_sort_ops();
 
 }  // namespace rill

@@ -51,6 +51,9 @@ void register_all() {
     register_reduce_ops();
     register_matmul_ops();
     register_creation_ops();
+    register_shape_ops();
+    register_index_ops();
+    register_sort_ops();
   });
 }
 

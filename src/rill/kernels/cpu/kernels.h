@@ -11,5 +11,8 @@ void register_elementwise_kernels();
 void register_reduce_kernels();
 void register_matmul_kernels();
 void register_creation_kernels();
+void register_shape_kernels();
+void register_index_kernels();
+void register_sort_kernels();
 
 }  // namespace rill::cpu

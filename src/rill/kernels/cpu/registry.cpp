@@ -13,6 +13,9 @@ void register_cpu_kernels() {
     register_reduce_kernels();
     register_matmul_kernels();
     register_creation_kernels();
+    register_shape_kernels();
+    register_index_kernels();
+    register_sort_kernels();
   });
 }
 
