@@ -15,6 +15,10 @@ from rill._C import (  # noqa: F401
     eq, ne, lt, le, gt, ge, not_equal, less, less_equal, greater, greater_equal,
     where, sum, mean, amax, amin, argmax, argmin, max, min,
     matmul, mm, bmm,
+    cat, concat, concatenate, stack, split, chunk, unflatten, movedim, moveaxis, tile, flip, fliplr, flipud, roll,
+    tril, triu, diag, diagonal,
+    index_select, gather, scatter, scatter_add, index_add, index_put, masked_fill, masked_select, take_along_dim,
+    nonzero, argwhere, sort, argsort, topk, kthvalue, unique,
     memory_stats, empty_cache, reset_peak_memory_stats,
     set_num_threads, get_num_threads, synchronize, set_env_override, env_knobs,
 )

@@ -211,3 +211,206 @@ def _mul_view(a, b):
     h = a * 1
     h[1:, 2:].mul_(b)
     return h
+
+
+# ======================================================================================================
+# Shape, indexing and sorting ops (issue 5, branch ops-shape). Index arguments are built inside the row's
+# function from fixed data (m.tensor([...])), so the same indices go to rill and torch.
+# ======================================================================================================
+
+def _pieces(m, parts, dim):
+    """Every piece of a split/chunk, weighted by its position, put back together (each gets a gradient)."""
+    return m.cat([p * (i + 1) for i, p in enumerate(parts)], dim)
+
+
+def _setitem_advanced(m, a, b):
+    h = a * 1
+    h[[0, 2]] = b
+    h[:, [1, 3]] = 0.5
+    return h
+
+
+def _setitem_mask(m, a, b):
+    h = a * 1
+    h[m.tensor([True, False, True])] = b
+    h[h > 1] = 0.0
+    return h
+
+
+def _setitem_iadd_duplicates(m, a, b):
+    h = a * 1
+    h[[0, 0, 2]] += b   # no accumulation over the repeated index, as in PyTorch
+    return h
+
+
+def _setitem_separated(m, a, b):
+    h = a * 1
+    h[[0, 1], :, [1, 3]] = b   # the indexed dims are separated: values are shaped (2, 3)
+    return h
+
+
+def _masked_fill_inplace(m, x):
+    h = x * 1
+    h.masked_fill_(x > 0, -1.0)
+    return h
+
+
+def _scatter_inplace(m, x, s):
+    h = x * 1
+    h.scatter_(1, m.tensor([[1], [0], [3]]), s)
+    return h
+
+
+def _tril_inplace(m, x):
+    h = x * 2
+    h.tril_(-1)
+    return h
+
+
+def _index_add_inplace(m, x, s):
+    h = x * 1
+    h.index_add_(1, m.tensor([0, 3]), s, alpha=-1.5)
+    return h
+
+
+INTS = ("int64", "int32", "uint8")
+
+
+CASES += [
+    # --- shape ---
+    case("cat", lambda m, a, b: m.cat([a, b], 1), [(In((3, 4)), In((3, 2))), (In((4, 3), "t"), In((3, 2))),
+                                                    (In((3, 0)), In((3, 2)))], dtypes=ALL_FLOATS),
+    case("cat_dim0", lambda m, a, b: m.cat((a, b)), [(In((0, 4)), In((2, 4))), (In((3, 4)), In((6, 8), "strided"))]),
+    case("cat_promote", lambda m, a, b: m.cat([a, b.double()], -1), [(In((3, 4)), In((3, 2)))], dtypes=("float32",)),
+    case("cat_empty_1d", lambda m, a: m.concat([m.zeros(0, dtype=a.dtype), a, m.zeros(0, dtype=a.dtype)], 0),
+         [(In((3, 4)),)]),
+    case("cat_int", lambda m, a, b: m.cat([a, b]), [(In((3, 4)), In((2, 4)))], dtypes=INTS + ("bool",),
+         differentiable=False),
+    case("stack", lambda m, a, b: m.stack([a, b], 1), [(In((3, 4)), In((3, 4))), (In((4, 3), "t"), In((3, 4)))]),
+    case("stack_neg_dim", lambda m, a, b: m.stack((a, b), -1), [(In((3, 4)), In((3, 4))), (In(()), In(()))]),
+    case("split", lambda m, x: _pieces(m, x.split(3, 1), 1), [(In((3, 8)),), (In((8, 3), "t"),)]),
+    case("split_sizes", lambda m, x: _pieces(m, m.split(x, [1, 0, 2], 0), 0), [(In((3, 4)),)]),
+    case("chunk", lambda m, x: _pieces(m, x.chunk(3, -1), -1), [(In((2, 7)),), (In((2, 3, 4), "permute"),)]),
+    case("unflatten", lambda m, x: x.unflatten(1, (2, -1)), [(In((3, 4)),), (In((4, 3), "t"),)]),
+    case("movedim", lambda m, x: m.movedim(x, (0, 1), (2, 0)), [(In((2, 3, 4)),)]),
+    case("moveaxis", lambda m, x: x.moveaxis(0, -1), [(In((2, 3, 4)),)]),
+    case("repeat", lambda m, x: x.repeat(2, 1, 3), [(In((3, 4)),), (In((4, 3), "t"),), (In((0, 2)),)]),
+    case("repeat_1d", lambda m, x: x.repeat((3,)), [(In((4,)),)]),
+    case("tile", lambda m, x: m.tile(x, (2,)), [(In((3, 4)),), (In(()),)]),
+    case("flip", lambda m, x: m.flip(x, (0, 1)), [(In((3, 4)),), (In((6, 6), "strided"),), (In((0, 3)),)],
+         dtypes=ALL_FLOATS),
+    case("flip_method", lambda m, x: x.flip(-1), [(In((2, 3, 4)),)]),
+    case("fliplr", lambda m, x: m.fliplr(x) * 1, [(In((3, 4)),)]),
+    case("flip_int", lambda m, x: x.flip(0), [(In((3, 4)),)], dtypes=INTS + ("bool",), differentiable=False),
+    case("roll", lambda m, x: m.roll(x, 1), [(In((3, 4)),), (In((4, 3), "t"),)]),
+    case("roll_dims", lambda m, x: x.roll((1, -5), (0, 1)), [(In((3, 4)),), (In((6, 8), "strided"),)]),
+    case("tril", lambda m, x: m.tril(x), [(In((3, 4)),), (In((4, 3), "t"),), (In((2, 3, 4)),)]),
+    case("tril_diag", lambda m, x: x.tril(-1), [(In((4, 4)),), (In((2, 3, 4), "permute"),)]),
+    case("triu", lambda m, x: m.triu(x, 1), [(In((3, 4)),), (In((0, 3)),)], dtypes=ALL_FLOATS),
+    case("tril_inplace", lambda m, x: _tril_inplace(m, x), [(In((3, 4)),)]),
+    case("triu_int", lambda m, x: x.triu(), [(In((3, 4)),)], dtypes=INTS + ("bool",), differentiable=False),
+    case("diag_1d", lambda m, x: m.diag(x), [(In((4,)),), (In((6, 8), "row"),)]),
+    case("diag_1d_offset", lambda m, x: m.diag(x, -2), [(In((3,)),)]),
+    case("diag_2d", lambda m, x: m.diag(x), [(In((3, 4)),), (In((4, 3), "t"),)]),
+    case("diag_2d_offset", lambda m, x: x.diag(1), [(In((3, 4)),)]),
+    case("diagonal", lambda m, x: x.diagonal(0, 1, 2) * 1, [(In((2, 3, 4)),)]),
+    case("view_as", lambda m, x, y: x.view_as(y) * y, [(In((3, 4)), In((12,)))]),
+    case("reshape_as", lambda m, x, y: x.reshape_as(y) * y, [(In((4, 3), "t"), In((2, 6)))]),
+    # --- indexing ---
+    case("getitem_list", lambda m, x: x[[0, 2, 2]], [(In((3, 4)),), (In((4, 3), "t"),)], dtypes=ALL_FLOATS),
+    case("getitem_empty_list", lambda m, x: x[[]], [(In((3, 4)),)]),
+    case("getitem_tensor_2d", lambda m, x: x[m.tensor([[0, 1], [2, 0]])], [(In((3, 4)),)]),
+    case("getitem_negative", lambda m, x: x[m.tensor([-1, 0])], [(In((3, 4)),)]),
+    case("getitem_adjacent", lambda m, x: x[:, [0, 2], [1, 3]], [(In((2, 3, 4)),), (In((3, 4, 4), "permute"),)]),
+    case("getitem_separated", lambda m, x: x[[0, 1], :, [1, 3]], [(In((2, 3, 4)),)]),
+    case("getitem_int_and_list", lambda m, x: x[0, :, [1, 2]], [(In((2, 3, 4)),)]),
+    case("getitem_slice_list", lambda m, x: x[1:, [0, 2]], [(In((3, 4)),), (In((6, 8), "strided"),)]),
+    case("getitem_none_list", lambda m, x: x[None, [0, 1], ..., ::2], [(In((3, 4)),)]),
+    case("getitem_mask", lambda m, x: x[x > 0], [(In((3, 4)),), (In((4, 3), "t"),), (In((0, 3)),)]),
+    case("getitem_mask_rows", lambda m, x: x[m.tensor([True, False, True])], [(In((3, 4)),)]),
+    case("getitem_mask_list", lambda m, x: x[:, [True, False, True, True]], [(In((3, 4)),)]),
+    case("getitem_bool", lambda m, x: x[True], [(In((3, 4)),)]),
+    case("getitem_int_tensors", lambda m, x: x[m.tensor([[2, 0], [1, 1]]).int()], [(In((3, 4)),)], dtypes=INTS,
+         differentiable=False),
+    case("setitem_advanced", lambda m, a, b: _setitem_advanced(m, a, b), [(In((3, 4)), In((4,))),
+                                                                         (In((4, 3), "t"), In((2, 4)))]),
+    case("setitem_mask", lambda m, a, b: _setitem_mask(m, a, b), [(In((3, 4)), In((4,)))]),
+    # PyTorch (and rill) give each repeated index the gradient, though only one write lands: not a derivative.
+    case("setitem_iadd_duplicates", lambda m, a, b: _setitem_iadd_duplicates(m, a, b), [(In((3, 4)), In((4,)))],
+         finite_differences=False),
+    case("setitem_separated", lambda m, a, b: _setitem_separated(m, a, b), [(In((2, 3, 4)), In((2, 3)))]),
+    case("index_put_accumulate", lambda m, x, v: x.index_put((m.tensor([0, 0, 2]),), v, accumulate=True),
+         [(In((3, 4)), In((3, 4))), (In((3, 4)), In((4,)))]),
+    case("index_put", lambda m, x, v: m.index_put(x, (m.tensor([1, 0]), m.tensor([3, 3])), v), [(In((3, 4)), In(()))]),
+    case("index_select", lambda m, x: m.index_select(x, 1, m.tensor([3, 0, 0])), [(In((3, 4)),), (In((4, 4), "t"),)],
+         dtypes=ALL_FLOATS),
+    case("index_select_scalar", lambda m, x: x.index_select(0, m.tensor(1)), [(In((3, 4)),), (In((5,)),)]),
+    case("index_select_int", lambda m, x: x.index_select(0, m.tensor([2, 2, 0])), [(In((3, 4)),)],
+         dtypes=INTS + ("bool",), differentiable=False),
+    case("gather", lambda m, x: m.gather(x, 1, m.tensor([[0, 0], [1, 0], [3, 2]])), [(In((3, 4)),), (In((4, 3), "t"),)],
+         dtypes=ALL_FLOATS),
+    case("gather_dim0", lambda m, x: x.gather(0, m.tensor([[2, 0, 1, 1]])), [(In((3, 4)),)]),
+    case("gather_empty", lambda m, x: x.gather(1, m.zeros(3, 0, dtype=m.int64)), [(In((3, 4)),)]),
+    case("gather_int", lambda m, x: x.gather(1, m.tensor([[0, 0], [1, 0], [3, 2]])), [(In((3, 4)),)], dtypes=INTS,
+         differentiable=False),
+    case("scatter", lambda m, x, s: x.scatter(1, m.tensor([[0, 1], [2, 3], [3, 0]]), s),
+         [(In((3, 4)), In((3, 2))), (In((4, 3), "t"), In((3, 2)))]),
+    case("scatter_value", lambda m, x: m.scatter(x, 0, m.tensor([[2, 0, 1]]), value=2.5), [(In((3, 4)),)]),
+    case("scatter_inplace", lambda m, x, s: _scatter_inplace(m, x, s), [(In((3, 4)), In((3, 1)))]),
+    case("scatter_add", lambda m, x, s: x.scatter_add(1, m.tensor([[0, 0], [1, 1], [3, 3]]), s),
+         [(In((3, 4)), In((3, 2))), (In((4, 3), "t"), In((3, 2)))]),
+    case("scatter_reduce_add", lambda m, x, s: x.scatter(1, m.tensor([[0, 0], [1, 1], [3, 3]]), s, reduce="add"),
+         [(In((3, 4)), In((3, 2)))], differentiable=False),
+    case("scatter_reduce_multiply",
+         lambda m, x, s: x.scatter(1, m.tensor([[0, 0], [1, 1], [3, 3]]), s, reduce="multiply"),
+         [(In((3, 4)), In((3, 2)))], dtypes=("float32", "int64"), differentiable=False),
+    case("index_add", lambda m, x, s: x.index_add(0, m.tensor([0, 2, 0]), s, alpha=2),
+         [(In((3, 4)), In((3, 4))), (In((4, 3), "t"), In((4, 3), "t"))]),
+    case("index_add_dim1", lambda m, x, s: m.index_add(x, 1, m.tensor([3, 1]), s), [(In((3, 4)), In((3, 2)))]),
+    case("index_add_inplace", lambda m, x, s: _index_add_inplace(m, x, s), [(In((3, 4)), In((3, 2)))]),
+    case("index_add_int", lambda m, x, s: x.index_add(0, m.tensor([0, 0]), s), [(In((3, 4)), In((2, 4)))],
+         dtypes=INTS, differentiable=False),
+    case("masked_fill", lambda m, x: x.masked_fill(x > 0, 1.5), [(In((3, 4)),), (In((4, 3), "t"),), (In((0, 2)),)],
+         dtypes=ALL_FLOATS),
+    case("masked_fill_broadcast", lambda m, x: m.masked_fill(x, m.tensor([True, False, False, True]), -2),
+         [(In((3, 4)),)]),
+    case("masked_fill_tensor", lambda m, x, v: x.masked_fill(x > 0, v), [(In((3, 4)), In(()))]),
+    case("masked_fill_inplace", lambda m, x: _masked_fill_inplace(m, x), [(In((3, 4)),)]),
+    case("masked_fill_int", lambda m, x: x.masked_fill(x > 0, 7), [(In((3, 4)),)], dtypes=INTS + ("bool",),
+         differentiable=False),
+    case("masked_select", lambda m, x: m.masked_select(x, x > 0), [(In((3, 4)),), (In((4, 3), "t"),), (In((0, 3)),)]),
+    case("masked_select_broadcast", lambda m, x: x.masked_select(m.tensor([True, False, True, True])),
+         [(In((3, 4)),), (In(()),)]),
+    case("take_along_dim", lambda m, x: m.take_along_dim(x, m.tensor([[0, 3], [1, 1], [2, 0]]), 1), [(In((3, 4)),)]),
+    case("take_along_dim_broadcast", lambda m, x: m.take_along_dim(x, m.tensor([[0], [2]]), dim=0), [(In((3, 4)),)]),
+    case("take_along_dim_flat", lambda m, x: x.take_along_dim(m.tensor([0, 5, 11, 5])), [(In((3, 4)),)]),
+    case("nonzero", lambda m, x: m.nonzero(x), [(In((3, 4)),), (In((5,)),), (In(()),), (In((0, 3)),)],
+         dtypes=("float32", "int32", "uint8", "bool"), differentiable=False),
+    case("nonzero_tuple", lambda m, x: m.stack(m.nonzero(x > 0, as_tuple=True)), [(In((3, 4)),), (In((2, 3, 4)),)],
+         differentiable=False),
+    case("where_one_arg", lambda m, x: m.stack(m.where(x > 0)), [(In((3, 4)),), (In((4, 3), "t"),)],
+         differentiable=False),
+    case("argwhere", lambda m, x: m.argwhere(x > 0), [(In((3, 4)),)], differentiable=False),
+    # --- sorting ---
+    case("sort", lambda m, x: x.sort(1).values, [(In((3, 4)),), (In((4, 3), "t"),), (In((0, 3)),)],
+         dtypes=ALL_FLOATS),
+    case("sort_default_dim", lambda m, x: m.sort(x).values, [(In(()),), (In((5,)),)]),
+    case("sort_descending", lambda m, x: m.sort(x, 0, descending=True)[0], [(In((3, 4)),), (In((6, 8), "strided"),)]),
+    case("sort_indices", lambda m, x: m.sort(x, stable=True).indices, [(In((3, 4)),), (In((2, 3, 4), "permute"),)],
+         dtypes=("float32", "int64", "bool"), differentiable=False),
+    case("sort_int", lambda m, x: x.sort(0, descending=True).values, [(In((5, 3)),)], dtypes=INTS + ("bool",),
+         differentiable=False),
+    case("argsort", lambda m, x: m.argsort(x, dim=0, descending=True), [(In((3, 4)),)], differentiable=False),
+    case("topk", lambda m, x: x.topk(2, 1).values, [(In((3, 4)),), (In((4, 3), "t"),)], dtypes=ALL_FLOATS),
+    case("topk_smallest", lambda m, x: m.topk(x, 3, 0, largest=False)[0], [(In((3, 4)),), (In((5,)),)]),
+    case("topk_indices", lambda m, x: x.topk(2).indices, [(In((3, 4)),)], differentiable=False),
+    case("kthvalue", lambda m, x: x.kthvalue(2, 1).values, [(In((3, 4)),), (In((4, 3), "t"),)]),
+    case("kthvalue_keepdim", lambda m, x: m.kthvalue(x, 3, 0, keepdim=True)[0], [(In((3, 4)),)]),
+    case("kthvalue_indices", lambda m, x: x.kthvalue(1).indices, [(In((3, 4)),)], differentiable=False),
+    case("unique", lambda m, x: m.unique(x), [(In((4, 5)),), (In((0,)),)], dtypes=("int64", "float32", "bool"),
+         differentiable=False),
+    case("unique_inverse", lambda m, x: x.unique(return_inverse=True)[1], [(In((4, 5)),)], dtypes=("int64",),
+         differentiable=False),
+    case("unique_counts", lambda m, x: m.unique(x, return_inverse=True, return_counts=True)[2], [(In((4, 5)),)],
+         dtypes=("int64",), differentiable=False),
+]

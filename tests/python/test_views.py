@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import rill
-from conftest import raises_like
+from conftest import assert_close, raises_like
 
 
 def pair(*shape, dtype="float32"):
@@ -344,16 +344,14 @@ def test_getitem_negative_step():
     lambda m: m.tensor(True), lambda m: m.tensor([1]), lambda m: m.tensor(1, dtype=m.uint8),
 ])
 @pytest.mark.filterwarnings("ignore:indexing with dtype torch.uint8 is now deprecated")
-def test_advanced_indexing_not_implemented_yet(index):
-    # Advanced indexing (tensors, lists, bools) arrives with the op library (issue 5): until then rill must say so
-    # with NotImplementedError rather than guessing. torch accepts these; we check only that it does.
+def test_advanced_indexing_matches_torch(index):
+    # Advanced indexing (tensors, lists, bools; issue 5) gives torch's values, for reads and writes.
     # (A 0-dim uint8 tensor is a mask in torch, not an int: it must not be taken for one.)
     r, t = pair(3, 4)
-    t[index(torch)]
-    with pytest.raises(NotImplementedError):
-        r[index(rill)]
-    with pytest.raises(NotImplementedError):
-        r[index(rill)] = 1.0
+    assert_close(r[index(rill)], t[index(torch)])
+    r[index(rill)] = -1.0
+    t[index(torch)] = -1.0
+    assert_close(r, t)
 
 
 # --- setitem -------------------------------------------------------------------------------------------------------

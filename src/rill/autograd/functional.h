@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -113,5 +114,73 @@ Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, 
                   std::optional<int64_t> divisor_override);
 /** adaptive_avg_pool2d, recorded. */
 Tensor adaptive_avg_pool2d(const Tensor& input, const std::vector<int64_t>& output_size);
+
+// --- shape ops (shape.cpp): kernels where needed, else views and compositions ---------------
+/** cat(tensors, dim) with type promotion. */
+Tensor cat(std::span<const Tensor> tensors, int64_t dim);
+/** stack(tensors, dim): cat of the tensors unsqueezed at dim. */
+Tensor stack(std::span<const Tensor> tensors, int64_t dim);
+/** split into pieces of split_size along dim (the last one smaller). */
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim);
+/** split into pieces of the given sizes along dim. */
+std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);
+/** chunk into (at most) chunks pieces along dim. */
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim);
+/** unflatten(dim, sizes): dim split into sizes (one may be -1). */
+Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes);
+/** movedim(source, destination): the dims in source moved to the positions in destination. */
+Tensor movedim(const Tensor& x, const std::vector<int64_t>& source, const std::vector<int64_t>& destination);
+/** repeat(repeats): x tiled repeats[d] times along each dim (a copy). */
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats);
+/** tile(dims): repeat with dims padded with leading 1s. */
+Tensor tile(const Tensor& x, std::vector<int64_t> dims);
+/** flip(dims): the order of the elements reversed along each of dims. */
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims);
+/** roll(shifts, dims): elements shifted cyclically; dims empty: over the flattened tensor. */
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims);
+/** tril (upper = false) / triu (upper = true) of the last two dims. */
+Tensor triangle(const Tensor& x, int64_t diagonal, bool upper);
+/** diag: a 1-D tensor to a matrix with it on a diagonal, or a matrix's diagonal as a 1-D tensor. */
+Tensor diag(const Tensor& x, int64_t diagonal);
+/** diagonal(offset, dim1, dim2): a view. */
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
+
+// --- indexing (index.cpp) -------------------------------------------------------------------
+/** x[indices] with PyTorch's advanced-indexing rules: indices[i] indexes the next dim (an undefined tensor:
+ * all of it), a bool/uint8 mask its next mask.ndim() dims; the indexed dims go first unless adjacent. */
+Tensor index(const Tensor& x, std::span<const Tensor> indices);
+/** x[indices] = values (accumulate: +=) in place, indices as for index(); returns x. */
+const Tensor& index_put_(const Tensor& x, std::span<const Tensor> indices, const Tensor& values, bool accumulate);
+/** index_put_ on a copy of x. */
+Tensor index_put(const Tensor& x, std::span<const Tensor> indices, const Tensor& values, bool accumulate);
+/** index_select(dim, index): index a 1-D (or 0-dim) integer tensor. */
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/** index_add(dim, index, source, alpha): x with alpha * source added at index along dim (inplace: into x). */
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha,
+                 bool inplace);
+/** gather(dim, index). */
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/** scatter(dim, index, src, reduce) ("" , "add" or "multiply"); inplace: into x, which is returned. */
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+               bool inplace);
+/** scatter(dim, index, value, reduce). */
+Tensor scatter_value(const Tensor& x, int64_t dim, const Tensor& index, Scalar value, const std::string& reduce,
+                     bool inplace);
+/** masked_fill(mask, value) with value a 0-dim tensor; inplace: into x. */
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value, bool inplace);
+/** masked_select(mask): the elements where mask (broadcast with x) is true, as a 1-D tensor (a sync point). */
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+/** take_along_dim(indices, dim); no dim: over the flattened tensor. */
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim);
+/** nonzero(as_tuple=True): one 1-D int64 tensor per dim (a sync point). */
+std::vector<Tensor> nonzero_tuple(const Tensor& x);
+
+// --- sorting (sort.cpp) ---------------------------------------------------------------------
+/** sort(dim, descending, stable): (values, indices); values carry the gradient. */
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable);
+/** topk(k, dim, largest, sorted): (values, indices), sorted in every case. */
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted);
+/** kthvalue(k, dim, keepdim): the k-th smallest element along dim and its index. */
+std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim);
 
 }  // namespace rill::autograd

@@ -35,6 +35,8 @@ class GradContext {
   const TensorMeta& input_meta(size_t i) const;
   /** True when input i's gradient goes somewhere (others may be left undefined). */
   bool needs_grad(size_t i) const;
+  /** Number of op inputs (ops such as cat take any number). */
+  size_t num_inputs() const;
 
  private:
   const OpNode& node_;
@@ -67,6 +69,9 @@ void register_elementwise_rules();
 void register_reduce_rules();
 void register_matmul_rules();
 void register_copy_rules();
+void register_shape_rules();
+void register_index_rules();
+void register_sort_rules();
 
 /** The backward node of one recorded op call. */
 class OpNode : public Node {

@@ -118,4 +118,9 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   return reshape(x, s);
 }
 
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  Fn fwd = [=](const Tensor& t) { return eager::diagonal(t, offset, dim1, dim2); };
+  return make_view(x, fwd(x), "DiagonalBackward0", fwd, scatter_backward(x.shape(), fwd));
+}
+
 }  // namespace rill::autograd

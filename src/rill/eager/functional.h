@@ -152,6 +152,31 @@ Tensor avg_pool2d_backward(const Tensor& grad_output, const Shape& input_size,
 Tensor adaptive_avg_pool2d(const Tensor& input, const std::vector<int64_t>& output_size);
 /** Gradient of adaptive_avg_pool2d, of size input_size. */
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Shape& input_size);
+// --- shape, indexing and sorting (eager/shape.cpp, eager/index.cpp, eager/sort.cpp) ---------------
+/** cat(tensors, dim) with type promotion; 1-D empty tensors are skipped, as in PyTorch. */
+Tensor cat(std::span<const Tensor> tensors, int64_t dim);
+/** tril (upper = false) or triu (upper = true) of the last two dims. */
+Tensor triangle(const Tensor& x, int64_t diagonal, bool upper);
+/** diagonal(offset, dim1, dim2): a view of the diagonal, appended as the last dim. */
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
+/** Integer index tensors broadcast to one shape and converted to int64; IndexError when they don't broadcast. */
+std::vector<Tensor> broadcast_indices(std::span<const Tensor> indices);
+/** x[i_0, ..., i_k-1] on the leading k dims (integer indices, broadcast together). */
+Tensor index(const Tensor& x, std::span<const Tensor> indices);
+/** A copy of x with x[i_0, ..., i_k-1] = values (accumulate: +=), values broadcast to the indexed shape. */
+Tensor index_put(const Tensor& x, std::span<const Tensor> indices, const Tensor& values, bool accumulate);
+/** The inputs index_put takes for these arguments: x, values expanded and converted, indices broadcast. */
+std::vector<Tensor> index_put_inputs(const Tensor& x, std::span<const Tensor> indices, const Tensor& values);
+/** gather(x, dim, index). */
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/** A copy of x with src scattered along dim at index; reduce: "", "add" or "multiply". */
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce);
+/** Coordinates of the non-zero elements, shape (n, ndim) int64 (a sync point: Note [Data-dependent shapes]). */
+Tensor nonzero(const Tensor& x);
+/** sort along dim: (values, int64 indices). */
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable);
+/** The distinct values of x, sorted, with the inverse map (x's shape) and the counts (a sync point). */
+std::vector<Tensor> unique(const Tensor& x);
 
 /** Wait until t's value can be read on the host (a sync point). */
 void wait_readable(const Tensor& t);

@@ -93,5 +93,8 @@ void register_matmul_ops();
 void register_creation_ops();
 void register_conv_ops();
 void register_pool_ops();
+void register_shape_ops();
+void register_index_ops();
+void register_sort_ops();
 
 }  // namespace rill

@@ -53,6 +53,9 @@ void register_all() {
     register_creation_ops();
     register_conv_ops();
     register_pool_ops();
+    register_shape_ops();
+    register_index_ops();
+    register_sort_ops();
   });
 }
 

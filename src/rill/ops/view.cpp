@@ -213,4 +213,30 @@ ViewResult squeeze(const TensorMeta& m, std::optional<std::vector<int64_t>> dims
   return same_storage(m, s, st);
 }
 
+ViewResult diagonal(const TensorMeta& m, int64_t offset, int64_t dim1, int64_t dim2) {
+  RILL_CHECK(m.ndim() >= 2, Runtime, "[diagonal] expected a tensor with at least 2 dimensions, got ", m.ndim());
+  dim1 = normalize_dim(dim1, m.ndim(), "diagonal");
+  dim2 = normalize_dim(dim2, m.ndim(), "diagonal");
+  RILL_CHECK(dim1 != dim2, Runtime, "[diagonal] diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  int64_t size, start = 0;
+  if (offset >= 0) {
+    size = std::max<int64_t>(std::min(m.shape[dim1], m.shape[dim2] - offset), 0);
+    start = offset * m.strides[dim2];
+  } else {
+    size = std::max<int64_t>(std::min(m.shape[dim1] + offset, m.shape[dim2]), 0);
+    start = -offset * m.strides[dim1];
+  }
+  if (size == 0) start = 0;
+  Shape s;
+  Strides st;
+  for (int64_t i = 0; i < m.ndim(); ++i)
+    if (i != dim1 && i != dim2) {
+      s.push_back(m.shape[i]);
+      st.push_back(m.strides[i]);
+    }
+  s.push_back(size);
+  st.push_back(m.strides[dim1] + m.strides[dim2]);
+  return same_storage(m, s, st, start);
+}
+
 }  // namespace rill::view

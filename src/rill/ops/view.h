@@ -35,5 +35,7 @@ ViewResult select(const TensorMeta& m, int64_t dim, int64_t index);
 ViewResult unsqueeze(const TensorMeta& m, int64_t dim);
 /** squeeze(): all size-1 dims; squeeze(dims): those of the listed dims that have size 1. */
 ViewResult squeeze(const TensorMeta& m, std::optional<std::vector<int64_t>> dims);
+/** diagonal(offset, dim1, dim2): dims dim1 and dim2 removed, their diagonal appended as the last dim. */
+ViewResult diagonal(const TensorMeta& m, int64_t offset, int64_t dim1, int64_t dim2);
 
 }  // namespace rill::view

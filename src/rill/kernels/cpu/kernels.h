@@ -13,5 +13,8 @@ void register_matmul_kernels();
 void register_creation_kernels();
 void register_conv_kernels();
 void register_pool_kernels();
+void register_shape_kernels();
+void register_index_kernels();
+void register_sort_kernels();
 
 }  // namespace rill::cpu

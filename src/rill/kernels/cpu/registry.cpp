@@ -15,6 +15,9 @@ void register_cpu_kernels() {
     register_creation_kernels();
     register_conv_kernels();
     register_pool_kernels();
+    register_shape_kernels();
+    register_index_kernels();
+    register_sort_kernels();
   });
 }
 
