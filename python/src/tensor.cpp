@@ -152,6 +152,7 @@ void init_tensor(nb::module_& m) {
   init_indexing(cls);
   init_interop(m, cls);
   init_ops(m, cls);
+  init_math_ops(m, cls);
   init_autograd(m, cls);
 }
 
