@@ -80,6 +80,20 @@ def workloads():
             _sync(lib)
         return run
 
+    def unary_1m(fn):
+        """fn(lib, x) on 1M float32 (the op library's vectorised elementwise and reduction kernels)."""
+        def setup(lib):
+            a = lib.tensor(np.random.randn(1 << 20).astype(np.float32))
+
+            def run():
+                fn(lib, a)
+                _sync(lib)
+            return run
+        return setup
+
+    def functional(lib):
+        return lib._C if lib is rill else torch.nn.functional
+
     def matmul_1024(lib):
         a = lib.tensor(np.random.rand(1024, 1024).astype(np.float32))
         b = lib.tensor(np.random.rand(1024, 1024).astype(np.float32))
@@ -125,6 +139,10 @@ def workloads():
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
         "conv2d fwd+bwd 32x3x32x32 -> 16ch": (conv2d_train(16), 10, 1),
         "conv2d fwd+bwd 32x3x32x32 -> 32ch": (conv2d_train(32), 10, 1),
+        "gelu, 1M float32": (unary_1m(lambda lib, a: functional(lib).gelu(a)), 50, 1),
+        "gelu tanh, 1M float32": (unary_1m(lambda lib, a: functional(lib).gelu(a, approximate="tanh")), 50, 1),
+        "softplus, 1M float32": (unary_1m(lambda lib, a: functional(lib).softplus(a)), 50, 1),
+        "var, 1M float32": (unary_1m(lambda lib, a: a.var()), 50, 1),
     }
 
 

@@ -19,6 +19,11 @@ from rill._C import (  # noqa: F401
     tril, triu, diag, diagonal,
     index_select, gather, scatter, scatter_add, index_add, index_put, masked_fill, masked_select, take_along_dim,
     nonzero, argwhere, sort, argsort, topk, kthvalue, unique,
+    # the op library (python/src/math_ops.cpp; sign, sin, ... come from the unary lists)
+    sign, log1p, expm1, rsqrt, sin, cos, erf, reciprocal, floor, ceil, trunc, fix, round, square,
+    clamp, clip, clamp_min, clamp_max, floor_divide, remainder, fmod, atan2, arctan2, lerp, addcmul, addcdiv,
+    bitwise_and, bitwise_or, bitwise_xor, bitwise_not, logical_and, logical_or, logical_xor, logical_not,
+    prod, var, std, logsumexp, any, all, norm, cumsum, cumprod,
     memory_stats, empty_cache, reset_peak_memory_stats,
     set_num_threads, get_num_threads, synchronize, set_env_override, env_knobs,
 )
@@ -26,6 +31,7 @@ from rill._C import is_grad_enabled  # noqa: F401
 from rill import asyncs  # noqa: F401
 from rill._tensor import Size  # noqa: F401  (also installs Python-side Tensor methods)
 from rill import autograd  # noqa: F401
+from rill import linalg  # noqa: F401
 from rill.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 from rill import nn  # noqa: F401  (rill.nn.functional)
 from rill._creation import (  # noqa: F401

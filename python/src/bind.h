@@ -49,6 +49,7 @@ void init_indexing(nb::class_<Tensor>& cls);
 void init_interop(nb::module_& m, nb::class_<Tensor>& cls);
 void init_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void init_shape(nb::module_& m, nb::class_<Tensor>& cls);
+void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void init_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void init_runtime(nb::module_& m);
 void init_vm(nb::module_& m);

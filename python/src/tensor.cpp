@@ -153,6 +153,7 @@ void init_tensor(nb::module_& m) {
   init_interop(m, cls);
   init_ops(m, cls);
   init_shape(m, cls);
+  init_math_ops(m, cls);
   init_autograd(m, cls);
 }
 

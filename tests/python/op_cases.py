@@ -200,6 +200,195 @@ CASES = [
 ]
 
 
+
+# --- issue 5 op library: elementwise ops, reductions and scans (branch ops-ew) -----------------------------
+# Inputs with exact zeros that still carry a gradient of 1 (x minus a detached copy of its small entries):
+# prod and cumprod gradients at zeros. Finite differences can't see through detach, so those rows skip them.
+def _with_zeros(x):
+    return x - (x * (x.abs() < 1)).detach()
+
+
+def _f(name):
+    """rill._C.<name> (rill.nn.functional's) vs torch.nn.functional.<name>."""
+    import rill
+    import torch
+    return getattr(rill._C, name), getattr(torch.nn.functional, name)
+
+
+def fcase(name, fn_name, specs, *args, dtypes=ALL_FLOATS, differentiable=True, **kwargs):
+    r, t = _f(fn_name)
+    return OpCase(name, lambda x: r(x, *args, **kwargs), lambda x: t(x, *args, **kwargs), tuple(specs), dtypes=dtypes,
+                  differentiable=differentiable)
+
+
+INTS = ("int64", "int32", "int16", "int8")
+DIVISORS = [(In((3, 4)), In((3, 4), low=1.0, high=5.0)), (In((3, 1)), In((4,), low=-5.0, high=-1.0)),
+            (In((4, 3), "t"), In((6, 8), "strided", low=1.0, high=4.0)), (In((0, 3)), In((3,), low=1.0, high=3.0))]
+SMALL_INTS = [(In((3, 4), low=-8.0, high=8.0), In((3, 4), low=-8.0, high=8.0)),
+              (In((3, 1), low=-8.0, high=8.0), In((4,), low=0.0, high=8.0))]
+BOOLS = [(In((3, 4), boolean=True), In((3, 4), boolean=True)), (In((3, 1), boolean=True), In((4,), boolean=True))]
+REDUCE = [(In((3, 4)),), (In((4, 3), "t"),), (In((2, 3, 4), "permute"),), (In((6, 6), "strided"),)]
+ZEROS_IN = [(In((6, 5)),), (In((5, 6), "t"),)]
+
+CASES += [
+    # unary
+    case("log1p", lambda m, x: m.log1p(x), positive(UNARY), dtypes=ALL_FLOATS),
+    case("expm1", lambda m, x: x.expm1(), UNARY, dtypes=ALL_FLOATS),
+    case("rsqrt", lambda m, x: m.rsqrt(x), positive(UNARY), dtypes=ALL_FLOATS),
+    case("sin", lambda m, x: m.sin(x), UNARY, dtypes=ALL_FLOATS),
+    case("cos", lambda m, x: x.cos(), UNARY, dtypes=ALL_FLOATS),
+    case("erf", lambda m, x: m.erf(x), UNARY, dtypes=ALL_FLOATS),
+    case("reciprocal", lambda m, x: m.reciprocal(x), positive(UNARY), dtypes=ALL_FLOATS),
+    case("square", lambda m, x: m.square(x), UNARY, dtypes=ALL_FLOATS),
+    case("unary_int_to_float", lambda m, x: m.sin(x) + m.erf(x) + m.log1p(x.abs()) + m.reciprocal(x + 100),
+         UNARY[:2], dtypes=INTS, differentiable=False),
+    case("floor", lambda m, x: m.floor(x), UNARY, dtypes=ALL_FLOATS),
+    case("ceil", lambda m, x: x.ceil(), UNARY, dtypes=ALL_FLOATS),
+    case("trunc", lambda m, x: m.trunc(x), UNARY, dtypes=ALL_FLOATS),
+    case("round", lambda m, x: m.round(x * 2), UNARY, dtypes=ALL_FLOATS),
+    case("round_decimals", lambda m, x: m.round(x, decimals=2), UNARY[:3]),
+    case("round_decimals_negative", lambda m, x: (x * 100).round(decimals=-1), UNARY[:2]),
+    case("sign", lambda m, x: m.sign(x), UNARY, dtypes=ALL_FLOATS),
+    case("rounding_ints", lambda m, x: m.floor(x) + m.ceil(x) * 2 + m.round(x) * 3 + m.trunc(x) + m.sign(x),
+         UNARY[:2], dtypes=INTS, differentiable=False),
+    case("square_int", lambda m, x: x.square(), UNARY[:2], dtypes=INTS, differentiable=False),
+    case("sign_bool", lambda m, x: m.sign(x > 0), UNARY[:2], differentiable=False),
+    # activations (rill.nn.functional's, from rill._C)
+    fcase("gelu", "gelu", UNARY),
+    fcase("gelu_tanh", "gelu", UNARY, approximate="tanh"),
+    fcase("silu", "silu", UNARY),
+    fcase("softplus", "softplus", UNARY),
+    fcase("softplus_beta_threshold", "softplus", UNARY[:3], 2.0, 1.0, dtypes=FLOATS),
+    fcase("leaky_relu", "leaky_relu", UNARY),
+    fcase("leaky_relu_slope", "leaky_relu", UNARY[:3], 0.2, dtypes=FLOATS),
+    fcase("elu", "elu", UNARY),
+    fcase("elu_alpha", "elu", UNARY[:3], 1.5, dtypes=FLOATS),
+    fcase("hardtanh", "hardtanh", UNARY),
+    fcase("hardtanh_bounds", "hardtanh", UNARY[:3], -0.5, 2.0, dtypes=FLOATS),
+    fcase("hardtanh_int", "hardtanh", UNARY[:2], -2, 3, dtypes=INTS, differentiable=False),
+    # clamp
+    case("clamp", lambda m, x: m.clamp(x, -0.5, 1.0), UNARY, dtypes=ALL_FLOATS),
+    case("clamp_min", lambda m, x: x.clamp(min=0.5), UNARY),
+    case("clamp_max_int_number", lambda m, x: m.clamp(x, max=1), UNARY[:3]),
+    case("clip", lambda m, x: x.clip(-1, 1), UNARY[:3]),
+    case("clamp_tensors", lambda m, x, lo, hi: m.clamp(x, lo, hi),
+         [(In((3, 4)), In((3, 4), high=0.0), In((4,), low=0.0)), (In((3, 4)), In((3, 1)), In((4,)))]),
+    case("clamp_min_tensor", lambda m, x, lo: m.clamp(x, min=lo), [(In((3, 4)), In((4,))), (In((4, 3), "t"), In(()))]),
+    case("clamp_max_tensor", lambda m, x, hi: x.clamp(max=hi), [(In((3, 4)), In((3, 1)))]),
+    case("clamp_min_method", lambda m, x, lo: x.clamp_min(lo) + m.clamp_max(x, 0.5), [(In((3, 4)), In((4,)))]),
+    case("clamp_ints", lambda m, x: m.clamp(x, -2, 3) * 10 + m.clamp(x, min=1.5), UNARY[:2], dtypes=INTS,
+         differentiable=False),
+    # floor division and remainders
+    case("floor_divide", lambda m, a, b: a // b, DIVISORS, differentiable=False),
+    case("floor_divide_ints", lambda m, a, b: m.floor_divide(a, b), DIVISORS[:2], dtypes=INTS,
+         differentiable=False),
+    case("floor_divide_scalar", lambda m, x: (x // 0.7) + (3 // (x.abs() + 1)), UNARY[:3], differentiable=False),
+    case("remainder", lambda m, a, b: a % b, DIVISORS),
+    case("remainder_ints", lambda m, a, b: m.remainder(a, b), DIVISORS[:2], dtypes=INTS, differentiable=False),
+    case("remainder_scalar", lambda m, x: (x % 1.5) + (x % -0.7), UNARY[:3]),
+    case("rremainder_scalar", lambda m, x: 2.5 % x + m.remainder(-3, x), [(In((3, 4), low=1.0, high=3.0),)],
+         differentiable=False),
+    case("fmod", lambda m, a, b: m.fmod(a, b), DIVISORS),
+    case("fmod_ints", lambda m, a, b: a.fmod(b), DIVISORS[:2], dtypes=INTS, differentiable=False),
+    case("fmod_scalar", lambda m, x: m.fmod(x, 1.5) + x.fmod(-2), UNARY[:3]),
+    # bitwise and logical
+    case("bitwise_ints", lambda m, a, b: (a & b) + (a | b) * 3 + (a ^ b) * 7 + ~a + m.bitwise_not(b), SMALL_INTS,
+         dtypes=INTS, differentiable=False),
+    case("bitwise_ints_scalar", lambda m, a, b: (a & 6) + (5 | b) + (a ^ -3) + m.bitwise_and(a, b), SMALL_INTS,
+         dtypes=INTS, differentiable=False),
+    case("bitwise_bool", lambda m, a, b: ((a & b) ^ (a | ~b)) | (a ^ True), BOOLS, dtypes=("float32",),
+         differentiable=False),
+    case("logical", lambda m, a, b: m.logical_and(a, b).int() + m.logical_or(a, b).int() * 2 +
+         m.logical_xor(a, b).int() * 4 + m.logical_not(a).int() * 8 + a.logical_and(b > 0).int() * 16,
+         BINARY[:3] + [BINARY[4]], differentiable=False),
+    case("logical_bool", lambda m, a, b: m.logical_xor(a, b), BOOLS, dtypes=("float32",), differentiable=False),
+    case("logical_ints", lambda m, a, b: m.logical_and(a, b) | m.logical_not(b), SMALL_INTS, dtypes=INTS,
+         differentiable=False),
+    # atan2, lerp, addcmul, addcdiv
+    case("atan2", lambda m, a, b: m.atan2(a, b), BINARY, dtypes=ALL_FLOATS),
+    case("atan2_ints", lambda m, a, b: m.atan2(a, b), SMALL_INTS, dtypes=INTS, differentiable=False),
+    case("lerp", lambda m, a, b, w: m.lerp(a, b, w),
+         [(In((3, 4)), In((3, 4)), In((3, 4), low=-0.5, high=1.5)), (In((3, 1)), In((4,)), In(())),
+          (In((4, 3), "t"), In((6, 8), "strided"), In((3, 1), "expand"))]),
+    case("lerp_scalar", lambda m, a, b: a.lerp(b, 0.3) + m.lerp(a, b, 0.8), BINARY[:4], dtypes=ALL_FLOATS),
+    case("addcmul", lambda m, x, a, b: m.addcmul(x, a, b, value=0.5),
+         [(In((3, 4)), In((3, 4)), In((3, 4))), (In((4,)), In((3, 1)), In((4, 3), "t"))], dtypes=ALL_FLOATS),
+    case("addcdiv", lambda m, x, a, b: x.addcdiv(a, b, value=-2),
+         [(In((3, 4)), In((3, 4)), In((3, 4), positive=True)), (In(()), In((3, 1)), In((4,), low=1.0, high=2.0))],
+         dtypes=ALL_FLOATS),
+    case("addcmul_ints", lambda m, x, a, b: m.addcmul(x, a, b, value=3), [SMALL_INTS[0] + (In((4,)),)], dtypes=INTS,
+         differentiable=False),
+    case("inplace_ops", lambda m, x, b: _inplace_chain(x, b), [(In((3, 4)), In((4,), low=1.0, high=2.0))]),
+    # reductions
+    case("prod", lambda m, x: x.prod(), [(In((3, 4), low=0.5, high=1.5),), (In(()),), (In((0, 3)),)]),
+    case("prod_dim", lambda m, x: m.prod(x, 1), [(In((3, 4)),), (In((4, 3), "t"),), (In((0, 3)),)]),
+    case("prod_keepdim_dtype", lambda m, x: x.prod(-1, keepdim=True, dtype=m.float64), [(In((3, 4)),)],
+         dtypes=("float32",)),
+    case("prod_zeros", lambda m, x: _with_zeros(x).prod(1), ZEROS_IN, finite_differences=False),
+    case("prod_zeros_dim0", lambda m, x: _with_zeros(x).prod(0, keepdim=True), ZEROS_IN, finite_differences=False),
+    case("prod_zeros_all", lambda m, x: _with_zeros(x[:2]).prod(), [(In((3, 4)),)], finite_differences=False),
+    case("prod_ints", lambda m, x: m.prod(x, 0).sum() + x.prod() + (x > 0).prod(1).sum(), [SMALL_INTS[0][:1]],
+         dtypes=INTS,
+         differentiable=False),
+    case("var", lambda m, x: x.var(), REDUCE, dtypes=ALL_FLOATS),
+    case("var_dim", lambda m, x: m.var(x, 1), REDUCE),
+    case("var_biased_keepdim", lambda m, x: x.var((0, -1), unbiased=False, keepdim=True), REDUCE[2:3]),
+    case("var_correction", lambda m, x: m.var(x, dim=0, correction=2), REDUCE[:2]),
+    case("var_positional_unbiased", lambda m, x: x.var(0, False), REDUCE[:1]),
+    case("std", lambda m, x: x.std(), REDUCE, dtypes=ALL_FLOATS),
+    case("std_dim", lambda m, x: m.std(x, -1, keepdim=True), REDUCE),
+    case("std_correction", lambda m, x: x.std(dim=(0, 1), correction=0), REDUCE[:2]),
+    case("std_constant", lambda m, x: (x * 0).std(1), [(In((3, 4)),)], finite_differences=False),
+    case("logsumexp", lambda m, x: m.logsumexp(x, 1), REDUCE, dtypes=ALL_FLOATS),
+    case("logsumexp_dims", lambda m, x: x.logsumexp((0, 1), keepdim=True), REDUCE[:3]),
+    case("logsumexp_large", lambda m, x: m.logsumexp(x * 100, -1), [(In((3, 4)),)]),
+    case("logsumexp_empty", lambda m, x: m.logsumexp(x, 0), [(In((0, 3)),)]),
+    case("logsumexp_int", lambda m, x: m.logsumexp(x, 0), [SMALL_INTS[0][:1]], dtypes=INTS, differentiable=False),
+    case("any_all", lambda m, x: m.any(x > 1).int() + m.all(x > -3, 1).int().sum() + x.any(0).int().sum()
+         + x.all(dim=(0, 1), keepdim=True).int().sum(), REDUCE + [(In((0, 3)),)], differentiable=False),
+    case("any_all_ints", lambda m, x: m.any(x, 1).int() + m.all(x).int(), [(In((3, 4), low=0.0, high=4.0),)],
+         dtypes=("int64", "uint8", "int8"), differentiable=False),
+    case("any_empty_dim", lambda m, x: m.any(x, 1).int() + m.all(x, 1).int(), [(In((0, 3)),), (In((3, 0)),)],
+         differentiable=False),
+    case("norm", lambda m, x: x.norm(), REDUCE, dtypes=ALL_FLOATS),
+    case("norm_p1_dim", lambda m, x: m.norm(x, 1, 1), REDUCE),
+    case("norm_inf", lambda m, x: x.norm(float("inf"), dim=0), REDUCE),
+    case("norm_neg_inf", lambda m, x: m.norm(x, p=-float("inf"), dim=1, keepdim=True), REDUCE[:2]),
+    case("norm_fro_dims", lambda m, x: m.norm(x, "fro", dim=(0, 1)), REDUCE[:3]),
+    case("norm_p3", lambda m, x: x.norm(3, dim=1), REDUCE[:2]),
+    case("norm_p_half", lambda m, x: x.norm(0.5, dim=1), positive(REDUCE[:2])),
+    case("norm_p0", lambda m, x: x.norm(0, dim=1), REDUCE[:2]),
+    case("norm_zero_vector", lambda m, x: m.norm(x, dim=1) + x.norm(1, dim=1) + x.norm(3, dim=1),
+         [(In((3, 4), low=0.0, high=0.0),)], finite_differences=False),
+    case("norm_dtype", lambda m, x: m.norm(x, dtype=m.float64), [(In((3, 4)),)], dtypes=("float32",)),
+    case("vector_norm", lambda m, x: m.linalg.vector_norm(x) + m.linalg.vector_norm(x, 1, dim=0).sum()
+         + m.linalg.vector_norm(x, float("inf"), dim=(0, 1), keepdim=True).sum(), REDUCE[:2]),
+    case("vector_norm_ties", lambda m, x: m.linalg.vector_norm(m.clamp(x, -1, 1), float("inf"), dim=1),
+         [(In((3, 4)),)], finite_differences=False),
+    # scans
+    case("cumsum", lambda m, x: m.cumsum(x, 1), REDUCE + [(In((0, 3)),)], dtypes=ALL_FLOATS),
+    case("cumsum_0d", lambda m, x: m.cumsum(x, 0) + x.cumprod(-1), [(In(()),)]),
+    case("cumsum_dim0", lambda m, x: x.cumsum(0), REDUCE + [(In((5,)),)]),
+    case("cumsum_dtype", lambda m, x: x.cumsum(-1, dtype=m.float64), REDUCE[:2], dtypes=("float32",)),
+    case("cumsum_ints", lambda m, x: m.cumsum(x, 0) + x.cumsum(1) + (x > 0).cumsum(0), [SMALL_INTS[0][:1]],
+         dtypes=INTS, differentiable=False),
+    case("cumprod", lambda m, x: m.cumprod(x, 1), REDUCE + [(In((0, 3)),)], dtypes=ALL_FLOATS),
+    case("cumprod_dim0", lambda m, x: x.cumprod(0), REDUCE[:2]),
+    case("cumprod_zeros", lambda m, x: m.cumprod(_with_zeros(x), 1), ZEROS_IN, finite_differences=False),
+    case("cumprod_zeros_dim0", lambda m, x: _with_zeros(x).cumprod(0), ZEROS_IN, finite_differences=False),
+    case("cumprod_ints", lambda m, x: m.cumprod(x, 1) + x.cumprod(0, dtype=m.int64), [SMALL_INTS[0][:1]],
+         dtypes=INTS, differentiable=False),
+]
+
+
+def _inplace_chain(x, b):
+    h = x * 1
+    h.clamp_(-1, 1).sin_().square_()
+    h.lerp_(b, 0.25).addcmul_(x, b, value=0.5).addcdiv_(x, b)
+    h.remainder_(b)
+    return h
+
+
 def _setitem(a, b):
     h = a * 2
     h[1] = b

@@ -1,7 +1,12 @@
 // Gradient rules of the elementwise ops (ops/elementwise.cpp), with PyTorch's
 // formulas: ties of maximum/minimum split the gradient in half, abs and relu
-// give 0 at 0, pow follows pow_backward_self / pow_backward_exponent.
+// give 0 at 0, pow follows pow_backward_self / pow_backward_exponent, clamp
+// passes the gradient where min <= x <= max (bounds included) and hardtanh only
+// strictly inside, rounding ops and sign give zeros, and floor_divide's
+// backward raises as PyTorch's does. Activations run their `<name>_backward` op.
 #include <cmath>
+#include <string>
+#include <string_view>
 
 #include "rill/autograd/rules.h"
 #include "rill/ops/elementwise.h"
@@ -10,6 +15,14 @@ namespace rill::autograd {
 namespace {
 
 constexpr uint32_t kIn0 = 1, kIn1 = 2, kIn2 = 4, kOut0 = 1;
+
+// Names of the activations' backward ops (template arguments of activation_rule).
+constexpr char kGeluBackward[] = "gelu_backward";
+constexpr char kSiluBackward[] = "silu_backward";
+constexpr char kSoftplusBackward[] = "softplus_backward";
+constexpr char kLeakyReluBackward[] = "leaky_relu_backward";
+constexpr char kEluBackward[] = "elu_backward";
+constexpr char kHardtanhBackward[] = "hardtanh_backward";
 
 Tensor zero_like(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.dtype()); }
 
@@ -45,6 +58,86 @@ std::vector<Tensor> tanh_backward(const GradContext& c) {
   Tensor y = c.output(0);
   return {binary("mul", c.grad(), binary("rsub_scalar", binary("mul", y, y), Scalar(1.0)))};
 }
+
+std::vector<Tensor> zero_backward(const GradContext& c) { return {zeros(c.grad().shape(), c.grad().dtype())}; }
+
+std::vector<Tensor> log1p_backward(const GradContext& c) {
+  return {binary("div", c.grad(), binary("add_scalar", c.input(0), Scalar(int64_t{1})))};
+}
+
+std::vector<Tensor> expm1_backward(const GradContext& c) {
+  return {binary("mul", c.grad(), binary("add_scalar", c.output(0), Scalar(int64_t{1})))};
+}
+
+// rsqrt: -0.5 * g * y^3
+std::vector<Tensor> rsqrt_backward(const GradContext& c) {
+  Tensor y = c.output(0);
+  return {binary("mul", binary("mul_scalar", c.grad(), Scalar(-0.5)), binary("mul", binary("mul", y, y), y))};
+}
+
+std::vector<Tensor> sin_backward(const GradContext& c) { return {binary("mul", c.grad(), unary("cos", c.input(0)))}; }
+
+std::vector<Tensor> cos_backward(const GradContext& c) {
+  return {binary("mul", unary("neg", c.grad()), unary("sin", c.input(0)))};
+}
+
+// erf: g * 2/sqrt(pi) * exp(-x^2)
+std::vector<Tensor> erf_backward(const GradContext& c) {
+  Tensor x = c.input(0);
+  Tensor e = unary("exp", unary("neg", binary("mul", x, x)));
+  return {binary("mul", binary("mul_scalar", c.grad(), Scalar(M_2_SQRTPI)), e)};
+}
+
+// reciprocal: -g * y^2
+std::vector<Tensor> reciprocal_backward(const GradContext& c) {
+  Tensor y = c.output(0);
+  return {binary("mul", unary("neg", c.grad()), binary("mul", y, y))};
+}
+
+// silu, gelu, softplus, ...: the op's own backward kernel, with the call's numbers and attrs.
+std::vector<Tensor> activation_backward(const GradContext& c, const char* backward_op) {
+  Tensor in[2] = {c.grad(), c.input(0)};
+  return {eager::call1(eager::op(backward_op), in, c.scalars(), make_attrs(c.attrs().values))};
+}
+
+template <const char* kOp>
+std::vector<Tensor> activation_rule(const GradContext& c) {
+  return activation_backward(c, kOp);
+}
+
+// clamp with numbers: g where min <= x <= max (the bounds given), else 0 (NaN in x gets 0).
+std::vector<Tensor> clamp_scalar_backward(const GradContext& c) {
+  Tensor x = c.input(0), g = c.grad();
+  Tensor keep;
+  if (c.attrs().get_bool(0)) keep = binary("ge_scalar", x, c.scalars()[0]);
+  if (c.attrs().get_bool(1)) {
+    Tensor le = binary("le_scalar", x, c.scalars()[1]);
+    keep = keep.defined() ? binary("logical_and", keep, le) : le;
+  }
+  return {choose(keep, g, zero_like(g))};
+}
+
+// clamp(x, min, max) with tensors (PyTorch's clamp_backward_min_max): when min > max, max wins.
+std::vector<Tensor> clamp_backward(const GradContext& c) {
+  Tensor x = c.input(0), lo = c.input(1), hi = c.input(2), g = c.grad();
+  Tensor zero = zero_like(g);
+  Tensor gx, glo, ghi;
+  if (c.needs_grad(0)) gx = choose(binary("logical_and", binary("ge", x, lo), binary("le", x, hi)), g, zero);
+  if (c.needs_grad(1)) glo = choose(binary("logical_and", binary("lt", x, lo), binary("lt", lo, hi)), g, zero);
+  if (c.needs_grad(2)) ghi = choose(binary("logical_or", binary("gt", x, hi), binary("lt", hi, lo)), g, zero);
+  return {gx, glo, ghi};
+}
+
+// clamp_min(x, min): x keeps the gradient where x >= min, min gets it elsewhere (clamp_max: mirrored).
+std::vector<Tensor> clamp_bound_backward(const GradContext& c, const char* keeps) {
+  Tensor x = c.input(0), b = c.input(1), g = c.grad();
+  Tensor keep = binary(keeps, x, b);
+  Tensor zero = zero_like(g);
+  return {c.needs_grad(0) ? choose(keep, g, zero) : Tensor(), c.needs_grad(1) ? choose(keep, zero, g) : Tensor()};
+}
+
+std::vector<Tensor> clamp_min_backward(const GradContext& c) { return clamp_bound_backward(c, "ge"); }
+std::vector<Tensor> clamp_max_backward(const GradContext& c) { return clamp_bound_backward(c, "le"); }
 
 // --- binary ---
 
@@ -103,6 +196,69 @@ std::vector<Tensor> extremum_backward(const GradContext& c, const char* loses_a,
 
 std::vector<Tensor> maximum_backward(const GradContext& c) { return extremum_backward(c, "lt", "gt"); }
 std::vector<Tensor> minimum_backward(const GradContext& c) { return extremum_backward(c, "gt", "lt"); }
+
+// floor_divide, and remainder with the number first: PyTorch has no derivative, and raises when asked.
+[[noreturn]] std::vector<Tensor> not_implemented_backward(const GradContext&) {
+  RILL_FAIL(Runtime, "derivative for floor_divide and remainder(number, tensor) is not implemented; compute "
+            "them under rill.no_grad() or on detach()ed inputs");
+}
+
+// remainder: a - floor(a / b) * b; fmod: a - trunc(a / b) * b.
+std::vector<Tensor> divmod_backward(const GradContext& c, const char* rounding) {
+  Tensor gb;
+  if (c.needs_grad(1)) {
+    Tensor a = c.input(0), b = c.input(1);
+    Tensor q = std::string_view(rounding) == "floor" ? binary("floor_divide", a, b)
+                                                      : unary("trunc", binary("div", a, b));
+    gb = binary("mul", unary("neg", c.grad()), q);
+  }
+  return {c.grad(), gb};
+}
+
+std::vector<Tensor> remainder_backward(const GradContext& c) { return divmod_backward(c, "floor"); }
+std::vector<Tensor> fmod_backward(const GradContext& c) { return divmod_backward(c, "trunc"); }
+
+// atan2(a, b): (g b, -g a) / (a^2 + b^2)
+std::vector<Tensor> atan2_backward(const GradContext& c) {
+  Tensor a = c.input(0), b = c.input(1);
+  Tensor r = binary("div", c.grad(), binary("add", binary("mul", a, a), binary("mul", b, b)));
+  return {c.needs_grad(0) ? binary("mul", r, b) : Tensor(),
+          c.needs_grad(1) ? binary("mul", unary("neg", r), a) : Tensor()};
+}
+
+// lerp(start, end, w) = start + w (end - start)
+std::vector<Tensor> lerp_backward(const GradContext& c) {
+  Tensor g = c.grad(), w = c.input(2);
+  Tensor gs, ge, gw;
+  if (c.needs_grad(0)) gs = binary("mul", g, binary("rsub_scalar", w, Scalar(int64_t{1})));
+  if (c.needs_grad(1)) ge = binary("mul", g, w);
+  if (c.needs_grad(2)) gw = binary("mul", g, binary("sub", c.input(1), c.input(0)));
+  return {gs, ge, gw};
+}
+
+std::vector<Tensor> lerp_scalar_backward(const GradContext& c) {
+  Scalar w = c.scalars()[0];
+  Tensor g = c.grad();
+  return {c.needs_grad(0) ? binary("mul_scalar", g, Scalar(1.0 - w.to_double())) : Tensor(),
+          c.needs_grad(1) ? binary("mul_scalar", g, w) : Tensor()};
+}
+
+// addcmul(x, a, b, value) = x + value a b
+std::vector<Tensor> addcmul_backward(const GradContext& c) {
+  Tensor gv = binary("mul_scalar", c.grad(), c.scalars()[0]);
+  return {c.grad(), c.needs_grad(1) ? binary("mul", gv, c.input(2)) : Tensor(),
+          c.needs_grad(2) ? binary("mul", gv, c.input(1)) : Tensor()};
+}
+
+// addcdiv(x, a, b, value) = x + value a / b
+std::vector<Tensor> addcdiv_backward(const GradContext& c) {
+  Tensor gv = binary("mul_scalar", c.grad(), c.scalars()[0]);
+  Tensor b = c.input(2);
+  Tensor ga, gb;
+  if (c.needs_grad(1)) ga = binary("div", gv, b);
+  if (c.needs_grad(2)) gb = binary("div", binary("mul", unary("neg", gv), c.input(1)), binary("mul", b, b));
+  return {c.grad(), ga, gb};
+}
 
 // --- with a Python number s ---
 
@@ -200,6 +356,43 @@ void register_elementwise_rules() {
   define_rule("rminimum_scalar", {"ClampMaxBackward0", minimum_scalar_backward, kIn0});
 
   define_rule("where", {"WhereBackward0", where_backward, kIn0});
+
+  define_rule("sign", {"SignBackward0", zero_backward});
+  for (std::string_view n : kRoundingOps) {
+    std::string node(n);
+    node[0] = static_cast<char>(node[0] - 'a' + 'A');
+    define_rule(n, {node + "Backward0", zero_backward});
+  }
+  define_rule("round_decimals", {"RoundBackward1", zero_backward});
+  define_rule("log1p", {"Log1PBackward0", log1p_backward, kIn0});
+  define_rule("expm1", {"Expm1Backward0", expm1_backward, 0, kOut0});
+  define_rule("rsqrt", {"RsqrtBackward0", rsqrt_backward, 0, kOut0});
+  define_rule("sin", {"SinBackward0", sin_backward, kIn0});
+  define_rule("cos", {"CosBackward0", cos_backward, kIn0});
+  define_rule("erf", {"ErfBackward0", erf_backward, kIn0});
+  define_rule("reciprocal", {"ReciprocalBackward0", reciprocal_backward, 0, kOut0});
+  define_rule("gelu", {"GeluBackward0", activation_rule<kGeluBackward>, kIn0});
+  define_rule("silu", {"SiluBackward0", activation_rule<kSiluBackward>, kIn0});
+  define_rule("softplus", {"SoftplusBackward0", activation_rule<kSoftplusBackward>, kIn0});
+  define_rule("leaky_relu", {"LeakyReluBackward0", activation_rule<kLeakyReluBackward>, kIn0});
+  define_rule("elu", {"EluBackward0", activation_rule<kEluBackward>, kIn0});
+  define_rule("hardtanh", {"HardtanhBackward0", activation_rule<kHardtanhBackward>, kIn0});
+  define_rule("clamp_scalar", {"ClampBackward1", clamp_scalar_backward, kIn0});
+  define_rule("clamp", {"ClampBackward0", clamp_backward, kIn0 | kIn1 | kIn2});
+  define_rule("clamp_min", {"ClampMinBackward1", clamp_min_backward, kIn0 | kIn1});
+  define_rule("clamp_max", {"ClampMaxBackward1", clamp_max_backward, kIn0 | kIn1});
+  for (const char* n : {"floor_divide", "floor_divide_scalar", "rfloor_divide_scalar"})
+    define_rule(n, {"NotImplemented", not_implemented_backward});
+  define_rule("remainder", {"RemainderBackward0", remainder_backward, kIn0 | kIn1});
+  define_rule("remainder_scalar", {"RemainderBackward1", identity_backward});
+  define_rule("rremainder_scalar", {"NotImplemented", not_implemented_backward});
+  define_rule("fmod", {"FmodBackward1", fmod_backward, kIn0 | kIn1});
+  define_rule("fmod_scalar", {"FmodBackward0", identity_backward});
+  define_rule("atan2", {"Atan2Backward0", atan2_backward, kIn0 | kIn1});
+  define_rule("lerp", {"LerpBackward1", lerp_backward, kIn0 | kIn1 | kIn2});
+  define_rule("lerp_scalar", {"LerpBackward0", lerp_scalar_backward});
+  define_rule("addcmul", {"AddcmulBackward0", addcmul_backward, kIn1 | kIn2});
+  define_rule("addcdiv", {"AddcdivBackward0", addcdiv_backward, kIn1 | kIn2});
 
   for (std::string_view n : kCompareOps) {
     define_rule(n, {});

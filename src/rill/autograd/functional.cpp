@@ -86,12 +86,13 @@ Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& d
   Tensor y = eager::reduce(op, x, dims, keepdim, dtype);
   if (!should_record({&x, 1})) return y;
   // The attrs as eager::reduce builds them (layouts in ops/reduce.cpp); rules read [dims, keepdim].
-  const bool sum_like = op.name == "sum" || op.name == "mean";
+  const bool sum_like = op.name == "sum" || op.name == "mean" || op.name == "prod";
   AttrsSym attrs = sum_like ? make_attrs({dims, keepdim, dtype.value_or(DType::kFloat32), dtype.has_value()})
                             : make_attrs({dims, keepdim});
   const char* name = nullptr;
   if (dims.empty() && op.name == "sum") name = "SumBackward0";
   if (dims.empty() && op.name == "mean") name = "MeanBackward0";
+  if (dims.empty() && op.name == "prod") name = "ProdBackward0";
   record(op, {&x, 1}, {}, attrs, {&y, 1}, name);
   return y;
 }
@@ -105,6 +106,35 @@ std::pair<Tensor, Tensor> reduce_with_indices(const OpSchema& op, const Tensor& 
   Tensor out[2] = {values, indices};
   record(target, {&x, 1}, {}, make_attrs({dim, keepdim}), out);
   return {values, indices};
+}
+
+Tensor moment(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& dims, double correction,
+              bool keepdim) {
+  Tensor y = eager::moment(op, x, dims, correction, keepdim);
+  record(op, {&x, 1}, {}, make_attrs({dims, keepdim, correction}), {&y, 1});
+  return y;
+}
+
+Tensor scan(const OpSchema& op, const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  Tensor y = eager::scan(op, x, dim, dtype);
+  record(op, {&x, 1}, {}, make_attrs({dim, false, dtype.value_or(DType::kFloat32), dtype.has_value()}), {&y, 1});
+  return y;
+}
+
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  static const OpSchema& op = eager::op("logsumexp");
+  Tensor y = eager::logsumexp(x, dims, keepdim);
+  record(op, {&x, 1}, {}, make_attrs({dims, keepdim}), {&y, 1});
+  return y;
+}
+
+Tensor norm(const Tensor& x, double ord, const std::vector<int64_t>& dims, bool keepdim,
+            std::optional<DType> dtype) {
+  static const OpSchema& op = eager::op("norm");
+  Tensor in = dtype ? to_dtype(x, *dtype) : x;
+  Tensor y = eager::norm(in, ord, dims, keepdim);
+  record(op, {&in, 1}, {}, make_attrs({dims, keepdim, ord}), {&y, 1});
+  return y;
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {

@@ -1,7 +1,10 @@
-// Gradient rules of the reductions (ops/reduce.cpp). The output gradient is
-// broadcast back over the reduced dims; amax/amin and max/min over all elements
+// Gradient rules of the reductions and scans (ops/reduce.cpp). The output gradient
+// is broadcast back over the reduced dims; amax/amin and max/min over all elements
 // split it evenly among tied extremes, max/min along a dim route it to the
-// returned index (as PyTorch does).
+// returned index (as PyTorch does). prod and cumprod stay exact with zeros in the
+// input; norm follows PyTorch's linalg_vector_norm_backward (zero at a zero vector).
+#include <cmath>
+
 #include "rill/autograd/rules.h"
 
 namespace rill::autograd {
@@ -74,6 +77,109 @@ std::vector<Tensor> extreme_dim_backward(const GradContext& c) {
   return {choose(hit, g, scalar_tensor(Scalar(int64_t{0}), g.dtype()))};
 }
 
+Tensor zero_of(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.dtype()); }
+
+// prod: the product of the other elements: out / x without zeros; with one zero, the product of the
+// non-zero elements at the zero (0 elsewhere); with more, 0 everywhere.
+std::vector<Tensor> prod_backward(const GradContext& c) {
+  static const OpSchema& sum = eager::op("sum");
+  static const OpSchema& prod = eager::op("prod");
+  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
+  const bool keepdim = c.attrs().get_bool(1);
+  const TensorMeta& in = c.input_meta(0);
+  Tensor x = c.input(0);
+  Tensor g = restore(c.grad(), in, dims, keepdim);
+  Tensor out = restore(c.output(0), in, dims, keepdim);
+  Tensor zero = binary("eq_scalar", x, Scalar(int64_t{0}));
+  Tensor zeros_in = restore(eager::reduce(sum, zero, dims, true), in, dims, true);
+  Tensor others = eager::to_dtype(eager::reduce(prod, choose(zero, scalar_tensor(Scalar(int64_t{1}), x.dtype()), x),
+                                                dims, true), out.dtype());
+  Tensor at_zero =
+      choose(binary("eq_scalar", zeros_in, Scalar(int64_t{1})), restore(others, in, dims, true), zero_of(out));
+  Tensor elsewhere = choose(binary("eq_scalar", zeros_in, Scalar(int64_t{0})), binary("div", out, x), zero_of(out));
+  return {binary("mul", g, choose(zero, at_zero, elsewhere))};
+}
+
+// var: 2 / (N - correction) * g * (x - mean); std: var's with g / (2 std), 0 where std == 0.
+std::vector<Tensor> moment_backward(const GradContext& c, bool is_std) {
+  static const OpSchema& mean = eager::op("mean");
+  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
+  const bool keepdim = c.attrs().get_bool(1);
+  const double correction = c.attrs().get_double(2);
+  const TensorMeta& in = c.input_meta(0);
+  Tensor x = c.input(0), g = c.grad();
+  if (is_std) {
+    Tensor y = c.output(0);
+    g = choose(binary("eq_scalar", y, Scalar(int64_t{0})), zero_of(g),
+               binary("div", g, binary("mul_scalar", y, Scalar(2.0))));
+  }
+  Tensor dev = binary("sub", x, eager::reduce(mean, x, dims, true));
+  double n = static_cast<double>(reduced_count(in, dims));
+  Tensor scaled = binary("mul_scalar", restore(g, in, dims, keepdim), Scalar(2.0 / (n - correction)));
+  return {binary("mul", scaled, dev)};
+}
+
+std::vector<Tensor> var_backward(const GradContext& c) { return moment_backward(c, false); }
+std::vector<Tensor> std_backward(const GradContext& c) { return moment_backward(c, true); }
+
+// logsumexp: g * exp(x - out), i.e. g times the softmax over the reduced dims.
+std::vector<Tensor> logsumexp_backward(const GradContext& c) {
+  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
+  const bool keepdim = c.attrs().get_bool(1);
+  const TensorMeta& in = c.input_meta(0);
+  Tensor p = unary("exp", binary("sub", c.input(0), restore(c.output(0), in, dims, keepdim)));
+  return {binary("mul", restore(c.grad(), in, dims, keepdim), p)};
+}
+
+// norm: PyTorch's linalg_vector_norm_backward, case by case.
+std::vector<Tensor> norm_backward(const GradContext& c) {
+  static const OpSchema& sum = eager::op("sum");
+  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
+  const bool keepdim = c.attrs().get_bool(1);
+  const double ord = c.attrs().get_double(2);
+  const TensorMeta& in = c.input_meta(0);
+  Tensor x = c.input(0);
+  Tensor g = restore(c.grad(), in, dims, keepdim);
+  Tensor y = restore(c.output(0), in, dims, keepdim);
+  Tensor zero = zero_of(g);
+  if (ord == 0.0) return {zeros(in.shape, g.dtype())};
+  if (ord == 1.0) return {binary("mul", unary("sign", x), g)};
+  Tensor y_zero = binary("eq_scalar", y, Scalar(int64_t{0}));
+  if (ord == 2.0) return {binary("mul", x, choose(y_zero, zero, binary("div", g, y)))};
+  if (std::isinf(ord)) {
+    Tensor a = unary("abs", x);
+    Tensor mask = binary("logical_or", binary("eq", a, y), binary("ne", a, a));
+    Tensor count = restore(eager::reduce(sum, mask, dims, true), in, dims, true);
+    Tensor share = binary("div", g, eager::to_dtype(count, g.dtype()));
+    return {binary("mul", unary("sign", x), choose(mask, share, zero))};
+  }
+  Tensor scaled = binary("mul", unary("sign", x), binary("pow_scalar", unary("abs", x), Scalar(ord - 1.0)));
+  if (ord < 1.0) {
+    scaled = choose(binary("eq_scalar", x, Scalar(int64_t{0})), zero, scaled);
+    return {binary("mul", binary("mul", scaled, g), binary("pow_scalar", y, Scalar(1.0 - ord)))};
+  }
+  Tensor scale = choose(y_zero, zero, binary("div", g, binary("pow_scalar", y, Scalar(ord - 1.0))));
+  return {binary("mul", scaled, scale)};
+}
+
+int64_t scan_dim(const GradContext& c) {
+  const int64_t nd = c.input_meta(0).ndim(), d = c.attrs().get_int(0);
+  return nd == 0 ? 0 : normalize_dim(d, nd, "backward");
+}
+
+// cumsum: the gradient summed from the end (a reversed cumsum).
+std::vector<Tensor> cumsum_backward(const GradContext& c) {
+  static const OpSchema& cumsum = eager::op("cumsum");
+  return {eager::scan(cumsum, c.grad(), scan_dim(c), std::nullopt, !c.attrs().get_bool(1))};
+}
+
+// cumprod: its own kernel (Note [cumprod gradient with zeros] in kernels/cpu/scan.cpp).
+std::vector<Tensor> cumprod_backward(const GradContext& c) {
+  static const OpSchema& op = eager::op("cumprod_backward");
+  Tensor in[2] = {eager::contiguous(c.input(0)), eager::contiguous(eager::to_dtype(c.grad(), c.input(0).dtype()))};
+  return {eager::call1(op, in, {}, make_attrs({scan_dim(c)}))};
+}
+
 }  // namespace
 
 void register_reduce_rules() {
@@ -85,6 +191,15 @@ void register_reduce_rules() {
   define_rule("min", {"MinBackward1", extreme_backward, kIn0, kOut0});
   define_rule("max_dim", {"MaxBackward0", extreme_dim_backward, 0, kOut1});
   define_rule("min_dim", {"MinBackward0", extreme_dim_backward, 0, kOut1});
+  define_rule("prod", {"ProdBackward1", prod_backward, kIn0, kOut0});
+  define_rule("var", {"VarBackward0", var_backward, kIn0});
+  define_rule("std", {"StdBackward0", std_backward, kIn0, kOut0});
+  define_rule("logsumexp", {"LogsumexpBackward0", logsumexp_backward, kIn0, kOut0});
+  define_rule("norm", {"LinalgVectorNormBackward0", norm_backward, kIn0, kOut0});
+  define_rule("cumsum", {"CumsumBackward0", cumsum_backward});
+  define_rule("cumprod", {"CumprodBackward0", cumprod_backward, kIn0});
+  define_rule("any", {});
+  define_rule("all", {});
   define_rule("argmax", {});
   define_rule("argmin", {});
 }

@@ -1,5 +1,9 @@
-// Reductions in the functional API: builds each op's attrs (layout in ops/reduce.cpp)
-// and calls it. Dims are checked by inference, so graph mode gets the same errors.
+// Reductions and scans in the functional API: builds each op's attrs (layout in
+// ops/reduce.cpp) and calls it. Dims are checked by inference, so graph mode gets
+// the same errors. logsumexp and norm are computed with other ops (Note [Composite
+// ops] in ops/reduce.cpp).
+#include <cmath>
+#include <limits>
 #include <initializer_list>
 #include <string>
 
@@ -21,17 +25,17 @@ Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& d
   const std::string& name = op.name;
   RILL_CHECK(x.defined(), Value, "[", name, "] got an undefined tensor");
   AttrsSym attrs;
-  if (is_one_of(name, {"sum", "mean"})) {
+  if (is_one_of(name, {"sum", "mean", "prod"})) {
     attrs = make_attrs({dims, keepdim, dtype.value_or(DType::kFloat32), dtype.has_value()});
-  } else if (is_one_of(name, {"amax", "amin", "max", "min", "argmax", "argmin"})) {
+  } else if (is_one_of(name, {"amax", "amin", "max", "min", "argmax", "argmin", "any", "all"})) {
     RILL_CHECK(!dtype.has_value(), Type, "[", name, "] does not take a dtype argument; convert the input with "
                ".to(dtype) first");
     attrs = make_attrs({dims, keepdim});
   } else if (is_one_of(name, {"max_dim", "min_dim"})) {
     RILL_FAIL(Value, "[", name, "] returns values and indices; call it through reduce_with_indices");
   } else {
-    RILL_FAIL(Value, "[reduce] '", name, "' is not a reduction; expected sum, mean, amax, amin, max, min, argmax "
-              "or argmin");
+    RILL_FAIL(Value, "[reduce] '", name, "' is not a reduction; expected sum, mean, prod, amax, amin, max, min, "
+              "argmax, argmin, any or all");
   }
   return call1(op, {&x, 1}, {}, attrs);
 }
@@ -46,6 +50,61 @@ std::pair<Tensor, Tensor> reduce_with_indices(const OpSchema& op, const Tensor& 
   RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
   std::vector<Tensor> out = call(*target, {&x, 1}, {}, make_attrs({dim, keepdim}));
   return {out[0], out[1]};
+}
+
+Tensor moment(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& dims, double correction,
+              bool keepdim) {
+  RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
+  return call1(op, {&x, 1}, {}, make_attrs({dims, keepdim, correction}));
+}
+
+Tensor scan(const OpSchema& op, const Tensor& x, int64_t dim, std::optional<DType> dtype, bool reverse) {
+  RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
+  Tensor in = contiguous(dtype ? to_dtype(x, *dtype) : x);
+  return call1(op, {&in, 1}, {}, make_attrs({dim, reverse, dtype.value_or(DType::kFloat32), dtype.has_value()}));
+}
+
+namespace {
+
+// The output meta of a composite op (Note [Composite ops]): its inference, so errors match.
+const TensorMeta& composite_meta(const OpSchema& op, const Tensor& x, AttrsSym attrs) {
+  RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
+  MetaSym m[1] = {x.meta()};
+  return *ops::infer_cached(op, m, {}, attrs).outputs[0];
+}
+
+Tensor number(double v, DType t) { return full({}, Scalar(v), t); }
+
+}  // namespace
+
+Tensor logsumexp(const Tensor& input, const std::vector<int64_t>& dims, bool keepdim) {
+  static const OpSchema& lse = op("logsumexp");
+  static const OpSchema& amax = op("amax");
+  static const OpSchema& sum = op("sum");
+  const TensorMeta& out = composite_meta(lse, input, make_attrs({dims, keepdim}));
+  Tensor x = to_dtype(input, out.dtype);
+  if (x.numel() == 0) return unary(op("log"), reduce(sum, unary(op("exp"), x), dims, keepdim));
+  // Shift by the (finite) maximum so exp cannot overflow.
+  Tensor m = reduce(amax, x, dims, /*keepdim=*/true);
+  Tensor inf = binary_scalar(op("eq_scalar"), unary(op("abs"), m), Scalar(std::numeric_limits<double>::infinity()));
+  m = where(inf, number(0.0, out.dtype), m);
+  Tensor s = reduce(sum, unary(op("exp"), binary(op("sub"), x, m)), dims, keepdim);
+  return binary(op("add"), unary(op("log"), s), reshape(m, out.shape));
+}
+
+Tensor norm(const Tensor& input, double ord, const std::vector<int64_t>& dims, bool keepdim,
+            std::optional<DType> dtype) {
+  static const OpSchema& norm_op = op("norm");
+  Tensor x = dtype ? to_dtype(input, *dtype) : input;
+  composite_meta(norm_op, x, make_attrs({dims, keepdim, ord}));
+  Tensor a = unary(op("abs"), x);
+  if (std::isinf(ord)) return reduce(op(ord > 0 ? "amax" : "amin"), a, dims, keepdim);
+  if (ord == 0.0) return to_dtype(reduce(op("sum"), binary_scalar(op("ne_scalar"), x, Scalar(0.0)), dims, keepdim),
+                                  x.dtype());
+  if (ord == 1.0) return reduce(op("sum"), a, dims, keepdim);
+  if (ord == 2.0) return unary(op("sqrt"), reduce(op("sum"), binary(op("mul"), x, x), dims, keepdim));
+  Tensor s = reduce(op("sum"), binary_scalar(op("pow_scalar"), a, Scalar(ord)), dims, keepdim);
+  return binary_scalar(op("pow_scalar"), s, Scalar(1.0 / ord));
 }
 
 }  // namespace rill::eager

@@ -64,6 +64,7 @@ struct OpSchema {
   InferFn infer = nullptr;
   bool strided_output = false;  // kernel writes outputs of any strides (else outputs are dense)
   KernelFn cpu_kernel = nullptr;
+  bool composite = false;  // computed from other ops by the functional layer, so no kernel (e.g. logsumexp)
 };
 
 namespace ops {

@@ -2,13 +2,27 @@
 // and max_dim / min_dim (values and indices over one dim). Semantics follow PyTorch.
 //
 // Attrs, by op (every attr that affects inference is here; the ops take no scalars):
-//   sum, mean        [dims: ints, keepdim: bool, dtype: DType, has_dtype: bool]
+//   sum, mean, prod  [dims: ints, keepdim: bool, dtype: DType, has_dtype: bool]
 //                    dims empty = every dim; dtype is ignored unless has_dtype.
+//   var, std         [dims: ints, keepdim: bool, correction: double]
+//   any, all         [dims: ints, keepdim: bool]   bool out (uint8 for uint8 input, as in PyTorch).
+//   logsumexp        [dims: ints, keepdim: bool]   Note [Composite ops]
+//   norm             [dims: ints, keepdim: bool, ord: double]   the vector p-norm; Note [Composite ops]
+//   cumsum, cumprod  [dim: int, reverse: bool, dtype: DType, has_dtype: bool]   same shape out;
+//                    reverse scans from the end (cumsum's gradient).
+//   cumprod_backward (input, grad) [dim: int]   the gradient of cumprod, exact with zeros in the input.
 //   amax, amin       [dims: ints, keepdim: bool]
 //   max, min         [dims: ints, keepdim: bool]   dims must be empty (torch.max(x));
 //                    a dim goes through max_dim / min_dim.
 //   argmax, argmin   [dims: ints, keepdim: bool]   at most one dim; empty = flattened input.
 //   max_dim, min_dim [dim: int, keepdim: bool]     outputs (values, int64 indices).
+//
+// Note [Composite ops]
+// logsumexp and norm have schemas (inference, so errors and result metas are
+// the same everywhere) and gradient rules, but no kernel (OpSchema::composite): the functional layer
+// computes their forward with other ops (amax, exp, sum, ...) and records one
+// node under their name, whose rule gives PyTorch's gradient (e.g. norm's zero
+// gradient at a zero vector, which the composition's sqrt would turn into NaN).
 #include <string>
 
 #include "rill/ops/op_schema.h"
@@ -136,6 +150,55 @@ InferResult infer_extreme_dim(const InferContext& c) {
           {}};
 }
 
+// var, std: floating input, same dtype out.
+InferResult infer_var(const InferContext& c) {
+  check_attrs(c);
+  const TensorMeta& x = *c.inputs[0];
+  RILL_CHECK(dtype_is_floating(x.dtype), Runtime, "[", c.op.name, "] std and var only support floating point and "
+             "complex dtypes, got ", dtype_name(x.dtype), "; convert the input with .float()");
+  std::vector<bool> mask = reduced_mask(c.attrs.get_ints(0), x.ndim(), c.op.name);
+  return {{make_contiguous_meta(reduced_shape(x.shape, mask, c.attrs.get_bool(1)), x.dtype, x.device)}, {}};
+}
+
+// any, all: the input is read as bool.
+InferResult infer_any_all(const InferContext& c) {
+  check_attrs(c);
+  const TensorMeta& x = *c.inputs[0];
+  std::vector<bool> mask = reduced_mask(c.attrs.get_ints(0), x.ndim(), c.op.name);
+  DType out = x.dtype == DType::kUInt8 ? DType::kUInt8 : DType::kBool;
+  return {{make_contiguous_meta(reduced_shape(x.shape, mask, c.attrs.get_bool(1)), out, x.device)}, {DType::kBool}};
+}
+
+// logsumexp: integers become float32; norm: floating input only.
+InferResult infer_composite(const InferContext& c) {
+  check_attrs(c);
+  const TensorMeta& x = *c.inputs[0];
+  if (c.op.name == "norm")
+    RILL_CHECK(dtype_is_floating(x.dtype), Runtime, "[norm] linalg.vector_norm: Expected a floating point or "
+               "complex tensor as input. Got ", dtype_name(x.dtype), "; convert the input with .float()");
+  std::vector<bool> mask = reduced_mask(c.attrs.get_ints(0), x.ndim(), c.op.name);
+  DType out = to_floating(x.dtype);
+  return {{make_contiguous_meta(reduced_shape(x.shape, mask, c.attrs.get_bool(1)), out, x.device)}, {out}};
+}
+
+// cumsum, cumprod: same shape; bool and integers accumulate in int64 unless a dtype is given.
+InferResult infer_scan(const InferContext& c) {
+  check_attrs(c);
+  const TensorMeta& x = *c.inputs[0];
+  normalize_dim(c.attrs.get_int(0), x.ndim(), c.op.name.c_str());
+  DType out = c.attrs.get_bool(3) ? c.attrs.get_dtype(2) : dtype_is_floating(x.dtype) ? x.dtype : DType::kInt64;
+  return {{make_contiguous_meta(x.shape, out, x.device)}, {out}};
+}
+
+// cumprod_backward(input, grad): input's shape and dtype.
+InferResult infer_cumprod_backward(const InferContext& c) {
+  check_attrs(c);
+  const TensorMeta& x = *c.inputs[0];
+  normalize_dim(c.attrs.get_int(0), x.ndim(), "cumprod");
+  RILL_ASSERT(c.inputs[1]->shape == x.shape, "[cumprod_backward] grad and input shapes differ");
+  return {{make_contiguous_meta(x.shape, x.dtype, x.device)}, {x.dtype, x.dtype}};
+}
+
 }  // namespace
 
 void register_reduce_ops() {
@@ -143,6 +206,17 @@ void register_reduce_ops() {
   const std::vector<std::string> dims_keepdim = {"dims", "keepdim"};
   ops::define({"sum", 1, 0, with_dtype, infer_sum_mean});
   ops::define({"mean", 1, 0, with_dtype, infer_sum_mean});
+  ops::define({"prod", 1, 0, with_dtype, infer_sum_mean});
+  ops::define({"var", 1, 0, {"dims", "keepdim", "correction"}, infer_var});
+  ops::define({"std", 1, 0, {"dims", "keepdim", "correction"}, infer_var});
+  ops::define({"any", 1, 0, dims_keepdim, infer_any_all});
+  ops::define({"all", 1, 0, dims_keepdim, infer_any_all});
+  ops::define({"logsumexp", 1, 0, dims_keepdim, infer_composite}).composite = true;
+  ops::define({"norm", 1, 0, {"dims", "keepdim", "ord"}, infer_composite}).composite = true;
+  const std::vector<std::string> scan_attrs = {"dim", "reverse", "dtype", "has_dtype"};
+  ops::define({"cumsum", 1, 0, scan_attrs, infer_scan});
+  ops::define({"cumprod", 1, 0, scan_attrs, infer_scan});
+  ops::define({"cumprod_backward", 2, 0, {"dim"}, infer_cumprod_backward});
   for (const char* n : {"amax", "amin", "max", "min"}) ops::define({n, 1, 0, dims_keepdim, infer_extreme});
   ops::define({"argmax", 1, 0, dims_keepdim, infer_arg});
   ops::define({"argmin", 1, 0, dims_keepdim, infer_arg});

@@ -1,20 +1,14 @@
 // CPU kernels of the elementwise family (ops/elementwise.cpp). Inputs arrive
 // already converted to the compute dtype; arithmetic on 16-bit floats is done in float.
+// The activations (gelu, softplus, ...) and their backward kernels are in activation.cpp.
 #include "rill/ops/elementwise.h"
 
 #include <cmath>
 
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
+#include "rill/kernels/cpu/vector_math.h"
 
-#if defined(RILL_HAVE_LIBMVEC) && defined(__AVX512F__)
-#include <immintrin.h>
-#define RILL_VECTOR_MATH 1
-// glibc's libmvec: 16-lane float32 versions of expf/logf/tanhf (x86-64 vector ABI names).
-extern "C" __m512 _ZGVeN16v_expf(__m512);
-extern "C" __m512 _ZGVeN16v_logf(__m512);
-extern "C" __m512 _ZGVeN16v_tanhf(__m512);
-#endif
 
 namespace rill::cpu {
 namespace {
@@ -36,11 +30,59 @@ struct Relu {
     else return a > T(0) ? a : T(0);
   }
 };
+// sign(NaN) is 0, as in PyTorch.
+struct Sign {
+  template <typename T> T operator()(T a) const {
+    if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) return a > T(0);
+    else return T((T(0) < a) - (a < T(0)));
+  }
+};
+
 struct Exp { template <typename T> T operator()(T a) const { return std::exp(a); } };
 struct Log { template <typename T> T operator()(T a) const { return std::log(a); } };
 struct Sqrt { template <typename T> T operator()(T a) const { return std::sqrt(a); } };
 struct Sigmoid { template <typename T> T operator()(T a) const { return T(1) / (T(1) + std::exp(-a)); } };
 struct Tanh { template <typename T> T operator()(T a) const { return std::tanh(a); } };
+struct Log1p { template <typename T> T operator()(T a) const { return std::log1p(a); } };
+struct Expm1 { template <typename T> T operator()(T a) const { return std::expm1(a); } };
+struct Rsqrt { template <typename T> T operator()(T a) const { return T(1) / std::sqrt(a); } };
+struct Sin { template <typename T> T operator()(T a) const { return std::sin(a); } };
+struct Cos { template <typename T> T operator()(T a) const { return std::cos(a); } };
+struct Erf { template <typename T> T operator()(T a) const { return std::erf(a); } };
+struct Reciprocal { template <typename T> T operator()(T a) const { return T(1) / a; } };
+
+#if defined(RILL_VECTOR_MATH)
+// The libmvec form of a unary functor, where glibc has one (Note [Vector math]).
+using VectorFn = __m512 (*)(__m512);
+template <typename F> inline constexpr VectorFn kVectorOf = nullptr;
+template <> inline constexpr VectorFn kVectorOf<Exp> = _ZGVeN16v_expf;
+template <> inline constexpr VectorFn kVectorOf<Log> = _ZGVeN16v_logf;
+template <> inline constexpr VectorFn kVectorOf<Tanh> = _ZGVeN16v_tanhf;
+template <> inline constexpr VectorFn kVectorOf<Log1p> = _ZGVeN16v_log1pf;
+template <> inline constexpr VectorFn kVectorOf<Expm1> = _ZGVeN16v_expm1f;
+template <> inline constexpr VectorFn kVectorOf<Sin> = _ZGVeN16v_sinf;
+template <> inline constexpr VectorFn kVectorOf<Cos> = _ZGVeN16v_cosf;
+template <> inline constexpr VectorFn kVectorOf<Erf> = _ZGVeN16v_erff;
+#endif
+
+// Rounding: integers pass through. round is half to even (nearbyint in the default rounding mode).
+template <typename T, typename Fn>
+T round_float(T a, Fn fn) {
+  if constexpr (std::is_floating_point_v<T>) return fn(a);
+  else return a;
+}
+struct Floor {
+  template <typename T> T operator()(T a) const { return round_float(a, [](auto v) { return std::floor(v); }); }
+};
+struct Ceil {
+  template <typename T> T operator()(T a) const { return round_float(a, [](auto v) { return std::ceil(v); }); }
+};
+struct Trunc {
+  template <typename T> T operator()(T a) const { return round_float(a, [](auto v) { return std::trunc(v); }); }
+};
+struct Round {
+  template <typename T> T operator()(T a) const { return round_float(a, [](auto v) { return std::nearbyint(v); }); }
+};
 
 struct Add {
   template <typename T> T operator()(T a, T b) const {
@@ -96,6 +138,118 @@ struct Minimum {
     return a < b ? a : b;
   }
 };
+
+// Integer division by zero raises, as in PyTorch (RuntimeError: ZeroDivisionError); INT_MIN / -1 wraps.
+template <typename T>
+inline void check_divisor(T b, const char* op) {
+  if (b == T(0))
+    RILL_FAIL(Runtime, "ZeroDivisionError: [", op, "] integer division by zero; convert to float for inf/nan "
+              "results");
+}
+
+// PyTorch's div_floor_floating: floor of the exact quotient, computed from fmod.
+template <typename T>
+T floor_divide_float(T a, T b) {
+  if (b == T(0)) return a / b;
+  T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && (b < T(0)) != (mod < T(0))) div -= T(1);
+  if (div == T(0)) return std::copysign(T(0), a / b);
+  T floordiv = std::floor(div);
+  if (div - floordiv > T(0.5)) floordiv += T(1);
+  return floordiv;
+}
+
+struct FloorDivide {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return floor_divide_float(a, b);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return a && b;  // unreachable: inference rejects bool
+    } else {
+      check_divisor(b, "floor_divide");
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return static_cast<T>(0u - static_cast<std::make_unsigned_t<T>>(a));
+        T q = a / b;
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+      } else {
+        return a / b;
+      }
+    }
+  }
+};
+// remainder: the sign of the divisor (Python's %).
+struct Remainder {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      T mod = std::fmod(a, b);
+      return (mod != T(0) && (b < T(0)) != (mod < T(0))) ? mod + b : mod;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return false;
+    } else {
+      check_divisor(b, "remainder");
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return T(0);
+        T r = a % b;
+        return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+      } else {
+        return a % b;
+      }
+    }
+  }
+};
+// fmod: the sign of the dividend (C's fmod and %).
+struct Fmod {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::fmod(a, b);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return false;
+    } else {
+      check_divisor(b, "fmod");
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return T(0);
+      }
+      return a % b;
+    }
+  }
+};
+// Bitwise ops: inference admits integers and bool only.
+struct BitAnd {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return a & b;
+    else return a;
+  }
+};
+struct BitOr {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return a | b;
+    else return a;
+  }
+};
+struct BitXor {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return a ^ b;
+    else return a;
+  }
+};
+struct BitNot {
+  template <typename T> T operator()(T a) const {
+    if constexpr (std::is_same_v<T, bool>) return !a;
+    else if constexpr (std::is_integral_v<T>) return static_cast<T>(~a);
+    else return a;
+  }
+};
+struct LogicalXor { template <typename T> T operator()(T a, T b) const { return a != b; } };
+struct Atan2 { template <typename T> T operator()(T a, T b) const { return std::atan2(a, b); } };
+// clamp_min / clamp_max with a tensor bound: NaN in x stays NaN.
+struct ClampMin {
+  template <typename T> T operator()(T a, T lo) const { return a < lo ? lo : a; }
+};
+struct ClampMax {
+  template <typename T> T operator()(T a, T hi) const { return hi < a ? hi : a; }
+};
+
 struct Eq { template <typename T> bool operator()(T a, T b) const { return a == b; } };
 struct Ne { template <typename T> bool operator()(T a, T b) const { return a != b; } };
 struct Lt { template <typename T> bool operator()(T a, T b) const { return a < b; } };
@@ -108,7 +262,8 @@ template <typename F>
 void unary_kernel(const KernelContext& c) {
   visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, bool> && !std::is_same_v<F, Abs> && !std::is_same_v<F, Relu>) {
+    if constexpr (std::is_same_v<T, bool> && !std::is_same_v<F, Abs> && !std::is_same_v<F, Relu> &&
+                  !std::is_same_v<F, Sign> && !std::is_same_v<F, BitNot>) {
       RILL_FAIL(Type, "[", c.op.name, "] is not supported for bool tensors");
     } else {
       map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T a) { return T(F()(M<T>(a))); });
@@ -119,33 +274,20 @@ void unary_kernel(const KernelContext& c) {
 // Note [Vector math]
 // std::exp/log/tanh are scalar calls; a loop of them ran exp/tanh several times
 // slower than PyTorch's vectorised kernels (the 64x64 op chain in bench/). For
-// dense float32 tensors, exp, log and tanh go through glibc's libmvec 16-lane
-// versions instead (within 4 ulp, tested against PyTorch like every op).
+// dense float32 tensors, the ops whose functor has a kVectorOf form (exp, log, tanh,
+// log1p, expm1, sin, cos, erf, and the activations in activation.cpp built on
+// them: gelu, silu, softplus, elu) go through glibc's libmvec 16-lane versions
+// instead (within 4 ulp, tested against PyTorch like every op). Other layouts
+// and dtypes take the scalar loop.
 template <typename F>
 bool unary_float32_vector(const KernelContext& c) {
 #if defined(RILL_VECTOR_MATH)
-  __m512 (*vfn)(__m512) = nullptr;
-  if constexpr (std::is_same_v<F, Exp>) vfn = _ZGVeN16v_expf;
-  if constexpr (std::is_same_v<F, Log>) vfn = _ZGVeN16v_logf;
-  if constexpr (std::is_same_v<F, Tanh>) vfn = _ZGVeN16v_tanhf;
-  const TensorMeta& in = *c.inputs[0].meta;
-  const TensorMeta& out = *c.outputs[0].meta;
-  if (!vfn || in.dtype != DType::kFloat32 || !in.contiguous || !out.contiguous || in.shape != out.shape) return false;
-  const float* x = c.inputs[0].ptr<float>();
-  float* y = c.outputs[0].ptr<float>();
-  parallel::parallel_for(0, in.numel, kParallelGrain, [&](int64_t b, int64_t e) {
-    int64_t i = b;
-    for (; i + 16 <= e; i += 16) _mm512_storeu_ps(y + i, vfn(_mm512_loadu_ps(x + i)));
-    if (i < e) {  // the tail, through a masked load so the lanes stay on the same code path
-      __mmask16 m = static_cast<__mmask16>((1u << (e - i)) - 1);
-      _mm512_mask_storeu_ps(y + i, m, vfn(_mm512_maskz_loadu_ps(m, x + i)));
-    }
-  });
-  return true;
-#else
+  if constexpr (kVectorOf<F> != nullptr) {
+    return map_dense_float32(c.outputs[0], c.inputs[0], [](__m512 v) { return kVectorOf<F>(v); });
+  }
+#endif
   (void)c;
   return false;
-#endif
 }
 
 template <typename F>
@@ -192,6 +334,96 @@ void binary_scalar_kernel(const KernelContext& c) {
       map_elements<Out, T>(c.outputs[0], {&c.inputs[0]}, [s](T a) { return Out(F()(s, M<T>(a))); });
     } else {
       map_elements<Out, T>(c.outputs[0], {&c.inputs[0]}, [s](T a) { return Out(F()(M<T>(a), s)); });
+    }
+  });
+}
+
+// round(x, decimals): PyTorch's formula, so ties and the scaling round the same way.
+void round_decimals_kernel(const KernelContext& c) {
+  int64_t decimals = c.attrs.get_int(0);
+  const bool neg = decimals < 0;
+  visit_floating_dtype(c.inputs[0].meta->dtype, "round", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const M<T> ten_pow = static_cast<M<T>>(std::pow(10.0, static_cast<double>(neg ? -decimals : decimals)));
+    map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [ten_pow, neg](T v) {
+      M<T> a = static_cast<M<T>>(v);
+      return T(neg ? std::nearbyint(a / ten_pow) * ten_pow : std::nearbyint(a * ten_pow) / ten_pow);
+    });
+  });
+}
+
+void logical_not_kernel(const KernelContext& c) {
+  map_elements<bool, bool>(c.outputs[0], {&c.inputs[0]}, [](bool a) { return !a; });
+}
+
+// clamp(x, min, max) with numbers; attrs say which bounds are given. NaN in x stays NaN.
+void clamp_scalar_kernel(const KernelContext& c) {
+  const bool has_min = c.attrs.get_bool(0), has_max = c.attrs.get_bool(1);
+  visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const M<T> lo = static_cast<M<T>>(c.scalars[0].to<T>()), hi = static_cast<M<T>>(c.scalars[1].to<T>());
+    map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [=](T v) {
+      M<T> a = static_cast<M<T>>(v);
+      if (has_min && a < lo) a = lo;
+      if (has_max && hi < a) a = hi;
+      return T(a);
+    });
+  });
+}
+
+// clamp(x, min, max) with tensor bounds: min(max(x, min), max), as in PyTorch (max wins when min > max).
+void clamp_kernel(const KernelContext& c) {
+  visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_elements<T, T, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1], &c.inputs[2]}, [](T x, T l, T h) {
+      M<T> a = static_cast<M<T>>(x), lo = static_cast<M<T>>(l), hi = static_cast<M<T>>(h);
+      if (a < lo) a = lo;
+      if (hi < a) a = hi;
+      return T(a);
+    });
+  });
+}
+
+// PyTorch's lerp: the formula switches at |weight| = 0.5 so both ends are exact.
+template <typename Acc>
+inline Acc lerp(Acc start, Acc end, Acc w) {
+  return std::abs(w) < Acc(0.5) ? start + w * (end - start) : end - (end - start) * (Acc(1) - w);
+}
+
+void lerp_kernel(const KernelContext& c) {
+  visit_floating_dtype(c.inputs[0].meta->dtype, "lerp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_elements<T, T, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1], &c.inputs[2]}, [](T a, T b, T w) {
+      return T(lerp<M<T>>(static_cast<M<T>>(a), static_cast<M<T>>(b), static_cast<M<T>>(w)));
+    });
+  });
+}
+
+void lerp_scalar_kernel(const KernelContext& c) {
+  visit_floating_dtype(c.inputs[0].meta->dtype, "lerp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const M<T> w = c.scalars[0].to<M<T>>();
+    map_elements<T, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1]}, [w](T a, T b) {
+      return T(lerp<M<T>>(static_cast<M<T>>(a), static_cast<M<T>>(b), w));
+    });
+  });
+}
+
+// addcmul: input + value * t1 * t2; addcdiv: input + value * t1 / t2 (PyTorch's order of operations).
+template <bool kDiv>
+void addc_kernel(const KernelContext& c) {
+  visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      const bool v = c.scalars[0].to<bool>();
+      map_elements<T, T, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1], &c.inputs[2]},
+                               [v](bool x, bool a, bool b) { return x || (v && a && b); });
+    } else {
+      const M<T> v = c.scalars[0].to<M<T>>();
+      map_elements<T, T, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1], &c.inputs[2]}, [v](T x, T a, T b) {
+        if constexpr (kDiv) return T(static_cast<M<T>>(x) + v * static_cast<M<T>>(a) / static_cast<M<T>>(b));
+        else return T(static_cast<M<T>>(x) + v * static_cast<M<T>>(a) * static_cast<M<T>>(b));
+      });
     }
   });
 }
@@ -274,6 +506,41 @@ void register_elementwise_kernels() {
   set_compare<Gt>("gt");
   set_compare<Ge>("ge");
   ops::set_cpu_kernel("where", where_kernel);
+
+  ops::set_cpu_kernel("sign", unary_kernel<Sign>);
+  ops::set_cpu_kernel("floor", unary_kernel<Floor>);
+  ops::set_cpu_kernel("ceil", unary_kernel<Ceil>);
+  ops::set_cpu_kernel("trunc", unary_kernel<Trunc>);
+  ops::set_cpu_kernel("round", unary_kernel<Round>);
+  ops::set_cpu_kernel("round_decimals", round_decimals_kernel);
+  ops::set_cpu_kernel("log1p", unary_float_kernel<Log1p>);
+  ops::set_cpu_kernel("expm1", unary_float_kernel<Expm1>);
+  ops::set_cpu_kernel("rsqrt", unary_float_kernel<Rsqrt>);
+  ops::set_cpu_kernel("sin", unary_float_kernel<Sin>);
+  ops::set_cpu_kernel("cos", unary_float_kernel<Cos>);
+  ops::set_cpu_kernel("erf", unary_float_kernel<Erf>);
+  ops::set_cpu_kernel("reciprocal", unary_float_kernel<Reciprocal>);
+  ops::set_cpu_kernel("clamp_scalar", clamp_scalar_kernel);
+  ops::set_cpu_kernel("clamp", clamp_kernel);
+  ops::set_cpu_kernel("clamp_min", binary_kernel<ClampMin, false>);
+  ops::set_cpu_kernel("clamp_max", binary_kernel<ClampMax, false>);
+  set_binary<FloorDivide>("floor_divide");
+  set_binary<Remainder>("remainder");
+  set_binary<Fmod>("fmod");
+  set_binary<BitAnd>("bitwise_and");
+  set_binary<BitOr>("bitwise_or");
+  set_binary<BitXor>("bitwise_xor");
+  ops::set_cpu_kernel("bitwise_not", unary_kernel<BitNot>);
+  ops::set_cpu_kernel("logical_and", binary_kernel<Mul, false>);  // on bool: a && b
+  ops::set_cpu_kernel("logical_or", binary_kernel<Add, false>);   // on bool: a || b
+  ops::set_cpu_kernel("logical_xor", binary_kernel<LogicalXor, false>);
+  ops::set_cpu_kernel("logical_not", logical_not_kernel);
+  ops::set_cpu_kernel("atan2", binary_kernel<Atan2, false>);
+  ops::set_cpu_kernel("lerp", lerp_kernel);
+  ops::set_cpu_kernel("lerp_scalar", lerp_scalar_kernel);
+  ops::set_cpu_kernel("addcmul", addc_kernel<false>);
+  ops::set_cpu_kernel("addcdiv", addc_kernel<true>);
+  register_activation_kernels();
   ops::set_cpu_kernel("cast", cast_kernel);
 }
 

@@ -8,6 +8,12 @@ namespace rill::cpu {
 void register_cpu_kernels();
 
 void register_elementwise_kernels();
+/** The activations (activation.cpp); called by register_elementwise_kernels(). */
+void register_activation_kernels();
+/** cumsum, cumprod (scan.cpp); called by register_reduce_kernels(). */
+void register_scan_kernels();
+/** var, std (moments.cpp); called by register_reduce_kernels(). */
+void register_moment_kernels();
 void register_reduce_kernels();
 void register_matmul_kernels();
 void register_creation_kernels();

@@ -96,6 +96,18 @@ struct SumOp {
   static void step_vec(V& a, M& /*nan*/, V b) { a = a + b; }
 };
 
+template <typename T>
+struct ProdOp {
+  using Acc = SumAcc<T>;
+  static Acc identity() { return Acc(1); }
+  static Acc load(T v) { return static_cast<Acc>(static_cast<OpMath<T>>(v)); }
+  static Acc combine(Acc a, Acc b) { return a * b; }
+  template <typename V>
+  static V combine_vec(V a, V b) { return a * b; }
+  template <typename V, typename M>
+  static void step_vec(V& a, M& /*nan*/, V b) { a = a * b; }
+};
+
 template <typename T, bool kMax>
 struct ExtremeOp {
   using Acc = OpMath<T>;
@@ -615,6 +627,36 @@ void mean_kernel(const KernelContext& c) {
   });
 }
 
+// prod: like sum (bool and integers multiply in int64 unless a dtype was given).
+void prod_kernel(const KernelContext& c) {
+  const TensorArg& in = c.inputs[0];
+  const TensorArg& out = c.outputs[0];
+  std::vector<bool> mask = reduced_dims(c);
+  visit_dtype(in.meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = SumAcc<T>;
+    if constexpr (kIsFloating<T>) {
+      reduce_plain<T, T, ProdOp<T>>(in, out, mask, [](Acc a) { return T(a); });
+    } else if (out.meta->dtype == DType::kInt64) {
+      reduce_plain<T, int64_t, ProdOp<T>>(in, out, mask, [](Acc a) { return a; });
+    } else {
+      RILL_ASSERT(out.meta->dtype == in.meta->dtype, "[prod] unexpected output dtype");
+      reduce_plain<T, T, ProdOp<T>>(in, out, mask, [](Acc a) { return static_cast<T>(a); });
+    }
+  });
+}
+
+// any, all: the input arrives as bool; the output is bool, or uint8 for a uint8 input.
+template <bool kAny>
+void any_all_kernel(const KernelContext& c) {
+  std::vector<bool> mask = reduced_dims(c);
+  using Op = ExtremeOp<bool, kAny>;
+  if (c.outputs[0].meta->dtype == DType::kUInt8)
+    reduce_plain<bool, uint8_t, Op>(c.inputs[0], c.outputs[0], mask, [](bool a) { return uint8_t(a); });
+  else
+    reduce_plain<bool, bool, Op>(c.inputs[0], c.outputs[0], mask, [](bool a) { return a; });
+}
+
 template <bool kMax>
 void extreme_kernel(const KernelContext& c) {
   std::vector<bool> mask = reduced_dims(c);
@@ -764,6 +806,11 @@ void extreme_dim_kernel(const KernelContext& c) {
 void register_reduce_kernels() {
   ops::set_cpu_kernel("sum", sum_kernel);
   ops::set_cpu_kernel("mean", mean_kernel);
+  ops::set_cpu_kernel("prod", prod_kernel);
+  ops::set_cpu_kernel("any", any_all_kernel<true>);
+  ops::set_cpu_kernel("all", any_all_kernel<false>);
+  register_scan_kernels();
+  register_moment_kernels();
   ops::set_cpu_kernel("amax", extreme_kernel<true>);
   ops::set_cpu_kernel("amin", extreme_kernel<false>);
   ops::set_cpu_kernel("max", extreme_kernel<true>);

@@ -1,0 +1,422 @@
+// The op library of issue 5: rounding, square, clamp, activations (rill._C.gelu
+// and friends, for rill.nn.functional), floor division and remainders, bitwise and
+// logical ops with their operators, atan2, lerp, addcmul/addcdiv, and the
+// reductions prod, var, std, logsumexp, any, all, norm, cumsum, cumprod: module
+// functions, Tensor methods and in-place forms, with PyTorch's signatures.
+// (The unary ops in kUnarySameOps / kUnaryFloatOps, e.g. sin and sign, are bound
+// by the loop in ops.cpp.)
+#include <cmath>
+#include <limits>
+
+#include "bind.h"
+#include "rill/ops/elementwise.h"
+#include "rill/ops/type_promotion.h"
+
+namespace rill::py {
+namespace {
+
+// An in-place op can't write a tensor whose elements share memory (an expand()ed view), as in PyTorch.
+void check_writable(const Tensor& out, const std::string& op) {
+  for (size_t d = 0; d < out.shape().size(); ++d)
+    RILL_CHECK(out.shape()[d] <= 1 || out.strides()[d] != 0, Runtime, "[", op, "_] unsupported operation: more "
+               "than one element of the written-to tensor refers to a single memory location; clone() the "
+               "tensor first");
+}
+
+Scalar number_arg(nb::handle h, const char* op, const char* what) {
+  auto s = scalar_from_object(h);
+  RILL_CHECK(s.has_value(), Type, "[", op, "] ", what, " must be a number, got ", nb::inst_name(h).c_str());
+  return *s;
+}
+
+std::vector<int64_t> dims_or_all(nb::handle dim, const char* op) {
+  if (dim.is_none()) return {};
+  return ints_from_object(dim, op);
+}
+
+int64_t one_dim(nb::handle dim, const char* op) {
+  RILL_CHECK(!nb::isinstance<nb::bool_>(dim), Type, "[", op, "] dim must be an int, got bool");
+  auto d = ints_from_object(dim, op);
+  RILL_CHECK(d.size() == 1 && !nb::isinstance<nb::tuple>(dim) && !nb::isinstance<nb::list>(dim), Type, "[", op,
+             "] dim must be a single int");
+  return d[0];
+}
+
+// The schemas of one binary op: tensor-tensor, tensor-number, number-tensor (null when PyTorch has none).
+struct Binary {
+  std::string name;
+  const OpSchema* tensor;
+  const OpSchema* scalar;
+  const OpSchema* rscalar;
+};
+
+Binary make(const std::string& name, bool with_scalars = true) {
+  if (!with_scalars) return {name, &eager::op(name), nullptr, nullptr};
+  return {name, &eager::op(name), &eager::op(name + "_scalar"), &eager::op("r" + name + "_scalar")};
+}
+
+// a op b (reverse: b op a); nullopt when b is neither a tensor nor a number.
+std::optional<Tensor> try_apply(const Binary& op, const Tensor& a, nb::handle b, bool reverse) {
+  if (nb::isinstance<Tensor>(b)) {
+    const Tensor& t = nb::cast<const Tensor&>(b);
+    return reverse ? autograd::binary(*op.tensor, t, a) : autograd::binary(*op.tensor, a, t);
+  }
+  auto s = scalar_from_object(b);
+  if (!s || !op.scalar) return std::nullopt;
+  // Known from the arguments alone, so raised here rather than when the kernel runs (as for pow).
+  const bool int_division = op.name != "bitwise_and" && op.name != "bitwise_or" && op.name != "bitwise_xor";
+  if (int_division && !reverse && !s->is_floating() && !dtype_is_floating(a.dtype()) && s->to_int() == 0 &&
+      s->kind() != Scalar::Kind::kBool)
+    RILL_FAIL(Runtime, "ZeroDivisionError: [", op.name, "] integer division by zero; convert to float for "
+              "inf/nan results");
+  return autograd::binary_scalar(reverse ? *op.rscalar : *op.scalar, a, *s);
+}
+
+Tensor apply(const Binary& op, const Tensor& a, nb::handle b) {
+  auto r = try_apply(op, a, b, false);
+  RILL_CHECK(r.has_value(), Type, "[", op.name, "] expected a Tensor", op.scalar ? " or a number" : "",
+             " as the other operand, got ", nb::inst_name(b).c_str());
+  return *r;
+}
+
+nb::object apply_operator(const Binary& op, const Tensor& a, nb::handle b, bool reverse) {
+  auto r = try_apply(op, a, b, reverse);
+  if (!r) return nb::borrow(Py_NotImplemented);
+  return nb::cast(std::move(*r));
+}
+
+const Tensor& apply_inplace(const Binary& op, const Tensor& a, nb::handle b) {
+  check_writable(a, op.name);
+  if (nb::isinstance<Tensor>(b)) {
+    Tensor in[2] = {a, nb::cast<const Tensor&>(b)};
+    autograd::inplace(*op.tensor, in);
+    return a;
+  }
+  Tensor r = apply(op, a, b);  // checks the number (and division by zero) the same way
+  (void)r;
+  Scalar s[1] = {*scalar_from_object(b)};
+  autograd::inplace(*op.scalar, {&a, 1}, s);
+  return a;
+}
+
+// Define rill.<name>, Tensor.<name>, Tensor.<name>_ and the operators given.
+void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const Binary& op, const char* dunder = nullptr,
+                const char* rdunder = nullptr, const char* idunder = nullptr) {
+  const Binary* p = new Binary(op);  // lives as long as the module
+  m.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return apply(*p, a, b); }, nb::arg("input"),
+        nb::arg("other"));
+  cls.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return apply(*p, a, b); }, nb::arg("other"));
+  auto inplace = [p](const Tensor& a, nb::handle b) -> const Tensor& { return apply_inplace(*p, a, b); };
+  cls.def((p->name + "_").c_str(), inplace, nb::arg("other"), nb::rv_policy::reference_internal);
+  if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return apply_operator(*p, a, b, false); });
+  if (rdunder) cls.def(rdunder, [p](const Tensor& a, nb::handle b) { return apply_operator(*p, a, b, true); });
+  if (idunder) cls.def(idunder, inplace, nb::rv_policy::reference_internal);
+}
+
+// A unary op (with number arguments and attrs): rill.<name>, Tensor.<name>, Tensor.<name>_.
+Tensor unary_call(const OpSchema& op, const Tensor& x, std::span<const Scalar> scalars = {},
+                  AttrsSym attrs = empty_attrs()) {
+  return autograd::call1(op, {&x, 1}, scalars, attrs);
+}
+
+const Tensor& unary_inplace(const OpSchema& op, const Tensor& x, std::span<const Scalar> scalars = {},
+                            AttrsSym attrs = empty_attrs()) {
+  check_writable(x, op.name);
+  autograd::inplace(op, {&x, 1}, scalars, attrs);
+  return x;
+}
+
+// clamp(x, min, max) with numbers, tensors, or a mix (a number bound becomes a 0-dim tensor of x's dtype
+// category, as PyTorch's wrapped numbers).
+Tensor clamp(const Tensor& x, nb::handle lo, nb::handle hi, bool inplace) {
+  static const OpSchema& scalar = eager::op("clamp_scalar");
+  static const OpSchema& both = eager::op("clamp");
+  static const OpSchema& min_op = eager::op("clamp_min");
+  static const OpSchema& max_op = eager::op("clamp_max");
+  RILL_CHECK(!lo.is_none() || !hi.is_none(), Runtime, "[clamp] At least one of 'min' or 'max' must not be None");
+  const bool lo_t = nb::isinstance<Tensor>(lo), hi_t = nb::isinstance<Tensor>(hi);
+  if (inplace) check_writable(x, "clamp");
+  if (!lo_t && !hi_t) {
+    Scalar s[2] = {lo.is_none() ? Scalar() : number_arg(lo, "clamp", "min"),
+                   hi.is_none() ? Scalar() : number_arg(hi, "clamp", "max")};
+    AttrsSym attrs = make_attrs({!lo.is_none(), !hi.is_none()});
+    if (inplace) return autograd::inplace(scalar, {&x, 1}, s, attrs);
+    return autograd::call1(scalar, {&x, 1}, s, attrs);
+  }
+  auto as_tensor = [&](nb::handle v, const char* what) {
+    if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
+    Scalar s = number_arg(v, "clamp", what);
+    MetaSym metas[1] = {x.meta()};
+    Scalar ss[1] = {s};
+    return eager::full({}, s, result_type(metas, ss));
+  };
+  std::vector<Tensor> in = {x};
+  const OpSchema* op = &both;
+  if (lo.is_none()) {
+    op = &max_op;
+    in.push_back(as_tensor(hi, "max"));
+  } else if (hi.is_none()) {
+    op = &min_op;
+    in.push_back(as_tensor(lo, "min"));
+  } else {
+    in.push_back(as_tensor(lo, "min"));
+    in.push_back(as_tensor(hi, "max"));
+  }
+  if (inplace) return autograd::inplace(*op, in);
+  return autograd::call1(*op, in);
+}
+
+// var / std: (dim=None, unbiased=None, keepdim=False, *, correction=None); a bool first argument is unbiased.
+Tensor moment(const OpSchema& op, const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim,
+              nb::handle correction) {
+  if (nb::isinstance<nb::bool_>(dim)) {
+    RILL_CHECK(unbiased.is_none(), Type, "[", op.name, "] unbiased given twice");
+    unbiased = dim;
+    dim = nb::none();
+  }
+  double c = 1.0;
+  if (!correction.is_none()) {
+    RILL_CHECK(unbiased.is_none(), Type, "[", op.name, "] cannot specify both unbiased and correction; use "
+               "correction alone (unbiased=False is correction=0)");
+    c = number_arg(correction, op.name.c_str(), "correction").to_double();
+  } else if (!unbiased.is_none()) {
+    c = nb::cast<bool>(unbiased) ? 1.0 : 0.0;
+  }
+  return autograd::moment(op, x, dims_or_all(dim, op.name.c_str()), c, keepdim);
+}
+
+// p of torch.norm / ord of vector_norm: a number, inf, or 'fro' (the 2-norm).
+double norm_order(nb::handle p, const char* op) {
+  if (nb::isinstance<nb::str>(p)) {
+    std::string s = nb::cast<std::string>(p);
+    RILL_CHECK(s == "fro", NotImplemented, "[", op, "] p='", s, "' is not supported; use p='fro', a number or inf");
+    return 2.0;
+  }
+  return number_arg(p, op, "p").to_double();
+}
+
+}  // namespace
+
+void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
+  // --- rounding and square ---
+  for (std::string_view name : {"floor", "ceil", "trunc"}) {
+    const OpSchema* s = &eager::op(name);
+    std::string n(name);
+    m.def(n.c_str(), [s](const Tensor& x) { return unary_call(*s, x); }, nb::arg("input"));
+    cls.def(n.c_str(), [s](const Tensor& x) { return unary_call(*s, x); });
+    cls.def((n + "_").c_str(), [s](const Tensor& x) -> const Tensor& { return unary_inplace(*s, x); },
+            nb::rv_policy::reference_internal);
+  }
+  m.def("fix", [](const Tensor& x) { return unary_call(eager::op("trunc"), x); }, nb::arg("input"));
+  auto round = [](const Tensor& x, int64_t decimals) {
+    if (decimals == 0) return unary_call(eager::op("round"), x);
+    return unary_call(eager::op("round_decimals"), x, {}, make_attrs({decimals}));
+  };
+  auto round_ = [](const Tensor& x, int64_t decimals) -> const Tensor& {
+    if (decimals == 0) return unary_inplace(eager::op("round"), x);
+    return unary_inplace(eager::op("round_decimals"), x, {}, make_attrs({decimals}));
+  };
+  m.def("round", round, nb::arg("input"), nb::kw_only(), nb::arg("decimals") = 0);
+  cls.def("round", round, nb::kw_only(), nb::arg("decimals") = 0);
+  cls.def("round_", round_, nb::kw_only(), nb::arg("decimals") = 0, nb::rv_policy::reference_internal);
+  static const OpSchema* pow_scalar = &eager::op("pow_scalar");
+  auto square = [](const Tensor& x) { return autograd::binary_scalar(*pow_scalar, x, Scalar(int64_t{2})); };
+  m.def("square", square, nb::arg("input"));
+  cls.def("square", square);
+  cls.def("square_", [](const Tensor& x) -> const Tensor& {
+    check_writable(x, "square");
+    Scalar two[1] = {Scalar(int64_t{2})};
+    return autograd::inplace(*pow_scalar, {&x, 1}, two);
+  }, nb::rv_policy::reference_internal);
+
+  // --- activations (rill.nn.functional) ---
+  static const OpSchema* gelu = &eager::op("gelu");
+  m.def("gelu", [](const Tensor& x, const std::string& approximate) {
+    return unary_call(*gelu, x, {}, make_attrs({approximate}));
+  }, nb::arg("input"), nb::kw_only(), nb::arg("approximate") = "none");
+  // f(input, <numbers>..., inplace=False): the numbers are the op's scalars, in order.
+  auto def_activation = [&](const char* name, std::vector<std::pair<const char*, double>> params) {
+    const OpSchema* s = &eager::op(name);
+    auto fn = [s](const Tensor& x, std::vector<Scalar> numbers, bool inplace) -> Tensor {
+      if (inplace) return unary_inplace(*s, x, numbers);
+      return unary_call(*s, x, numbers);
+    };
+    if (params.empty()) {
+      m.def(name, [fn](const Tensor& x, bool inplace) { return fn(x, {}, inplace); }, nb::arg("input"),
+            nb::arg("inplace") = false);
+    } else if (params.size() == 1) {
+      m.def(name, [fn, name](const Tensor& x, nb::handle a, bool inplace) {
+        return fn(x, {number_arg(a, name, "argument")}, inplace);
+      }, nb::arg("input"), nb::arg(params[0].first) = params[0].second, nb::arg("inplace") = false);
+    } else {
+      m.def(name, [fn, name](const Tensor& x, nb::handle a, nb::handle b, bool inplace) {
+        return fn(x, {number_arg(a, name, "argument"), number_arg(b, name, "argument")}, inplace);
+      }, nb::arg("input"), nb::arg(params[0].first) = params[0].second, nb::arg(params[1].first) = params[1].second,
+            nb::arg("inplace") = false);
+    }
+  };
+  def_activation("silu", {});
+  def_activation("softplus", {{"beta", 1.0}, {"threshold", 20.0}});
+  def_activation("leaky_relu", {{"negative_slope", 0.01}});
+  def_activation("elu", {{"alpha", 1.0}});
+  def_activation("hardtanh", {{"min_val", -1.0}, {"max_val", 1.0}});
+
+  // --- clamp / clip ---
+  for (const char* name : {"clamp", "clip"}) {
+    m.def(name, [](const Tensor& x, nb::handle lo, nb::handle hi) { return clamp(x, lo, hi, false); },
+          nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+    cls.def(name, [](const Tensor& x, nb::handle lo, nb::handle hi) { return clamp(x, lo, hi, false); },
+            nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
+    cls.def((std::string(name) + "_").c_str(), [](const Tensor& x, nb::handle lo, nb::handle hi) -> const Tensor& {
+      clamp(x, lo, hi, true);
+      return x;
+    }, nb::arg("min") = nb::none(), nb::arg("max") = nb::none(), nb::rv_policy::reference_internal);
+  }
+  m.def("clamp_min", [](const Tensor& x, nb::handle lo) { return clamp(x, lo, nb::none(), false); },
+        nb::arg("input"), nb::arg("min"));
+  m.def("clamp_max", [](const Tensor& x, nb::handle hi) { return clamp(x, nb::none(), hi, false); },
+        nb::arg("input"), nb::arg("max"));
+  cls.def("clamp_min", [](const Tensor& x, nb::handle lo) { return clamp(x, lo, nb::none(), false); }, nb::arg("min"));
+  cls.def("clamp_max", [](const Tensor& x, nb::handle hi) { return clamp(x, nb::none(), hi, false); }, nb::arg("max"));
+
+  // --- binary ---
+  def_binary(m, cls, make("floor_divide"), "__floordiv__", "__rfloordiv__", "__ifloordiv__");
+  def_binary(m, cls, make("remainder"), "__mod__", "__rmod__", "__imod__");
+  def_binary(m, cls, make("fmod"));
+  def_binary(m, cls, make("bitwise_and"), "__and__", "__rand__", "__iand__");
+  def_binary(m, cls, make("bitwise_or"), "__or__", "__ror__", "__ior__");
+  def_binary(m, cls, make("bitwise_xor"), "__xor__", "__rxor__", "__ixor__");
+  for (std::string_view n : kLogicalOps) def_binary(m, cls, make(std::string(n), false));
+  def_binary(m, cls, make("atan2", false));
+  m.def("arctan2", [](const Tensor& a, const Tensor& b) { return autograd::binary(eager::op("atan2"), a, b); },
+        nb::arg("input"), nb::arg("other"));
+  // remainder(number, tensor)
+  m.def("remainder", [](nb::handle a, const Tensor& b) {
+    return autograd::binary_scalar(eager::op("rremainder_scalar"), b, number_arg(a, "remainder", "input"));
+  }, nb::arg("input"), nb::arg("other"));
+  for (const char* name : {"bitwise_not", "logical_not"}) {
+    const OpSchema* s = &eager::op(name);
+    m.def(name, [s](const Tensor& x) { return unary_call(*s, x); }, nb::arg("input"));
+    cls.def(name, [s](const Tensor& x) { return unary_call(*s, x); });
+    cls.def((std::string(name) + "_").c_str(), [s](const Tensor& x) -> const Tensor& { return unary_inplace(*s, x); },
+            nb::rv_policy::reference_internal);
+  }
+  cls.def("__invert__", [](const Tensor& x) {
+    RILL_CHECK(!dtype_is_floating(x.dtype()), Type, "[bitwise_not] ~ (operator.invert) is only implemented on "
+               "integer and Boolean-type tensors, got ", dtype_name(x.dtype()));
+    return unary_call(eager::op("bitwise_not"), x);
+  });
+
+  // --- lerp, addcmul, addcdiv ---
+  auto lerp = [](const Tensor& a, const Tensor& b, nb::handle w, bool inplace) -> Tensor {
+    if (inplace) check_writable(a, "lerp");
+    if (nb::isinstance<Tensor>(w)) {
+      Tensor in[3] = {a, b, nb::cast<Tensor>(w)};
+      return inplace ? autograd::inplace(eager::op("lerp"), in) : autograd::call1(eager::op("lerp"), in);
+    }
+    Tensor in[2] = {a, b};
+    Scalar s[1] = {number_arg(w, "lerp", "weight")};
+    const OpSchema& op = eager::op("lerp_scalar");
+    return inplace ? autograd::inplace(op, in, s) : autograd::call1(op, in, s);
+  };
+  m.def("lerp", [lerp](const Tensor& a, const Tensor& b, nb::handle w) { return lerp(a, b, w, false); },
+        nb::arg("input"), nb::arg("end"), nb::arg("weight"));
+  cls.def("lerp", [lerp](const Tensor& a, const Tensor& b, nb::handle w) { return lerp(a, b, w, false); },
+          nb::arg("end"), nb::arg("weight"));
+  cls.def("lerp_", [lerp](const Tensor& a, const Tensor& b, nb::handle w) -> const Tensor& {
+    lerp(a, b, w, true);
+    return a;
+  }, nb::arg("end"), nb::arg("weight"), nb::rv_policy::reference_internal);
+  for (const char* name : {"addcmul", "addcdiv"}) {
+    const OpSchema* s = &eager::op(name);
+    auto fn = [s](const Tensor& x, const Tensor& a, const Tensor& b, nb::handle value, bool inplace) -> Tensor {
+      Tensor in[3] = {x, a, b};
+      Scalar v[1] = {number_arg(value, s->name.c_str(), "value")};
+      if (inplace) {
+        check_writable(x, s->name);
+        return autograd::inplace(*s, in, v);
+      }
+      return autograd::call1(*s, in, v);
+    };
+    auto out_of_place = [fn](const Tensor& x, const Tensor& a, const Tensor& b, nb::handle v) {
+      return fn(x, a, b, v, false);
+    };
+    m.def(name, out_of_place, nb::arg("input"), nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(),
+          nb::arg("value") = 1);
+    cls.def(name, out_of_place, nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
+    cls.def((std::string(name) + "_").c_str(),
+            [fn](const Tensor& x, const Tensor& a, const Tensor& b, nb::handle v) -> const Tensor& {
+              fn(x, a, b, v, true);
+              return x;
+            },
+            nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1,
+            nb::rv_policy::reference_internal);
+  }
+
+  // --- reductions ---
+  static const OpSchema* prod = &eager::op("prod");
+  auto prod_fn = [](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
+    std::vector<int64_t> dims;
+    if (!dim.is_none()) dims.push_back(one_dim(dim, "prod"));
+    return autograd::reduce(*prod, x, dims, keepdim, dtype);
+  };
+  m.def("prod", prod_fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
+        nb::arg("dtype") = nb::none());
+  cls.def("prod", prod_fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
+          nb::arg("dtype") = nb::none());
+  for (const char* name : {"var", "std"}) {
+    const OpSchema* s = &eager::op(name);
+    auto fn = [s](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim, nb::handle correction) {
+      return moment(*s, x, dim, unbiased, keepdim, correction);
+    };
+    m.def(name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(),
+          nb::arg("keepdim") = false, nb::kw_only(), nb::arg("correction") = nb::none());
+    cls.def(name, fn, nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(), nb::arg("keepdim") = false,
+            nb::kw_only(), nb::arg("correction") = nb::none());
+  }
+  auto lse = [](const Tensor& x, nb::handle dim, bool keepdim) {
+    return autograd::logsumexp(x, ints_from_object(dim, "logsumexp"), keepdim);
+  };
+  m.def("logsumexp", lse, nb::arg("input"), nb::arg("dim"), nb::arg("keepdim") = false);
+  cls.def("logsumexp", lse, nb::arg("dim"), nb::arg("keepdim") = false);
+  for (const char* name : {"any", "all"}) {
+    const OpSchema* s = &eager::op(name);
+    auto fn = [s](const Tensor& x, nb::handle dim, bool keepdim) {
+      return autograd::reduce(*s, x, dims_or_all(dim, s->name.c_str()), keepdim);
+    };
+    m.def(name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+    cls.def(name, fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
+  }
+  auto norm = [](const Tensor& x, nb::handle p, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
+    return autograd::norm(x, norm_order(p, "norm"), dims_or_all(dim, "norm"), keepdim, dtype);
+  };
+  m.def("norm", norm, nb::arg("input"), nb::arg("p") = "fro", nb::arg("dim") = nb::none(),
+        nb::arg("keepdim") = false, nb::arg("dtype") = nb::none());
+  cls.def("norm", norm, nb::arg("p") = "fro", nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
+          nb::arg("dtype") = nb::none());
+  m.def("linalg_vector_norm", [](const Tensor& x, nb::handle ord, nb::handle dim, bool keepdim,
+                                 std::optional<DType> dtype) {
+    RILL_CHECK(!nb::isinstance<nb::str>(ord), Type, "[linalg.vector_norm] ord must be a number, got a string");
+    return autograd::norm(x, norm_order(ord, "linalg.vector_norm"), dims_or_all(dim, "linalg.vector_norm"), keepdim,
+                          dtype);
+  }, nb::arg("x"), nb::arg("ord") = 2, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
+        nb::arg("dtype") = nb::none());
+
+  // --- scans ---
+  for (const char* name : {"cumsum", "cumprod"}) {
+    const OpSchema* s = &eager::op(name);
+    auto fn = [s](const Tensor& x, nb::handle dim, std::optional<DType> dtype) {
+      return autograd::scan(*s, x, one_dim(dim, s->name.c_str()), dtype);
+    };
+    m.def(name, fn, nb::arg("input"), nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none());
+    cls.def(name, fn, nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none());
+    cls.def((std::string(name) + "_").c_str(), [fn](const Tensor& x, nb::handle dim, std::optional<DType> dtype)
+                -> const Tensor& {
+      Tensor y = fn(x, dim, dtype);
+      autograd::copy_(x, y);
+      return x;
+    }, nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::rv_policy::reference_internal);
+  }
+}
+
+}  // namespace rill::py
