@@ -29,6 +29,7 @@ from rill._creation import (  # noqa: F401
     get_default_dtype, is_floating_point, negative, absolute,
 )
 from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)
+from rill.serialization import save, load  # noqa: F401
 from rill import nn, optim  # noqa: F401
 
 # dtype aliases, as in PyTorch
