@@ -228,8 +228,9 @@ def test_iterable_dataset():
     assert _labels_flat(DataLoader(_Stream(7), batch_size=3)) == [[0, 1, 2], [3, 4, 5], [6]]
     assert len(DataLoader(_Stream(7), batch_size=3)) == 3
     assert _labels_flat(DataLoader(_Stream(7), batch_size=3, drop_last=True)) == [[0, 1, 2], [3, 4, 5]]
-    got = _labels_flat(DataLoader(_Stream(11), batch_size=2, num_workers=2))
-    assert sorted(sum(got, [])) == list(range(11))
+    for n, workers, batch in [(11, 2, 2), (10, 3, 2), (5, 4, 3), (1, 3, 1), (40, 3, 1)]:
+        got = _labels_flat(DataLoader(_Stream(n), batch_size=batch, num_workers=workers))
+        assert sorted(sum(got, [])) == list(range(n)), (n, workers, batch)
     with pytest.raises(ValueError, match="IterableDataset"):
         DataLoader(_Stream(3), shuffle=True)
 

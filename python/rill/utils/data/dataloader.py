@@ -231,12 +231,15 @@ class _MultiProcessIter:
 
     def __next__(self):
         while True:
+            # step over tasks that will yield nothing: answered "exhausted", or pending on a retired worker
             while self.rcvd_idx < self.send_idx:
-                info = self.task_info[self.rcvd_idx]
-                if len(info) == 2 or self.worker_active[info[0]]:
-                    break
-                del self.task_info[self.rcvd_idx]  # its worker ended (iterable datasets)
-                self.rcvd_idx += 1
+                info = self.task_info.get(self.rcvd_idx)
+                if info is None or (len(info) == 1 and not self.worker_active[info[0]]) or \
+                        (len(info) == 2 and isinstance(info[1], _IterableStop)):
+                    self.task_info.pop(self.rcvd_idx, None)
+                    self.rcvd_idx += 1
+                    continue
+                break
             else:
                 self._shutdown_workers()
                 raise StopIteration
@@ -246,16 +249,18 @@ class _MultiProcessIter:
                 self.rcvd_idx += 1
                 return self._process(info[1])
             idx, data = self._get_data()
-            if isinstance(data, _IterableStop):
-                wid = self.task_info[idx][0]
-                self.worker_active[wid] = False
-                self.index_queues[wid].put(None)
-                del self.task_info[idx]
-                if idx == self.rcvd_idx:
-                    self.rcvd_idx += 1
+            if idx not in self.task_info:  # the answer to a task already stepped over
+                continue
+            wid = self.task_info[idx][0]
+            if isinstance(data, _IterableStop):  # that worker's dataset copy is exhausted: retire it
+                if self.worker_active[wid]:
+                    self.worker_active[wid] = False
+                    self.index_queues[wid].put(None)
+                self.task_info[idx] = (wid, data)
+                self._try_put_index()  # keep the other workers busy
                 continue
             if idx != self.rcvd_idx:
-                self.task_info[idx] += (data,)
+                self.task_info[idx] = (wid, data)
                 continue
             del self.task_info[idx]
             self.rcvd_idx += 1
