@@ -2,7 +2,7 @@
 
 `from rill.nn.modules import _functional as F` then `F.conv2d(...)`: the name resolves (once, then cached) to
 rill.nn.functional's function when that module has it, else to a composite written below from the ops rill
-already has (matmul, exp, log, where, reductions, rand). The composites are a bridge for functions that the
+already has (matmul, exp, log, where, reductions, rand, slicing). The composites are a bridge for functions that the
 op library (issue 5) has not landed yet; once rill.nn.functional defines a name, its version is used and the
 composite here is dead code to delete. A name with neither raises NotImplementedError naming the function.
 """
@@ -226,6 +226,137 @@ def _embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sc
     return onehot.matmul(weight)
 
 
+# conv / pool: sums of strided slices times weight slices, zero padding by 0/1 matrices (all differentiable)
+
+def _pair(v, n=2):
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+
+
+def _pad_matrix(n, before, after, dtype):
+    """An (n, before + n + after) 0/1 matrix: x @ P pads x's last dim with zeros."""
+    rows = rill.arange(n).unsqueeze(1) + before
+    return (rows == rill.arange(n + before + after).unsqueeze(0)).to(dtype)
+
+
+def _zero_pad2d(x, top, bottom, left, right):
+    if left or right:
+        x = x.matmul(_pad_matrix(x.shape[-1], left, right, x.dtype))
+    if top or bottom:
+        x = _pad_matrix(x.shape[-2], top, bottom, x.dtype).t().matmul(x)
+    return x
+
+
+def _windows(x, kernel, stride, dilation):
+    """(i, j, slice of x) for every kernel offset: x[..., i*dh :: sh, j*dw :: sw] cut to the output size."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    h, w = x.shape[-2], x.shape[-1]
+    ho = (h - dh * (kh - 1) - 1) // sh + 1
+    wo = (w - dw * (kw - 1) - 1) // sw + 1
+    if ho <= 0 or wo <= 0:
+        raise RuntimeError(f"Calculated output size ({ho}x{wo}) is too small for input of size ({h}x{w})")
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, x[:, :, i * dh: i * dh + sh * (ho - 1) + 1: sh, j * dw: j * dw + sw * (wo - 1) + 1: sw]
+
+
+def _grouped_weight(weight, groups, in_channels):
+    """The (O, C, kh, kw) block-diagonal weight equivalent to weight (O, C/groups, kh, kw) with groups."""
+    o, cg = weight.shape[0], weight.shape[1]
+    og = o // groups
+    w = weight.permute(0, 2, 3, 1)  # (O, kh, kw, C/g)
+    full = None
+    for g in range(groups):
+        place = (rill.arange(cg).unsqueeze(1) + g * cg == rill.arange(in_channels).unsqueeze(0)).to(weight.dtype)
+        rows = ((rill.arange(o) >= g * og) * (rill.arange(o) < (g + 1) * og)).to(weight.dtype).reshape(o, 1, 1, 1)
+        term = w.matmul(place) * rows
+        full = term if full is None else full + term
+    return full.permute(0, 3, 1, 2)
+
+
+def _conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if groups != 1:
+        weight = _grouped_weight(weight, groups, input.shape[-3])
+    if input.ndim == 3:
+        return _conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation).squeeze(0)
+    kernel = (weight.shape[2], weight.shape[3])
+    stride, dilation = _pair(stride), _pair(dilation)
+    if padding == "valid":
+        pads = (0, 0, 0, 0)
+    elif padding == "same":
+        th, tw = dilation[0] * (kernel[0] - 1), dilation[1] * (kernel[1] - 1)
+        pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
+    else:
+        ph, pw = _pair(padding)
+        pads = (ph, ph, pw, pw)
+    x = _zero_pad2d(input, *pads)
+    out = None
+    for i, j, patch in _windows(x, kernel, stride, dilation):
+        term = patch.permute(0, 2, 3, 1).matmul(weight[:, :, i, j].t())
+        out = term if out is None else out + term
+    out = out.permute(0, 3, 1, 2)
+    return out if bias is None else out + bias.reshape(1, -1, 1, 1)
+
+
+def _conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if isinstance(padding, str):
+        pad2 = padding
+    else:
+        pad2 = (0, _pair(padding, 1)[0])
+    out = _conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _pair(stride, 1)[0]), pad2,
+                  (1, _pair(dilation, 1)[0]), groups)
+    return out.squeeze(-2)
+
+
+def _max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if ceil_mode or return_indices:
+        raise NotImplementedError("[max_pool2d] ceil_mode and return_indices need rill.nn.functional.max_pool2d "
+                                  "(issue 5)")
+    kernel = _pair(kernel_size)
+    stride = kernel if stride is None or stride == [] else _pair(stride)
+    ph, pw = _pair(padding)
+    x = input
+    if ph or pw:  # pad with -inf: zeros, then where() on a padded mask
+        mask = _zero_pad2d(rill.ones_like(input), ph, ph, pw, pw) > 0.5
+        x = rill.where(mask, _zero_pad2d(input, ph, ph, pw, pw), float("-inf"))
+    out = None
+    for _, _, patch in _windows(x, kernel, stride, _pair(dilation)):
+        out = patch if out is None else rill.maximum(out, patch)
+    return out
+
+
+def _avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    ph, pw = _pair(padding)
+    if ceil_mode or ((ph or pw) and not count_include_pad):
+        raise NotImplementedError("[avg_pool2d] ceil_mode and count_include_pad=False need "
+                                  "rill.nn.functional.avg_pool2d (issue 5)")
+    kernel = _pair(kernel_size)
+    stride = kernel if stride is None or stride == [] else _pair(stride)
+    x = _zero_pad2d(input, ph, ph, pw, pw)
+    out = None
+    for _, _, patch in _windows(x, kernel, stride, (1, 1)):
+        out = patch if out is None else out + patch
+    return out * (1.0 / (divisor_override or kernel[0] * kernel[1]))
+
+
+def _adaptive_matrix(n_in, n_out, dtype):
+    """(n_out, n_in): row i averages PyTorch's adaptive bin [floor(i*n/o), ceil((i+1)*n/o))."""
+    import numpy as np
+    m = np.zeros((n_out, n_in), dtype=np.float64)
+    for i in range(n_out):
+        start, end = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+        m[i, start:end] = 1.0 / (end - start)
+    return rill.tensor(m).to(dtype)
+
+
+def _adaptive_avg_pool2d(input, output_size):
+    oh, ow = _pair(output_size)
+    oh = input.shape[-2] if oh is None else oh
+    ow = input.shape[-1] if ow is None else ow
+    x = input.matmul(_adaptive_matrix(input.shape[-1], ow, input.dtype).t())
+    return _adaptive_matrix(input.shape[-2], oh, input.dtype).matmul(x)
+
+
 _COMPOSITES = {
     "linear": _linear,
     "relu": lambda input, inplace=False: rill.relu(input),
@@ -247,4 +378,9 @@ _COMPOSITES = {
     "batch_norm": _batch_norm,
     "group_norm": _group_norm,
     "embedding": _embedding,
+    "conv1d": _conv1d,
+    "conv2d": _conv2d,
+    "max_pool2d": _max_pool2d,
+    "avg_pool2d": _avg_pool2d,
+    "adaptive_avg_pool2d": _adaptive_avg_pool2d,
 }
