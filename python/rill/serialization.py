@@ -342,9 +342,31 @@ class _Storage:
         self.dtype = dtype
 
 
-class _StorageType:
+class _Sealed:
+    """Objects find_class hands to the unpickler: fresh per lookup and closed to BUILD, so a crafted pickle
+    can't set state on them (or on anything shared between loads)."""
+
+    __slots__ = ()
+
+    def __setstate__(self, state):
+        raise _bad(f"corrupted torch checkpoint: refusing to set state on {type(self).__name__}")
+
+
+class _StorageType(_Sealed):
+    __slots__ = ("dtype",)
+
     def __init__(self, dtype):
         self.dtype = dtype
+
+
+class _AllowedCallable(_Sealed):
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
 
 
 _TORCH_STORAGES = {
@@ -420,7 +442,9 @@ def _rebuild_parameter(data, requires_grad, backward_hooks, *state):
     return Parameter(data, requires_grad=bool(requires_grad) and data.is_floating_point())
 
 
-class _TorchDtype:
+class _TorchDtype(_Sealed):
+    __slots__ = ("name",)
+
     def __init__(self, name):
         self.name = name
 
@@ -433,6 +457,7 @@ def _codecs_encode(obj, encoding="utf-8"):
 
 
 def _allowed_globals():
+    """(module, name) -> a factory of the object find_class returns (a fresh one per lookup)."""
     allowed = {
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
@@ -442,11 +467,11 @@ def _allowed_globals():
         ("torch", "Size"): tuple,
         ("_codecs", "encode"): _codecs_encode,
     }
+    allowed = {k: (lambda fn=fn: _AllowedCallable(fn)) for k, fn in allowed.items()}
     for storage, dtype in _TORCH_STORAGES.items():
-        allowed[("torch", storage)] = _StorageType(dtype)
-        allowed[("torch.storage", storage)] = _StorageType(dtype)
+        allowed[("torch", storage)] = allowed[("torch.storage", storage)] = (lambda d=dtype: _StorageType(d))
     for name, dtype in _TORCH_DTYPES.items():
-        allowed[("torch", name)] = _TorchDtype(dtype)
+        allowed[("torch", name)] = (lambda d=dtype: _TorchDtype(d))
     return allowed
 
 
@@ -460,7 +485,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         try:
-            return _ALLOWED[(module, name)]
+            return _ALLOWED[(module, name)]()
         except (KeyError, TypeError):
             raise _bad(f"refusing to load '{module}.{name}' from a torch checkpoint: only tensors, parameters and "
                        "containers of them are allowed (loading never runs code from a file)") from None

@@ -192,6 +192,25 @@ def test_crafted_torch_zip_never_runs_code(tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("payload", [
+    b"\x80\x02ctorch\nFloatStorage\n}b.",  # BUILD on a storage type
+    b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n}b.",  # BUILD on an allowed function
+    b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nN}X\x0c\x00\x00\x00__defaults__(K\x01ts\x86b.",
+    b"\x80\x02cbuiltins\neval\nX\x04\x00\x00\x001+1\x85R.",
+    b"\x80\x02ctorch\nload\n.",
+])
+def test_torch_zip_pickle_tricks_are_refused(payload, tmp_path):
+    path = tmp_path / "trick.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("archive/data.pkl", payload)
+    with pytest.raises(RuntimeError, match=r"\[load\]"):
+        rill.load(str(path))
+    # and nothing shared was changed: a real checkpoint still loads
+    good = tmp_path / "good.pt"
+    torch.save({"x": torch.arange(3.0)}, str(good))
+    assert rill.load(str(good))["x"].tolist() == [0.0, 1.0, 2.0]
+
+
 def test_torch_zip_with_out_of_bounds_view_is_rejected(tmp_path):
     t = torch.arange(10, dtype=torch.float32)
     path = tmp_path / "t.pt"
