@@ -10,9 +10,6 @@ import math
 
 import rill
 
-_MISSING = object()
-
-
 def _from_functional(name):
     try:
         from rill.nn import functional
@@ -108,7 +105,7 @@ def _binary_cross_entropy_with_logits(input, target, weight=None, size_average=N
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
-def _one_hot_mask(target, num_classes, dim_size_like):
+def _one_hot_mask(target, num_classes):
     classes = rill.arange(num_classes).reshape(*([1, num_classes] + [1] * (target.ndim - 1)))
     return (target.unsqueeze(1) == classes)
 
@@ -117,7 +114,7 @@ def _nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, 
     if input.ndim == 1:
         return _nll_loss(input.unsqueeze(0), target.reshape(1), weight, None, ignore_index, None, reduction)
     c = input.shape[1]
-    mask = _one_hot_mask(target, c, input).to(input.dtype)
+    mask = _one_hot_mask(target, c).to(input.dtype)
     w = mask if weight is None else mask * weight.reshape(*([1, c] + [1] * (input.ndim - 2)))
     valid = (target != ignore_index).to(input.dtype)
     picked = -(input * w).sum(1) * valid
