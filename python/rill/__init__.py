@@ -39,6 +39,10 @@ from rill._creation import (  # noqa: F401
     is_tensor, numel, reshape, transpose, permute, flatten, squeeze, unsqueeze, narrow, clone,
     get_default_dtype, is_floating_point, negative, absolute,
 )
+from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)
+from rill._generator import Generator  # noqa: F401
+from rill.serialization import save, load  # noqa: F401
+from rill import nn, optim, utils  # noqa: F401
 
 # dtype aliases, as in PyTorch
 half = float16

@@ -140,6 +140,23 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
           }, nb::rv_policy::reference_internal)
       .def("retain_grad", [](const Tensor& t) { ag::retain_grad(t); },
            "Keep this non-leaf tensor's gradient in .grad after backward.")
+      .def_static("_make_subclass", [](nb::handle type, const Tensor& data, bool requires_grad) {
+            // An instance of a Python subclass of Tensor (rill.nn.Parameter) that shares data's memory as a
+            // new leaf, as torch.Tensor._make_subclass does.
+            RILL_CHECK(PyType_Check(type.ptr()) &&
+                       PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type.ptr()),
+                                        reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr())),
+                       Type, "[_make_subclass] expected a subclass of rill.Tensor");
+            RILL_CHECK(!requires_grad || dtype_is_floating(data.dtype()), Runtime,
+                       "only Tensors of floating point dtype can require gradients, got ", dtype_name(data.dtype()));
+            nb::object inst = nb::inst_alloc(type);
+            Tensor* t = nb::inst_ptr<Tensor>(inst);
+            new (t) Tensor(ag::detach(data));
+            nb::inst_mark_ready(inst);
+            if (requires_grad) t->impl()->set_requires_grad(true);
+            return inst;
+          }, nb::arg("cls"), nb::arg("data"), nb::arg("requires_grad") = false,
+          "A new leaf of type cls (a Tensor subclass) sharing data's memory.")
       .def("_register_hook", [](const Tensor& t, nb::handle fn) {
             RILL_CHECK(t.impl()->requires_grad(), Runtime,
                        "cannot register a hook on a tensor that doesn't require gradient");

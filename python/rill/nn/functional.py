@@ -7,7 +7,8 @@ layer (src/rill/autograd/conv.cpp) calls in backward. Inputs are (N, C, H, W) or
 """
 from rill import _C
 
-__all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+           "gelu", "silu", "softplus", "leaky_relu", "elu", "hardtanh", "relu", "sigmoid", "tanh"]
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -54,3 +55,50 @@ def adaptive_avg_pool2d(input, output_size):
             raise RuntimeError(f"[adaptive_avg_pool2d] Expected 3D or 4D tensor, but got {tuple(input.shape)}")
         output_size = tuple(input.shape[-2 + i] if s is None else s for i, s in enumerate(output_size))
     return _C._adaptive_avg_pool2d(input, output_size)
+
+
+# --- activations (elementwise ops in rill._C, with their own backward ops) -------------------------------
+
+def gelu(input, approximate="none"):
+    """GELU: x * Phi(x); approximate='tanh' uses the tanh formula."""
+    return _C.gelu(input, approximate=approximate)
+
+
+def silu(input, inplace=False):
+    """SiLU (swish): x * sigmoid(x)."""
+    return _C.silu(input, inplace=inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear above threshold."""
+    return _C.softplus(input, beta=beta, threshold=threshold)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """max(0, x) + negative_slope * min(0, x)."""
+    return _C.leaky_relu(input, negative_slope=negative_slope, inplace=inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    return _C.elu(input, alpha=alpha, inplace=inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clamped to [min_val, max_val]."""
+    return _C.hardtanh(input, min_val=min_val, max_val=max_val, inplace=inplace)
+
+
+def relu(input, inplace=False):
+    """max(0, x)."""
+    return input.relu_() if inplace else _C.relu(input)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-x))."""
+    return _C.sigmoid(input)
+
+
+def tanh(input):
+    """tanh(x)."""
+    return _C.tanh(input)

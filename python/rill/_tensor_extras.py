@@ -1,0 +1,72 @@
+"""Tensor methods the training stack needs: pickling (so tensors cross process boundaries, e.g. from
+DataLoader workers), deepcopy, and the in-place random fills uniform_/normal_ (installed only where the op
+library does not define them)."""
+import copy
+
+from rill import _C
+from rill._C import Tensor
+
+
+def _rebuild_tensor(array, dtype_name, requires_grad):
+    from rill.serialization import _tensor_from_array
+    t = _tensor_from_array(array, dtype_name)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _reduce_ex(self, protocol):
+    from rill.serialization import _dtype_name, _tensor_bytes
+    if self.grad_fn is not None:
+        raise RuntimeError("[pickle] can't pickle a non-leaf tensor that requires grad; pickle t.detach()")
+    return (_rebuild_tensor, (_tensor_bytes(self), _dtype_name(self.dtype), bool(self.requires_grad)))
+
+
+def _deepcopy(self, memo):
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                           "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                           "because of a torch.nn.utils.weight_norm usage, see "
+                           "https://github.com/pytorch/pytorch/pull/103001")
+    if id(self) in memo:
+        return memo[id(self)]
+    out = self.detach().clone()
+    if self.requires_grad:
+        out.requires_grad = True
+    if self.grad is not None:
+        out.grad = copy.deepcopy(self.grad, memo)
+    memo[id(self)] = out
+    return out
+
+
+def _sample_dtype(t):
+    return t.dtype if t.dtype in (_C.float32, _C.float64) else _C.float32
+
+
+def _uniform_(self, from_=0.0, to=1.0, generator=None):
+    """Fill with values drawn from U(from_, to) (in place)."""
+    if generator is not None:
+        raise NotImplementedError("[uniform_] generator= is not supported yet; seed with rill.manual_seed")
+    from rill.autograd.grad_mode import no_grad
+    u = _C.rand(*self._shape, dtype=_sample_dtype(self)) * (to - from_) + from_
+    with no_grad():
+        self.copy_(u.to(self.dtype))
+    return self
+
+
+def _normal_(self, mean=0.0, std=1.0, generator=None):
+    """Fill with values drawn from N(mean, std^2) (in place)."""
+    if generator is not None:
+        raise NotImplementedError("[normal_] generator= is not supported yet; seed with rill.manual_seed")
+    from rill.autograd.grad_mode import no_grad
+    n = _C.randn(*self._shape, dtype=_sample_dtype(self)) * std + mean
+    with no_grad():
+        self.copy_(n.to(self.dtype))
+    return self
+
+
+Tensor.__reduce_ex__ = _reduce_ex
+Tensor.__deepcopy__ = _deepcopy
+for _name, _fn in (("uniform_", _uniform_), ("normal_", _normal_)):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _fn)

@@ -1,0 +1,218 @@
+"""MultiheadAttention, TransformerEncoderLayer and TransformerEncoder, composed from Linear, LayerNorm, Dropout,
+softmax and matmul, with PyTorch's parameter names (their state dicts load across)."""
+import copy
+import math
+
+import rill
+from rill.nn import init
+from rill.nn.modules import _functional as F
+from rill.nn.modules.container import ModuleList
+from rill.nn.modules.dropout import Dropout
+from rill.nn.modules.linear import Linear, _factory
+from rill.nn.modules.module import Module
+from rill.nn.modules.normalization import LayerNorm
+from rill.nn.parameter import Parameter
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear; the name is PyTorch's, so reprs match."""
+
+
+def _float_mask(mask, dtype, name):
+    """A boolean mask (True = masked out) as an additive float mask; a float mask as it is."""
+    if mask is None:
+        return None
+    if mask.dtype == rill.bool:
+        return rill.where(mask, rill.full(tuple(mask.shape), float("-inf"), dtype=dtype),
+                          rill.zeros(*mask.shape, dtype=dtype))
+    if not mask.is_floating_point():
+        raise TypeError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+class MultiheadAttention(Module):
+    """Attention over num_heads heads: in_proj_weight (3E, E) (or q/k/v_proj_weight when kdim/vdim differ),
+    in_proj_bias, out_proj; inputs (L, N, E), or (N, L, E) with batch_first=True."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        super().__init__()
+        dtype = _factory(device, dtype)
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(rill.empty(embed_dim, embed_dim, dtype=dtype))
+            self.k_proj_weight = Parameter(rill.empty(embed_dim, self.kdim, dtype=dtype))
+            self.v_proj_weight = Parameter(rill.empty(embed_dim, self.vdim, dtype=dtype))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(rill.empty(3 * embed_dim, embed_dim, dtype=dtype))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(rill.empty(3 * embed_dim, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        if add_bias_kv:
+            raise NotImplementedError("[MultiheadAttention] add_bias_kv=True is not supported yet")
+        self.bias_k = self.bias_v = None
+        if add_zero_attn:
+            raise NotImplementedError("[MultiheadAttention] add_zero_attn=True is not supported yet")
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+
+    def _projections(self):
+        e = self.embed_dim
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            ws = (w[0:e], w[e:2 * e], w[2 * e:3 * e])
+        else:
+            ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        b = self.in_proj_bias
+        bs = (None, None, None) if b is None else (b[0:e], b[e:2 * e], b[2 * e:3 * e])
+        return ws, bs
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        is_batched = query.dim() == 3
+        if self.batch_first and is_batched:
+            query, key, value = (x.transpose(0, 1) for x in (query, key, value))
+        if not is_batched:
+            query, key, value = (x.unsqueeze(1) for x in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        tgt_len, bsz, embed_dim = query.shape
+        src_len = key.shape[0]
+        if embed_dim != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {embed_dim}")
+        h, hd = self.num_heads, self.head_dim
+        (wq, wk, wv), (bq, bk, bv) = self._projections()
+        q = F.linear(query, wq, bq)
+        k = F.linear(key, wk, bk)
+        v = F.linear(value, wv, bv)
+        q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
+        k = k.reshape(src_len, bsz * h, hd).transpose(0, 1)
+        v = v.reshape(src_len, bsz * h, hd).transpose(0, 1)
+
+        if is_causal and attn_mask is None:
+            attn_mask = rill.arange(src_len).unsqueeze(0) > rill.arange(tgt_len).unsqueeze(1)
+        mask = _float_mask(attn_mask, q.dtype, "attn_mask")
+        if mask is not None and mask.dim() == 3:
+            mask = mask.reshape(bsz, h, tgt_len, src_len).reshape(bsz * h, tgt_len, src_len)
+        if key_padding_mask is not None:
+            kpm = _float_mask(key_padding_mask, q.dtype, "key_padding_mask")
+            kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, h, 1, src_len).reshape(bsz * h, 1, src_len)
+            mask = kpm if mask is None else mask + kpm
+
+        scores = (q * math.sqrt(1.0 / float(hd))).matmul(k.transpose(-2, -1))
+        if mask is not None:
+            scores = scores + mask
+        attn = F.softmax(scores, dim=-1)
+        if self.dropout > 0.0 and self.training:
+            attn = F.dropout(attn, p=self.dropout)
+        out = attn.matmul(v)  # (N*H, L, hd)
+        out = out.transpose(0, 1).contiguous().reshape(tgt_len * bsz, embed_dim)
+        out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape(tgt_len, bsz, embed_dim)
+        if self.batch_first and is_batched:
+            out = out.transpose(0, 1)
+        if not is_batched:
+            out = out.squeeze(1)
+        if not need_weights:
+            return out, None
+        weights = attn.reshape(bsz, h, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if not is_batched:
+            weights = weights.squeeze(0)
+        return out, weights
+
+
+def _get_activation_fn(activation):
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward block, each with a residual and a LayerNorm (before with
+    norm_first=True, after by default)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                            dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        if isinstance(activation, str):
+            activation = _get_activation_fn(activation)
+        self.activation = activation
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerEncoder(Module):
+    """num_layers copies of encoder_layer, then an optional norm."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        out = src
+        for mod in self.layers:
+            out = mod(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        if self.norm is not None:
+            out = self.norm(out)
+        return out

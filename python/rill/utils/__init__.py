@@ -1,0 +1,2 @@
+"""rill.utils: data loading (rill.utils.data)."""
+from rill.utils import data  # noqa: F401
