@@ -25,6 +25,7 @@ const GradRule* find_rule(std::string_view op) {
     register_reduce_rules();
     register_matmul_rules();
     register_copy_rules();
+    register_nn_rules();
   });
   auto it = rule_table().find(std::string(op));
   return it == rule_table().end() ? nullptr : &it->second;
@@ -46,6 +47,7 @@ std::span<const Scalar> GradContext::scalars() const { return node_.scalars_; }
 const Attrs& GradContext::attrs() const { return *node_.attrs_; }
 const TensorMeta& GradContext::input_meta(size_t i) const { return *node_.input_metas_[i]; }
 bool GradContext::needs_grad(size_t i) const { return node_.next_edges()[i].valid(); }
+size_t GradContext::num_inputs() const { return node_.next_edges().size(); }
 
 // --- OpNode ---------------------------------------------------------------------------------
 

@@ -35,6 +35,8 @@ class GradContext {
   const TensorMeta& input_meta(size_t i) const;
   /** True when input i's gradient goes somewhere (others may be left undefined). */
   bool needs_grad(size_t i) const;
+  /** Number of tensor inputs of the op call (ops with optional inputs take a varying number). */
+  size_t num_inputs() const;
 
  private:
   const OpNode& node_;
@@ -67,6 +69,7 @@ void register_elementwise_rules();
 void register_reduce_rules();
 void register_matmul_rules();
 void register_copy_rules();
+void register_nn_rules();
 
 /** The backward node of one recorded op call. */
 class OpNode : public Node {

@@ -91,5 +91,6 @@ void register_elementwise_ops();
 void register_reduce_ops();
 void register_matmul_ops();
 void register_creation_ops();
+void register_nn_ops();
 
 }  // namespace rill

@@ -51,6 +51,7 @@ void register_all() {
     register_reduce_ops();
     register_matmul_ops();
     register_creation_ops();
+    register_nn_ops();
   });
 }
 

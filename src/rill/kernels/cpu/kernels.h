@@ -11,5 +11,8 @@ void register_elementwise_kernels();
 void register_reduce_kernels();
 void register_matmul_kernels();
 void register_creation_kernels();
+void register_softmax_kernels();
+void register_norm_kernels();
+void register_nn_kernels();
 
 }  // namespace rill::cpu

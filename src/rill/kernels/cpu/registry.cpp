@@ -13,6 +13,9 @@ void register_cpu_kernels() {
     register_reduce_kernels();
     register_matmul_kernels();
     register_creation_kernels();
+    register_softmax_kernels();
+    register_norm_kernels();
+    register_nn_kernels();
   });
 }
 
