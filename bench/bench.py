@@ -89,6 +89,35 @@ def workloads():
             _sync(lib)
         return run
 
+    def norm_mlp(lib):
+        # layer_norm + relu + linear on 64x512, forward and backward (relu stands in for gelu, which is
+        # another branch's op).
+        F = lib.nn.functional
+        rng = np.random.default_rng(0)
+        x = lib.tensor(rng.standard_normal((64, 512)).astype(np.float32)).requires_grad_()
+        g = lib.tensor(rng.standard_normal(512).astype(np.float32)).requires_grad_()
+        b = lib.tensor(rng.standard_normal(512).astype(np.float32)).requires_grad_()
+        w = lib.tensor((rng.standard_normal((512, 512)) * 0.04).astype(np.float32)).requires_grad_()
+        wb = lib.tensor(rng.standard_normal(512).astype(np.float32)).requires_grad_()
+
+        def run():
+            y = F.linear(F.relu(F.layer_norm(x, (512,), g, b)), w, wb)
+            y.sum().backward()
+            _sync(lib)
+        return run
+
+    def attention(lib):
+        # scaled_dot_product_attention on 8x4x128x64, forward and backward.
+        F = lib.nn.functional
+        rng = np.random.default_rng(1)
+        q, k, v = (lib.tensor(rng.standard_normal((8, 4, 128, 64)).astype(np.float32)).requires_grad_()
+                   for _ in range(3))
+
+        def run():
+            F.scaled_dot_product_attention(q, k, v).sum().backward()
+            _sync(lib)
+        return run
+
     return {
         "x = x + y, 1 elem, 20k ops (per op)": (scalar_loop, 1, 20000),
         "30-op chain on 64x64 (per op)": (chain_64, 20, 30),
@@ -97,6 +126,8 @@ def workloads():
         "add, 1M float32": (add_1m, 100, 1),
         "sum, 1M float32": (sum_1m, 100, 1),
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
+        "layer_norm+relu+linear 64x512 fwd+bwd": (norm_mlp, 50, 1),
+        "sdpa 8x4x128x64 fwd+bwd": (attention, 10, 1),
     }
 
 

@@ -22,6 +22,7 @@ from rill._C import is_grad_enabled  # noqa: F401
 from rill import asyncs  # noqa: F401
 from rill._tensor import Size  # noqa: F401  (also installs Python-side Tensor methods)
 from rill import autograd  # noqa: F401
+from rill import nn  # noqa: F401
 from rill.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 from rill._creation import (  # noqa: F401
     tensor, as_tensor, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
