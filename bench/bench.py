@@ -128,6 +128,33 @@ def workloads():
                 torch.nn.functional.conv2d(tx, tw, tb, padding=1).backward(tgy)
             return run
         return setup
+    def norm_mlp(lib):
+        # layer_norm + gelu + linear on 64x512, forward and backward.
+        F = lib.nn.functional
+        rng = np.random.default_rng(0)
+        x = lib.tensor(rng.standard_normal((64, 512)).astype(np.float32)).requires_grad_()
+        g = lib.tensor(rng.standard_normal(512).astype(np.float32)).requires_grad_()
+        b = lib.tensor(rng.standard_normal(512).astype(np.float32)).requires_grad_()
+        w = lib.tensor((rng.standard_normal((512, 512)) * 0.04).astype(np.float32)).requires_grad_()
+        wb = lib.tensor(rng.standard_normal(512).astype(np.float32)).requires_grad_()
+
+        def run():
+            y = F.linear(F.gelu(F.layer_norm(x, (512,), g, b)), w, wb)
+            y.sum().backward()
+            _sync(lib)
+        return run
+
+    def attention(lib):
+        # scaled_dot_product_attention on 8x4x128x64, forward and backward.
+        F = lib.nn.functional
+        rng = np.random.default_rng(1)
+        q, k, v = (lib.tensor(rng.standard_normal((8, 4, 128, 64)).astype(np.float32)).requires_grad_()
+                   for _ in range(3))
+
+        def run():
+            F.scaled_dot_product_attention(q, k, v).sum().backward()
+            _sync(lib)
+        return run
 
     return {
         "x = x + y, 1 elem, 20k ops (per op)": (scalar_loop, 1, 20000),
@@ -143,6 +170,8 @@ def workloads():
         "gelu tanh, 1M float32": (unary_1m(lambda lib, a: functional(lib).gelu(a, approximate="tanh")), 50, 1),
         "softplus, 1M float32": (unary_1m(lambda lib, a: functional(lib).softplus(a)), 50, 1),
         "var, 1M float32": (unary_1m(lambda lib, a: a.var()), 50, 1),
+        "layer_norm+gelu+linear 64x512 fwd+bwd": (norm_mlp, 50, 1),
+        "sdpa 8x4x128x64 fwd+bwd": (attention, 10, 1),
     }
 
 

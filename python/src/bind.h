@@ -54,6 +54,7 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void init_runtime(nb::module_& m);
 void init_vm(nb::module_& m);
 void init_nn(nb::module_& m);
+void init_nn_functional(nb::module_& m);
 
 }  // namespace rill::py
 

@@ -19,7 +19,8 @@ class In:
     positive: bool = False   # values in [0.1, ...): log, sqrt, pow bases, divisors
     low: float = None
     high: float = None
-    integer: bool = False    # an int64 input (no gradient), e.g. a where condition source
+    integer: bool = False    # an int64 input (no gradient), e.g. a where condition source; in [low, high)
+                             # when given (class indices)
     boolean: bool = False    # a bool input (where's condition)
 
 
@@ -73,6 +74,143 @@ def positive(specs):
 
 def second_positive(specs):
     return [(s[0], In(s[1].shape, s[1].view, positive=True)) for s in specs]
+
+
+# --- nn: rill.nn.functional (ops-nn) ---------------------------------------------------------------------
+# Targets are int64 class indices (In(..., integer=True, low=0, high=C)); ignore_index rows ignore a class that
+# occurs. Weights PyTorch does not differentiate (loss weights) are detach()ed in both frameworks; those rows,
+# and embedding's padding row (no gradient by definition), skip the finite-difference check.
+
+
+def F(m):
+    return m.nn.functional
+
+
+def _cls(shape, classes):
+    return In(shape, integer=True, low=0, high=classes)
+
+
+SOFTMAX = [(In((3, 5)),), (In((2, 3, 4)),), (In((4, 3), "t"),), (In((0, 3)),), (In(()),), (In((2, 40)),)]
+PAIR = [(In((3, 4)), In((3, 4))), (In((4, 3), "t"), In((3, 4))), (In((2, 3, 4)), In((2, 3, 4)))]
+PROBS = [(In((3, 4), low=0.05, high=0.95), In((3, 4), low=0.0, high=1.0)),
+         (In((6, 6), "strided", low=0.05, high=0.95), In((3, 3), low=0.0, high=1.0))]
+IMAGE = [(In((2, 3, 4, 5)),), (In((1, 2, 3, 3)),)]
+
+NN_CASES = [
+    case("F.relu", lambda m, x: F(m).relu(x), UNARY[:2]),
+    case("F.sigmoid", lambda m, x: F(m).sigmoid(x), UNARY[:2]),
+    case("F.tanh", lambda m, x: F(m).tanh(x), UNARY[:2]),
+    case("softmax", lambda m, x: F(m).softmax(x, -1), SOFTMAX, dtypes=ALL_FLOATS),
+    case("softmax_dim0", lambda m, x: F(m).softmax(x, 0), [(In((3, 5)),), (In((2, 3, 4), "permute"),)]),
+    case("softmax_dim1", lambda m, x: F(m).softmax(x, 1), [(In((2, 3, 4)),), (In((2, 17, 3)),)], dtypes=ALL_FLOATS),
+    case("softmax_dtype", lambda m, x: F(m).softmax(x, -1, dtype=m.float64), [(In((3, 5)),)], dtypes=("float32",)),
+    case("softmax_large", lambda m, x: F(m).softmax(x * 100, -1), [(In((3, 33)),)]),
+    # 16-bit floats: PyTorch's CPU kernel rounds differently (results up to 2 ulp apart), so float32/64 only.
+    case("log_softmax", lambda m, x: F(m).log_softmax(x, -1), SOFTMAX),
+    case("log_softmax_dim1", lambda m, x: F(m).log_softmax(x, 1), [(In((2, 3, 4)),), (In((4, 3), "t"),)]),
+    case("log_softmax_large", lambda m, x: F(m).log_softmax(x * 100, 1), [(In((3, 33)),)]),
+    case("layer_norm", lambda m, x, w, b: F(m).layer_norm(x, (5,), w, b),
+         [(In((3, 5)), In((5,)), In((5,))), (In((2, 3, 5)), In((5,)), In((5,))), (In((5, 3), "t"), In((5,)), In((5,))),
+          (In((0, 5)), In((5,)), In((5,)))], dtypes=ALL_FLOATS),
+    case("layer_norm_2d", lambda m, x, w, b: F(m).layer_norm(x, (3, 4), w, b, eps=1e-3),
+         [(In((2, 3, 4)), In((3, 4)), In((3, 4)))]),
+    case("layer_norm_plain", lambda m, x: F(m).layer_norm(x, [x.shape[-1]]), [(In((3, 4)),), (In((2, 40)),)]),
+    case("layer_norm_weight", lambda m, x, w: F(m).layer_norm(x, (4,), w), [(In((3, 4)), In((4,)))]),
+    case("layer_norm_bias", lambda m, x, b: F(m).layer_norm(x, (4,), None, b), [(In((3, 4)), In((4,)))]),
+    case("layer_norm_offset", lambda m, x: F(m).layer_norm(x + 1000, (6,)), [(In((3, 6)),)], dtypes=("float64",)),
+    case("linear", lambda m, x, w, b: F(m).linear(x, w, b),
+         [(In((3, 4)), In((5, 4)), In((5,))), (In((2, 3, 4)), In((5, 4)), In((5,))), (In((4,)), In((5, 4)), In((5,))),
+          (In((4, 3), "t"), In((4, 5), "t"), In((5,))), (In((0, 4)), In((5, 4)), In((5,)))], dtypes=ALL_FLOATS),
+    case("linear_no_bias", lambda m, x, w: F(m).linear(x, w), [(In((3, 4)), In((5, 4))), (In((2, 2, 4)), In((1, 4)))]),
+    case("embedding", lambda m, w, i: F(m).embedding(i, w), [(In((5, 3)), _cls((2, 4), 5)), (In((4, 2)), _cls((3,), 4))]),
+    case("embedding_padding", lambda m, w, i: F(m).embedding(i, w, padding_idx=1), [(In((5, 3)), _cls((2, 6), 5))], finite_differences=False),
+    case("embedding_padding_neg", lambda m, w, i: F(m).embedding(i, w, padding_idx=-1), [(In((4, 3)), _cls((7,), 4))], finite_differences=False),
+    case("nll_loss", lambda m, x, t: F(m).nll_loss(x, t), [(In((4, 5)), _cls((4,), 5)), (In((5,)), _cls((), 5))]),
+    case("nll_loss_sum", lambda m, x, t: F(m).nll_loss(x, t, reduction="sum"), [(In((4, 5)), _cls((4,), 5))]),
+    case("nll_loss_none", lambda m, x, t: F(m).nll_loss(x, t, reduction="none"),
+         [(In((4, 5)), _cls((4,), 5)), (In((2, 5, 3)), _cls((2, 3), 5))]),
+    case("nll_loss_weight", lambda m, x, t, w: F(m).nll_loss(x, t, weight=w.detach(), ignore_index=2),
+         [(In((6, 3)), _cls((6,), 3), In((3,), positive=True))], finite_differences=False),
+    case("nll_loss_4d", lambda m, x, t: F(m).nll_loss(x, t, ignore_index=0), [(In((2, 3, 2, 2)), _cls((2, 2, 2), 3))]),
+    case("cross_entropy", lambda m, x, t: F(m).cross_entropy(x, t),
+         [(In((4, 5)), _cls((4,), 5)), (In((5, 4), "t"), _cls((4,), 5)), (In((5,)), _cls((), 5)),
+          (In((2, 3, 4)), _cls((2, 4), 3))], dtypes=ALL_FLOATS),
+    case("cross_entropy_weight", lambda m, x, t, w: F(m).cross_entropy(x, t, w.detach(), ignore_index=1),
+         [(In((6, 3)), _cls((6,), 3), In((3,), positive=True))], finite_differences=False),
+    case("cross_entropy_smoothing", lambda m, x, t: F(m).cross_entropy(x, t, label_smoothing=0.2, ignore_index=3),
+         [(In((6, 4)), _cls((6,), 4)), (In((2, 4, 3)), _cls((2, 3), 4))]),
+    case("cross_entropy_smoothing_weight_sum", lambda m, x, t, w: F(m).cross_entropy(
+        x, t, w.detach(), reduction="sum", label_smoothing=0.1), [(In((5, 3)), _cls((5,), 3), In((3,), positive=True))], finite_differences=False),
+    case("cross_entropy_smoothing_weight_mean", lambda m, x, t, w: F(m).cross_entropy(
+        x, t, w.detach(), ignore_index=0, label_smoothing=0.3), [(In((6, 3)), _cls((6,), 3), In((3,), positive=True))], finite_differences=False),
+    case("cross_entropy_none", lambda m, x, t: F(m).cross_entropy(x, t, reduction="none", label_smoothing=0.1),
+         [(In((4, 5)), _cls((4,), 5))]),
+    case("cross_entropy_probs", lambda m, x, p: F(m).cross_entropy(x, p),
+         [(In((4, 5)), In((4, 5), positive=True))]),
+    case("cross_entropy_probs_options", lambda m, x, p, w: F(m).cross_entropy(x, p, w.detach(), reduction="sum",
+                                                                            label_smoothing=0.25),
+         [(In((3, 4)), In((3, 4), positive=True), In((4,), positive=True)),
+          (In((2, 4, 3)), In((2, 4, 3), positive=True), In((4,), positive=True))], finite_differences=False),
+    case("cross_entropy_probs_none", lambda m, x, p: F(m).cross_entropy(x, p, reduction="none"),
+         [(In((2, 4, 3)), In((2, 4, 3), positive=True))]),
+    case("mse_loss", lambda m, x, y: F(m).mse_loss(x, y), PAIR),
+    case("mse_loss_none", lambda m, x, y: F(m).mse_loss(x, y, reduction="none"), PAIR[:1]),
+    case("mse_loss_sum_weight", lambda m, x, y, w: F(m).mse_loss(x, y, reduction="sum", weight=w),
+         [(In((3, 4)), In((3, 4)), In((3, 4), positive=True))]),
+    case("l1_loss", lambda m, x, y: F(m).l1_loss(x, y), PAIR),
+    case("l1_loss_sum", lambda m, x, y: F(m).l1_loss(x, y, reduction="sum"), PAIR[:1]),
+    case("smooth_l1_loss", lambda m, x, y: F(m).smooth_l1_loss(x, y), PAIR),
+    case("smooth_l1_loss_beta", lambda m, x, y: F(m).smooth_l1_loss(x, y, reduction="none", beta=0.5), PAIR[:2]),
+    case("smooth_l1_loss_beta0", lambda m, x, y: F(m).smooth_l1_loss(x, y, beta=0.0), PAIR[:1]),
+    case("binary_cross_entropy", lambda m, x, y: F(m).binary_cross_entropy(x, y), PROBS),
+    case("binary_cross_entropy_weight", lambda m, x, y, w: F(m).binary_cross_entropy(
+        x, y, w.detach(), reduction="sum"), [PROBS[0] + (In((4,), positive=True),)], finite_differences=False),
+    case("binary_cross_entropy_none", lambda m, x, y: F(m).binary_cross_entropy(x, y, reduction="none"), PROBS[:1]),
+    case("bce_with_logits", lambda m, x, y: F(m).binary_cross_entropy_with_logits(x, y),
+         [(In((3, 4)), In((3, 4), low=0.0, high=1.0)), (In((4, 3), "t"), In((3, 4), low=0.0, high=1.0))]),
+    case("bce_with_logits_options", lambda m, x, y, w, pw: F(m).binary_cross_entropy_with_logits(
+        x, y, w.detach(), reduction="none", pos_weight=pw.detach()),
+         [(In((3, 4)), In((3, 4), low=0.0, high=1.0), In((3, 4), positive=True), In((4,), positive=True))], finite_differences=False),
+    case("bce_with_logits_large", lambda m, x, y: F(m).binary_cross_entropy_with_logits(x * 30, y, reduction="sum"),
+         [(In((3, 4)), In((3, 4), low=0.0, high=1.0))]),
+    case("pad_constant", lambda m, x: F(m).pad(x, (1, 2)), [(In((2, 3, 4)),), (In((4, 3), "t"),)]),
+    case("pad_constant_3d", lambda m, x: F(m).pad(x, (1, 1, 0, 2, 1, 0), value=1.5), [(In((2, 3, 4)),)]),
+    case("pad_negative", lambda m, x: F(m).pad(x, (-1, 2, 1, -1)), [(In((3, 4)),)]),
+    case("pad_reflect", lambda m, x: F(m).pad(x, (2, 1, 1, 2), mode="reflect"), [(In((1, 2, 4, 5)),)]),
+    case("pad_reflect_1d", lambda m, x: F(m).pad(x, (3, 1), mode="reflect"), [(In((2, 3, 5)),)]),
+    case("pad_replicate", lambda m, x: F(m).pad(x, (2, 1, 1, 3), mode="replicate"), [(In((1, 2, 3, 4)),)]),
+    case("interpolate_nearest", lambda m, x: F(m).interpolate(x, size=(5, 7)), IMAGE),
+    case("interpolate_nearest_scale", lambda m, x: F(m).interpolate(x, scale_factor=2), IMAGE[:1]),
+    case("interpolate_nearest_down", lambda m, x: F(m).interpolate(x, size=(2, 3)), IMAGE[:1]),
+    case("interpolate_bilinear", lambda m, x: F(m).interpolate(x, size=(6, 8), mode="bilinear"), IMAGE),
+    case("interpolate_bilinear_corners", lambda m, x: F(m).interpolate(x, size=(7, 3), mode="bilinear",
+                                                                       align_corners=True), IMAGE),
+    case("interpolate_bilinear_scale", lambda m, x: F(m).interpolate(x, scale_factor=1.5, mode="bilinear"), IMAGE),
+    case("interpolate_linear", lambda m, x: F(m).interpolate(x, size=7, mode="linear"), [(In((2, 3, 4)),)]),
+    case("sdpa", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v),
+         [(In((2, 3, 4)), In((2, 5, 4)), In((2, 5, 6))), (In((2, 2, 3, 4)), In((2, 2, 3, 4)), In((2, 2, 3, 4)))]),
+    case("sdpa_causal", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3),
+         [(In((2, 4, 3)), In((2, 4, 3)), In((2, 4, 3)))]),
+    case("sdpa_bool_mask", lambda m, q, k, v, b: F(m).scaled_dot_product_attention(q, k, v, attn_mask=b > -1.0),
+         [(In((2, 3, 4)), In((2, 5, 4)), In((2, 5, 4)), In((3, 5)))]),
+    case("sdpa_float_mask", lambda m, q, k, v, b: F(m).scaled_dot_product_attention(q, k, v, attn_mask=b),
+         [(In((2, 3, 4)), In((2, 5, 4)), In((2, 5, 4)), In((3, 5)))]),
+    case("batch_norm_train", lambda m, x, w, b: F(m).batch_norm(x, m.zeros(3, dtype=x.dtype), m.ones(3, dtype=x.dtype),
+                                                               w, b, training=True),
+         [(In((4, 3)), In((3,)), In((3,))), (In((2, 3, 4, 2)), In((3,)), In((3,)))]),
+    case("batch_norm_train_plain", lambda m, x: F(m).batch_norm(x, None, None, training=True, momentum=0.3),
+         [(In((5, 3, 2)),)]),
+    case("batch_norm_eval", lambda m, x, rm, rv, w, b: F(m).batch_norm(x, rm.detach(), rv.detach(), w, b),
+         [(In((4, 3, 2)), In((3,)), In((3,), positive=True), In((3,)), In((3,)))], finite_differences=False),
+    case("group_norm", lambda m, x, w, b: F(m).group_norm(x, 2, w, b),
+         [(In((2, 4, 3)), In((4,)), In((4,))), (In((2, 6, 2, 2)), In((6,)), In((6,)))]),
+    case("group_norm_plain", lambda m, x: F(m).group_norm(x, 3, eps=1e-3), [(In((3, 6, 5)),)]),
+    case("dropout_eval", lambda m, x: F(m).dropout(x, 0.5, training=False) * 1, UNARY[:2]),
+    case("dropout_p0", lambda m, x: F(m).dropout(x, 0.0) * 1, UNARY[:2]),
+    case("dropout_p1", lambda m, x: F(m).dropout(x, 1.0), UNARY[:2]),
+    case("one_hot", lambda m, t: F(m).one_hot(t, 5), [(_cls((2, 3), 5),), (_cls((0,), 5),)], differentiable=False),
+    case("one_hot_infer", lambda m, t: F(m).one_hot(t), [(_cls((7,), 4),)], differentiable=False),
+]
 
 
 CASES = [
@@ -193,6 +331,8 @@ CASES = [
          [(In((2, 3, 7, 7)),)]),
     case("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
          [(In((2, 3, 7, 8)),)]),
+    # --- nn: rill.nn.functional (ops-nn) -----------------------------------------------------------------
+    *NN_CASES,
     # --- not differentiable ---
     case("eq", lambda m, a, b: a == b, BINARY[:2], differentiable=False),
     case("lt_scalar", lambda m, x: x < 0.5, UNARY[:2], differentiable=False),

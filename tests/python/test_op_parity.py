@@ -28,7 +28,7 @@ def base_arrays(spec, dtype, seed):
         if inp.boolean:
             arrays.append(make_array(inp.shape, "bool", seed=seed + k))
         elif inp.integer:
-            arrays.append(make_array(inp.shape, "int64", seed=seed + k))
+            arrays.append(make_array(inp.shape, "int64", seed=seed + k, low=inp.low, high=inp.high))
         else:
             # float64 data so every dtype sees the same values (16-bit ones rounded once when converted)
             arrays.append(make_array(inp.shape, "float64", seed=seed + k, positive=inp.positive, low=inp.low,

@@ -1,14 +1,554 @@
-"""rill.nn.functional: PyTorch-signature convolution and pooling functions (differentiable).
+"""rill.nn.functional: torch.nn.functional's names, signatures and defaults.
 
-Each op's gradient is its own op in ``rill._C`` (``_conv2d_backward_input``,
-``_conv2d_backward_weight``, ``_max_pool2d_backward``, ...), which the autograd
-layer (src/rill/autograd/conv.cpp) calls in backward. Inputs are (N, C, H, W) or unbatched
-(C, H, W) (``conv1d``: (N, C, L) or (C, L)); float32 and float64.
+softmax, log_softmax, layer_norm, linear, embedding, dropout and nll_loss run ops with dedicated kernels
+(rill._C._nn); convolution and pooling run oneDNN-backed ops whose gradients are ops of their own
+(src/rill/autograd/conv.cpp); the activations are elementwise ops with backward ops; the rest are
+composed here from those and the Tensor ops, so their gradients come from the ops they are made of.
 """
-from rill import _C
+import builtins
+import math
+import warnings
 
-__all__ = ["conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-           "gelu", "silu", "softplus", "leaky_relu", "elu", "hardtanh", "relu", "sigmoid", "tanh"]
+import numpy as np
+
+import rill
+from rill import _C
+from rill._C import Tensor
+
+_nn = _C._nn
+
+# ---------------------------------------------------------------------------------------------------------
+# activations
+# ---------------------------------------------------------------------------------------------------------
+
+def gelu(input, approximate="none"):
+    """GELU: x * Phi(x); approximate='tanh' uses the tanh formula."""
+    return _C.gelu(input, approximate=approximate)
+
+
+def silu(input, inplace=False):
+    """SiLU (swish): x * sigmoid(x)."""
+    return _C.silu(input, inplace=inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear above threshold."""
+    return _C.softplus(input, beta=beta, threshold=threshold)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """max(0, x) + negative_slope * min(0, x)."""
+    return _C.leaky_relu(input, negative_slope=negative_slope, inplace=inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    return _C.elu(input, alpha=alpha, inplace=inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clamped to [min_val, max_val]."""
+    return _C.hardtanh(input, min_val=min_val, max_val=max_val, inplace=inplace)
+
+
+
+def relu(input, inplace=False):
+    """max(input, 0), elementwise."""
+    return input.relu_() if inplace else rill.relu(input)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-input)), elementwise."""
+    return rill.sigmoid(input)
+
+
+def tanh(input):
+    """tanh(input), elementwise."""
+    return rill.tanh(input)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# softmax
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _softmax_dim(name, ndim):
+    # PyTorch's legacy choice when dim is omitted, with its warning.
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(input) / sum(exp(input)) along dim (computed in dtype when given)."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim)
+    return _nn.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(input)) along dim, computed without forming softmax (numerically stable)."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim)
+    return _nn.log_softmax(input, dim, dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# linear, embedding, one_hot
+# ---------------------------------------------------------------------------------------------------------
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias."""
+    return _nn.linear(input, weight, bias)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Rows of weight picked by the integer tensor input; row padding_idx gets no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("[embedding] max_norm, scale_grad_by_freq and sparse are not supported")
+    rows = weight.shape[0] if weight.ndim >= 1 else 0
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < rows, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -rows, "Padding_idx must be within num_embeddings"
+            padding_idx = rows + padding_idx
+    else:
+        padding_idx = -1
+    return _nn.embedding(input, weight, padding_idx)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 tensor of shape tensor.shape + (num_classes,) with a 1 at each value's position. num_classes=-1
+    infers it from the largest value (a sync point)."""
+    if not isinstance(tensor, Tensor) or tensor.dtype != rill.int64:
+        raise RuntimeError("[one_hot] one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() > 0:
+        if tensor.min().item() < 0:
+            raise RuntimeError("[one_hot] Class values must be non-negative.")
+        top = tensor.max().item()
+        if num_classes == -1:
+            num_classes = top + 1
+        elif top >= num_classes:
+            raise RuntimeError("[one_hot] Class values must be smaller than num_classes.")
+    elif num_classes == -1:
+        raise RuntimeError("[one_hot] Can not infer total number of classes from empty tensor.")
+    return (tensor.unsqueeze(-1) == rill.arange(num_classes)).long()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# normalization
+# ---------------------------------------------------------------------------------------------------------
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing dims normalized_shape (biased variance), then scale and shift."""
+    return _nn.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def _channel_view(t, ndim):
+    # A per-channel (C,) tensor shaped to broadcast against (N, C, *).
+    return t.reshape([1, -1] + [1] * (ndim - 2))
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each group of channels of each sample (the layer_norm kernel on (N, G, rest)), then scale
+    and shift per channel."""
+    if input.ndim < 2:
+        raise RuntimeError(f"[group_norm] Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if num_groups <= 0 or c % num_groups != 0:
+        raise RuntimeError(f"[group_norm] Expected number of channels in input to be divisible by num_groups, "
+                           f"but got input of shape {list(input.shape)} and num_groups={num_groups}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != (c,):
+            raise RuntimeError(f"[group_norm] Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape {list(p.shape)} and input of shape "
+                               f"{list(input.shape)}")
+    grouped = input.reshape(n, num_groups, -1)
+    y = _nn.layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(tuple(input.shape))
+    if weight is not None:
+        y = y * _channel_view(weight, input.ndim)
+    if bias is not None:
+        y = y + _channel_view(bias, input.ndim)
+    return y
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """Normalise each channel (dim 1) over the batch and spatial dims. Training uses the batch statistics
+    and updates running_mean/running_var in place (unbiased variance, with momentum); eval uses them."""
+    if input.ndim < 2:
+        raise ValueError(f"[batch_norm] expected 2D or more input (got {input.ndim}D input)")
+    c = input.shape[1]
+    dims = [0] + list(range(2, input.ndim))
+    count = input.numel() // c if c else 0
+    for name, p in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if p is not None and p.numel() != c:
+            raise RuntimeError(f"[batch_norm] {name} should contain {c} elements not {p.numel()}")
+    if training:
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        with rill.no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.reshape(-1).to(running_mean.dtype) * momentum)
+            if running_var is not None:
+                unbiased = var.reshape(-1) * (count / (count - 1))
+                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("[batch_norm] running_mean and running_var must be defined in evaluation mode")
+        centered = input - _channel_view(running_mean, input.ndim)
+        var = _channel_view(running_var, input.ndim)
+    y = centered / (var + eps).sqrt()
+    if weight is not None:
+        y = y * _channel_view(weight, input.ndim)
+    if bias is not None:
+        y = y + _channel_view(bias, input.ndim)
+    return y
+
+
+# ---------------------------------------------------------------------------------------------------------
+# dropout
+# ---------------------------------------------------------------------------------------------------------
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p) (training only). The mask comes
+    from rill's generator, so rill.manual_seed makes it reproducible."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    out = _nn.dropout(input, p, training)
+    if inplace and out is not input:
+        return input.copy_(out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# losses
+# ---------------------------------------------------------------------------------------------------------
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _reduction(size_average, reduce, reduction):
+    # The deprecated size_average/reduce arguments override reduction, as in PyTorch.
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "mean" if (size_average and reduce) else "sum" if reduce else "none"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _check_same_size(name, input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                      f"({input.shape}). This will likely lead to incorrect results due to broadcasting. Please "
+                      "ensure they have the same size.", stacklevel=3)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """-input[n, target[n]] (times weight[target[n]]), reduced; targets equal to ignore_index count for
+    nothing (mean divides by the summed weights of the other targets)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    return _nn.nll_loss(input, target, weight, _REDUCTIONS[reduction], ignore_index)[0]
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """nll_loss(log_softmax(input, class dim), target) for class-index targets; for probability targets
+    (a floating target of input's shape) -sum(target * log_softmax(input)) over the class dim. label_smoothing
+    mixes the target with the uniform distribution, with PyTorch's formulas."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"[cross_entropy] label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 1 if input.ndim >= 2 else 0
+    classes = input.shape[class_dim] if input.ndim >= 1 else 1
+    logp = _nn.log_softmax(input, class_dim, None)
+    w = None if weight is None else (weight if input.ndim < 2 else _channel_view(weight, input.ndim))
+    if target.is_floating_point():
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"[cross_entropy] Expected target of probabilities to have the input's shape "
+                               f"{list(input.shape)}, got {list(target.shape)}")
+        if label_smoothing > 0.0:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        terms = logp * target if w is None else logp * target * w
+        if reduction == "none":
+            return -terms.sum(class_dim)
+        if reduction == "sum":
+            return -terms.sum()
+        batch = input.numel() // classes if classes else 0
+        return -terms.sum() / batch if batch else -terms.sum() * math.nan
+    loss, total_weight = _nn.nll_loss(logp, target, weight, _REDUCTIONS[reduction], ignore_index)
+    if label_smoothing <= 0.0:
+        return loss
+    smooth = -(logp if w is None else logp * w).sum(class_dim)
+    smooth = rill.where(target == ignore_index, 0.0, smooth)
+    if reduction == "mean":
+        smooth = smooth.sum() / total_weight
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return loss * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+
+
+def _weighted(loss, weight):
+    return loss if weight is None else loss * weight
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """(input - target)^2, reduced."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_same_size("mse_loss", input, target)
+    d = input - target
+    return _reduce(_weighted(d * d, weight), reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|, reduced."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_same_size("l1_loss", input, target)
+    return _reduce(_weighted((input - target).abs(), weight), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 * d^2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target), reduced."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("[smooth_l1_loss] smooth_l1_loss does not support negative values for beta.")
+    _check_same_size("smooth_l1_loss", input, target)
+    d = (input - target).abs()
+    if beta == 0.0:
+        return _reduce(d, reduction)
+    return _reduce(rill.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(target * log(input) + (1 - target) * log(1 - input)), each log clamped at -100 as in PyTorch."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    log_p = rill.maximum(input.log(), -100.0)
+    log_q = rill.maximum((1 - input).log(), -100.0)
+    loss = -(target * log_p + (1 - target) * log_q)
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """binary_cross_entropy(sigmoid(input), target) computed stably from the logits:
+    (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus(-input)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    softplus_neg = (1 + (-input.abs()).exp()).log() + rill.maximum(-input, 0.0)  # log(1 + exp(-input))
+    if pos_weight is not None:
+        softplus_neg = softplus_neg * (1 + (pos_weight - 1) * target)
+    loss = (1 - target) * input + softplus_neg
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pad, interpolate
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _pad_constant(input, pad, value):
+    shape = list(input.shape)
+    crop = [builtins.slice(None)] * input.ndim
+    place = [builtins.slice(None)] * input.ndim
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        size = shape[d] + left + right
+        if size < 0:
+            raise RuntimeError(f"[pad] The input size {shape[d]}, plus negative padding {left} and {right} "
+                               f"resulted in a negative output size, which is invalid. Check dimension {d} of "
+                               "your input.")
+        # Negative pads crop the input; positive ones place it inside the output.
+        crop[d] = builtins.slice(max(-left, 0), shape[d] - max(-right, 0))
+        place[d] = builtins.slice(max(left, 0), max(left, 0) + max(shape[d] - max(-left, 0) - max(-right, 0), 0))
+        shape[d] = size
+    out = rill.full(shape, 0.0 if value is None else value, dtype=input.dtype)
+    body = input[tuple(crop)]
+    if body.numel() > 0:
+        out[tuple(place)] = body
+    return out
+
+
+def _pad_edges(input, pad, mode):
+    # reflect / replicate on the last len(pad) // 2 dims (1 or 2), one dim at a time.
+    out = input
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        n = out.shape[d]
+        if mode == "reflect" and (left >= n or right >= n):
+            raise RuntimeError(f"[pad] Argument #4: Padding size should be less than the corresponding input "
+                               f"dimension, but got: padding ({left}, {right}) at dimension {d} of input "
+                               f"{list(input.shape)}")
+        if left < 0 or right < 0:
+            raise NotImplementedError(f"[pad] negative padding is only supported in mode='constant'")
+        shape = list(out.shape)
+        shape[d] = n + left + right
+        res = rill.zeros(shape, dtype=input.dtype)
+        idx = [builtins.slice(None)] * input.ndim
+
+        def put(dst, src):
+            idx_dst, idx_src = list(idx), list(idx)
+            idx_dst[d], idx_src[d] = dst, src
+            res[tuple(idx_dst)] = out[tuple(idx_src)]
+
+        put(builtins.slice(left, left + n), builtins.slice(None))
+        for k in range(left):  # output position left - 1 - k mirrors input k + 1 (reflect) or copies input 0
+            put(left - 1 - k, k + 1 if mode == "reflect" else 0)
+        for k in range(right):
+            put(left + n + k, n - 2 - k if mode == "reflect" else n - 1)
+        out = res
+    return out
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims: pad = (last_left, last_right, second_last_left, ...). mode 'constant'
+    takes any number of dims (negative pads crop); 'reflect' and 'replicate' the last one or two."""
+    pad = list(pad)
+    if len(pad) % 2 != 0:
+        raise RuntimeError("[pad] Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError("[pad] Padding length should be less than or equal to two times the input dimension "
+                           f"but got padding length {len(pad)} and input of dimension {input.ndim}")
+    if mode == "constant":
+        return _pad_constant(input, pad, value)
+    if mode in ("reflect", "replicate"):
+        if value is not None and value != 0:
+            raise RuntimeError(f"[pad] Padding mode \"{mode}\" doesn't take in value argument.")
+        if len(pad) // 2 > 2 or input.ndim < len(pad) // 2 + 1:
+            raise NotImplementedError(f"[pad] mode='{mode}' is supported on the last 1 or 2 dims of a batched "
+                                      f"input; got padding {pad} for a {input.ndim}-D input")
+        return _pad_edges(input, pad, mode)
+    raise NotImplementedError(f"[pad] mode '{mode}' is not supported; use 'constant', 'reflect' or 'replicate'")
+
+
+def _interp_matrix(out_size, in_size, scale, mode, align_corners):
+    """(out_size, in_size) float64 matrix: row i holds the weights output position i gives each input."""
+    m = np.zeros((out_size, in_size))
+    rows = np.arange(out_size)
+    if mode == "nearest":
+        ratio = (in_size / out_size) if scale is None else 1.0 / scale
+        src = np.minimum(np.floor(rows * ratio).astype(np.int64), in_size - 1)
+        m[rows, src] = 1.0
+        return m
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        src = rows * ratio
+    else:
+        ratio = (in_size / out_size) if scale is None else 1.0 / scale
+        src = np.maximum((rows + 0.5) * ratio - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    l1 = src - i0
+    np.add.at(m, (rows, i0), 1.0 - l1)
+    np.add.at(m, (rows, i1), l1)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of a 3-D (N, C, W) or 4-D (N, C, H, W) input: mode 'nearest', 'linear' (3-D)
+    or 'bilinear' (4-D), to size or by scale_factor. Computed as products with interpolation matrices, so
+    the gradient is their transpose."""
+    spatial = input.ndim - 2
+    modes = {1: ("nearest", "linear"), 2: ("nearest", "bilinear")}
+    if spatial not in modes or mode not in modes[spatial] or antialias:
+        raise NotImplementedError(f"[interpolate] supported: mode 'nearest' or 'linear' for 3-D input, 'nearest' "
+                                  f"or 'bilinear' for 4-D input, without antialias; got mode '{mode}' for "
+                                  f"{input.ndim}-D input")
+    if align_corners is not None and mode == "nearest":
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear "
+                         "| bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    in_sizes = list(input.shape[2:])
+    if size is not None:
+        sizes = [size] * spatial if isinstance(size, int) else list(size)
+        if len(sizes) != spatial:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {in_sizes} and output size of {sizes}.")
+        scales = [None] * spatial
+    else:
+        scales = [scale_factor] * spatial if isinstance(scale_factor, (int, float)) else list(scale_factor)
+        if len(scales) != spatial:
+            raise ValueError("Input and scale_factor must have the same number of spatial dimensions")
+        sizes = [int(math.floor(n * s)) for n, s in zip(in_sizes, scales)]
+        if recompute_scale_factor:
+            scales = [None] * spatial
+    if any(s <= 0 for s in sizes):
+        raise RuntimeError(f"[interpolate] output sizes should be greater than 0, got {sizes}")
+    mats = [_interp_matrix(o, i, s, mode, bool(align_corners)) for o, i, s in zip(sizes, in_sizes, scales)]
+    out = input @ rill.tensor(mats[-1].T).to(input.dtype)
+    if spatial == 2:
+        out = rill.tensor(mats[0]).to(input.dtype) @ out
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# attention
+# ---------------------------------------------------------------------------------------------------------
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(query @ key^T * scale + mask) @ value, scale = 1/sqrt(E) by default; a bool attn_mask keeps the
+    True positions, a float one is added; is_causal masks the upper triangle. Composed from matmul, the
+    softmax kernel and dropout."""
+    if enable_gqa:
+        raise NotImplementedError("[scaled_dot_product_attention] enable_gqa is not supported")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("[scaled_dot_product_attention] Explicit attn_mask should not be set when "
+                           "is_causal=True")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError("[scaled_dot_product_attention] expected query, key and value of at least 2 dims")
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    scores = (query * scale) @ key.transpose(-2, -1)
+    if is_causal:
+        length, source = query.shape[-2], key.shape[-2]
+        attn_mask = rill.arange(length).unsqueeze(1) >= rill.arange(source).unsqueeze(0)
+    if attn_mask is not None:
+        if attn_mask.dtype == rill.bool:
+            scores = rill.where(attn_mask, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+    attn = _nn.softmax(scores, -1, None)
+    if attn_mask is not None:
+        # A row with every position masked gives zeros, as PyTorch's attention does, not softmax's NaNs.
+        attn = rill.where(scores.amax(-1, keepdim=True) > -math.inf, attn, 0.0)
+    if dropout_p > 0.0:
+        attn = _nn.dropout(attn, dropout_p, True)
+    return attn @ value
+
+
+# ---------------------------------------------------------------------------------------------------------
+# convolution and pooling (inputs (N, C, H, W) or unbatched (C, H, W); conv1d: (N, C, L) or (C, L))
+# ---------------------------------------------------------------------------------------------------------
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -55,50 +595,3 @@ def adaptive_avg_pool2d(input, output_size):
             raise RuntimeError(f"[adaptive_avg_pool2d] Expected 3D or 4D tensor, but got {tuple(input.shape)}")
         output_size = tuple(input.shape[-2 + i] if s is None else s for i, s in enumerate(output_size))
     return _C._adaptive_avg_pool2d(input, output_size)
-
-
-# --- activations (elementwise ops in rill._C, with their own backward ops) -------------------------------
-
-def gelu(input, approximate="none"):
-    """GELU: x * Phi(x); approximate='tanh' uses the tanh formula."""
-    return _C.gelu(input, approximate=approximate)
-
-
-def silu(input, inplace=False):
-    """SiLU (swish): x * sigmoid(x)."""
-    return _C.silu(input, inplace=inplace)
-
-
-def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta * x)) / beta, linear above threshold."""
-    return _C.softplus(input, beta=beta, threshold=threshold)
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """max(0, x) + negative_slope * min(0, x)."""
-    return _C.leaky_relu(input, negative_slope=negative_slope, inplace=inplace)
-
-
-def elu(input, alpha=1.0, inplace=False):
-    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
-    return _C.elu(input, alpha=alpha, inplace=inplace)
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """x clamped to [min_val, max_val]."""
-    return _C.hardtanh(input, min_val=min_val, max_val=max_val, inplace=inplace)
-
-
-def relu(input, inplace=False):
-    """max(0, x)."""
-    return input.relu_() if inplace else _C.relu(input)
-
-
-def sigmoid(input):
-    """1 / (1 + exp(-x))."""
-    return _C.sigmoid(input)
-
-
-def tanh(input):
-    """tanh(x)."""
-    return _C.tanh(input)

@@ -192,5 +192,20 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted);
 /** kthvalue(k, dim, keepdim): the k-th smallest element along dim and its index. */
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim);
+// --- nn ---
+/** softmax (log: log_softmax) over dim, computed in dtype when given. */
+Tensor softmax(const Tensor& x, int64_t dim, bool log, std::optional<DType> dtype = std::nullopt);
+/** layer_norm over the trailing dims normalized_shape; weight and bias may be undefined. */
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps);
+/** x @ weight^T + bias (bias may be undefined): one op for float32/float64, matmul and add otherwise. */
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+/** weight[indices]; padding_idx (in [0, num_embeddings), or -1 for none) gets no gradient. */
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx);
+/** Dropout: x itself when not training or p == 0, else elements zeroed with probability p, the rest scaled. */
+Tensor dropout(const Tensor& x, double p, bool training);
+/** nll_loss (reduction 0 none, 1 mean, 2 sum): (loss, total_weight); weight may be undefined. */
+std::pair<Tensor, Tensor> nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t reduction,
+                                   int64_t ignore_index);
 
 }  // namespace rill::autograd

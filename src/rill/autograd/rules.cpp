@@ -28,6 +28,7 @@ const GradRule* find_rule(std::string_view op) {
     register_shape_rules();
     register_index_rules();
     register_sort_rules();
+    register_nn_rules();
   });
   auto it = rule_table().find(std::string(op));
   return it == rule_table().end() ? nullptr : &it->second;

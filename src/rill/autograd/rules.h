@@ -36,6 +36,7 @@ class GradContext {
   /** True when input i's gradient goes somewhere (others may be left undefined). */
   bool needs_grad(size_t i) const;
   /** Number of op inputs (ops such as cat take any number). */
+  /** Number of tensor inputs of the op call (ops with optional inputs take a varying number). */
   size_t num_inputs() const;
 
  private:
@@ -72,6 +73,7 @@ void register_copy_rules();
 void register_shape_rules();
 void register_index_rules();
 void register_sort_rules();
+void register_nn_rules();
 
 /** The backward node of one recorded op call. */
 class OpNode : public Node {

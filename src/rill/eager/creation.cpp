@@ -31,6 +31,8 @@ void manual_seed(uint64_t seed) {
 
 uint64_t initial_seed() { return g_seed.load(std::memory_order_relaxed); }
 
+std::pair<Scalar, Scalar> take_random(int64_t numel) { return {seed_scalar(), take_offset(numel)}; }
+
 Tensor empty(const Shape& shape, DType dtype, Device device) {
   check_device(device, "empty");
   check_sizes(shape, "empty");

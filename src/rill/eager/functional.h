@@ -187,6 +187,32 @@ Tensor nonzero(const Tensor& x);
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable);
 /** The distinct values of x, sorted, with the inverse map (x's shape) and the counts (a sync point). */
 std::vector<Tensor> unique(const Tensor& x);
+// --- nn ---
+/** (seed, offset) scalars for a random op drawing numel values; advances the default generator. */
+std::pair<Scalar, Scalar> take_random(int64_t numel);
+/** softmax (log: log_softmax) of x over dim. */
+Tensor softmax(const Tensor& x, int64_t dim, bool log);
+/** Gradient of softmax (log: log_softmax) from the output gradient and the forward's output y. */
+Tensor softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log);
+/** layer_norm over x's dims from axis on; weight and bias may be undefined. Returns (y, mean, rstd). */
+std::vector<Tensor> layer_norm(const Tensor& x, int64_t axis, const Tensor& weight, const Tensor& bias, double eps);
+/** (dx, dweight, dbias) of layer_norm; weight may be undefined. */
+std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                        const Tensor& weight, int64_t axis);
+/** x @ weight^T + bias (bias may be undefined) in one op; float32 and float64 only. */
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+/** weight[indices]: rows of weight for each index. */
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx);
+/** Gradient of embedding: rows of grad summed into a [num_weights, dim] tensor (padding_idx's row: zeros). */
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights, int64_t padding_idx);
+/** Dropout with probability p from the default generator: (y, bool keep mask). */
+std::pair<Tensor, Tensor> dropout(const Tensor& x, double p);
+/** nll_loss (reduction 0 none, 1 mean, 2 sum); weight may be undefined. Returns (loss, total_weight). */
+std::pair<Tensor, Tensor> nll_loss(const Tensor& x, const Tensor& target, const Tensor& weight, int64_t reduction,
+                                   int64_t ignore_index);
+/** Gradient of nll_loss with respect to its input, of shape input_shape. */
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& target, const Tensor& total_weight, const Tensor& weight,
+                         int64_t reduction, int64_t ignore_index, const Shape& input_shape);
 
 /** Wait until t's value can be read on the host (a sync point). */
 void wait_readable(const Tensor& t);

@@ -97,5 +97,6 @@ void register_pool_ops();
 void register_shape_ops();
 void register_index_ops();
 void register_sort_ops();
+void register_nn_ops();
 
 }  // namespace rill

@@ -56,6 +56,7 @@ void register_all() {
     register_shape_ops();
     register_index_ops();
     register_sort_ops();
+    register_nn_ops();
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
+#include "rill/kernels/cpu/philox.h"
 
 namespace rill::cpu {
 namespace {
@@ -32,35 +33,6 @@ void arange_kernel(const KernelContext& c) {
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<OpMath<T>>(s + static_cast<double>(i) * d));
     }
   });
-}
-
-// Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3").
-struct Philox {
-  uint32_t key0, key1;
-  explicit Philox(uint64_t seed) : key0(static_cast<uint32_t>(seed)), key1(static_cast<uint32_t>(seed >> 32)) {}
-  std::array<uint32_t, 4> operator()(uint64_t counter) const {
-    uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
-    uint32_t k0 = key0, k1 = key1;
-    for (int round = 0; round < 10; ++round) {
-      uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0;
-      uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;
-      uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
-      uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
-      c1 = static_cast<uint32_t>(p1);
-      c3 = static_cast<uint32_t>(p0);
-      c0 = n0;
-      c2 = n2;
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    return {c0, c1, c2, c3};
-  }
-};
-
-// Uniform in [0, 1) with 53 random bits.
-inline double uniform01(const std::array<uint32_t, 4>& r, int first) {
-  uint64_t bits = (static_cast<uint64_t>(r[first]) << 21) ^ (r[first + 1] >> 11);
-  return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * 0x1.0p-53;
 }
 
 template <typename T>

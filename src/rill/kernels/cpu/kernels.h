@@ -22,5 +22,8 @@ void register_pool_kernels();
 void register_shape_kernels();
 void register_index_kernels();
 void register_sort_kernels();
+void register_softmax_kernels();
+void register_norm_kernels();
+void register_nn_kernels();
 
 }  // namespace rill::cpu

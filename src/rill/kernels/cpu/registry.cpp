@@ -18,6 +18,9 @@ void register_cpu_kernels() {
     register_shape_kernels();
     register_index_kernels();
     register_sort_kernels();
+    register_softmax_kernels();
+    register_norm_kernels();
+    register_nn_kernels();
   });
 }
 

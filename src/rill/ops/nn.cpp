@@ -1,0 +1,185 @@
+// The nn family (torch.nn.functional's ops with dedicated kernels): softmax and
+// log_softmax, layer_norm, linear, embedding, dropout and nll_loss, each with
+// the op its backward runs. Composite functions (cross_entropy, the other
+// losses, batch_norm, group_norm, pad, interpolate, attention) are built from
+// these and the other families in eager/nn.cpp and python/rill/nn/functional.py.
+// Kernels read dense inputs: the eager functions pass contiguous tensors.
+//
+// Attrs, by op:
+//   softmax, log_softmax                    [dim: int]            inputs (x)
+//   softmax_backward, log_softmax_backward  [dim: int]            inputs (grad, y)   y: the forward's output
+//   layer_norm           [axis: int, eps: double]   inputs (x[, weight[, bias]]) -> (y, mean, rstd)
+//                        axis: the first normalized dim; mean/rstd: x.shape[:axis] + 1s, in opmath dtype.
+//   layer_norm_backward  [axis: int]                inputs (grad, x, mean, rstd[, weight]) -> (dx, dweight, dbias)
+//   linear               []                         inputs (x, weight[, bias]): x @ weight^T + bias
+//   embedding            [padding_idx: int]         inputs (weight, indices) -> weight[indices]
+//   embedding_backward   [num_weights: int, padding_idx: int]   inputs (grad, indices) -> dweight
+//   dropout              [p: double]   scalars (seed, offset)   inputs (x) -> (y, mask: bool)
+//   nll_loss             [reduction: int, ignore_index: int]    inputs (logp, target[, weight])
+//                        -> (loss, total_weight); reduction 0 none, 1 mean, 2 sum.
+//   nll_loss_backward    [reduction: int, ignore_index: int, shape: ints]
+//                        inputs (grad, target, total_weight[, weight]) -> dlogp of shape
+#include <string>
+
+#include "rill/ops/op_schema.h"
+
+namespace rill {
+namespace {
+
+MetaSym dense(const Shape& shape, DType dtype, const MetaSym& like) {
+  return make_contiguous_meta(shape, dtype, like->device);
+}
+
+void check_floating(const TensorMeta& x, const std::string& op, const char* what = "input") {
+  RILL_CHECK(dtype_is_floating(x.dtype), Runtime, "[", op, "] expected a floating-point ", what, ", got ",
+             dtype_name(x.dtype), "; convert it with .float()");
+}
+
+void check_same_dtype(const TensorMeta& a, const TensorMeta& b, const std::string& op, const char* what) {
+  RILL_CHECK(a.dtype == b.dtype, Runtime, "[", op, "] expected ", what, " to have the input's dtype ",
+             dtype_name(a.dtype), ", got ", dtype_name(b.dtype), "; convert it with .to(", dtype_name(a.dtype), ")");
+}
+
+// The dtype mean and rstd are kept in: float for the 16-bit floats.
+DType opmath_dtype(DType t) { return t == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32; }
+
+InferResult infer_softmax(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[0];
+  check_floating(x, c.op.name);
+  normalize_dim(c.attrs.get_int(0), x.ndim(), c.op.name.c_str());
+  return {{dense(x.shape, x.dtype, c.inputs[0])}, {}};
+}
+
+InferResult infer_softmax_backward(const InferContext& c) {
+  const TensorMeta& y = *c.inputs[1];
+  return {{dense(y.shape, y.dtype, c.inputs[1])}, {y.dtype, y.dtype}};
+}
+
+InferResult infer_layer_norm(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[0];
+  check_floating(x, "layer_norm");
+  const int64_t axis = c.attrs.get_int(0);
+  Shape normalized(x.shape.begin() + axis, x.shape.end());
+  for (size_t i = 1; i < c.inputs.size(); ++i) {
+    const TensorMeta& p = *c.inputs[i];
+    RILL_CHECK(p.shape == normalized, Runtime, "[layer_norm] expected ", i == 1 ? "weight" : "bias",
+               " of shape ", shape_str(normalized), " (normalized_shape), got ", shape_str(p.shape));
+    check_same_dtype(x, p, "layer_norm", i == 1 ? "weight" : "bias");
+  }
+  Shape stats(x.shape.begin(), x.shape.begin() + axis);
+  stats.resize(x.shape.size(), 1);
+  const DType t = opmath_dtype(x.dtype);
+  return {{dense(x.shape, x.dtype, c.inputs[0]), dense(stats, t, c.inputs[0]), dense(stats, t, c.inputs[0])}, {}};
+}
+
+InferResult infer_layer_norm_backward(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[1];
+  Shape normalized(x.shape.begin() + c.attrs.get_int(0), x.shape.end());
+  std::vector<DType> casts = {x.dtype, x.dtype, opmath_dtype(x.dtype), opmath_dtype(x.dtype)};
+  casts.resize(c.inputs.size(), x.dtype);  // the weight, when given
+  return {{dense(x.shape, x.dtype, c.inputs[1]), dense(normalized, x.dtype, c.inputs[1]),
+           dense(normalized, x.dtype, c.inputs[1])},
+          casts};
+}
+
+InferResult infer_linear(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[0];
+  const TensorMeta& w = *c.inputs[1];
+  RILL_CHECK(x.ndim() >= 1, Runtime, "[linear] expected an input of at least 1 dim, got a 0-dim tensor");
+  RILL_CHECK(w.ndim() == 2, Runtime, "[linear] expected a 2-D weight (out_features, in_features), got shape ",
+             shape_str(w.shape));
+  RILL_CHECK(x.shape.back() == w.shape[1], Runtime, "[linear] mat1 and mat2 shapes cannot be multiplied (",
+             x.numel / (x.shape.back() == 0 ? 1 : x.shape.back()), "x", x.shape.back(), " and ", w.shape[1], "x",
+             w.shape[0], ")");
+  check_same_dtype(x, w, "linear", "weight");
+  if (c.inputs.size() == 3) {
+    const TensorMeta& b = *c.inputs[2];
+    RILL_CHECK(b.shape == Shape{w.shape[0]}, Runtime, "[linear] expected a bias of shape [", w.shape[0],
+               "], got ", shape_str(b.shape));
+    check_same_dtype(x, b, "linear", "bias");
+  }
+  RILL_CHECK(x.dtype == DType::kFloat32 || x.dtype == DType::kFloat64, NotImplemented,
+             "[linear] the fused op takes float32 or float64; other dtypes go through matmul");
+  Shape out = x.shape;
+  out.back() = w.shape[0];
+  return {{dense(out, x.dtype, c.inputs[0])}, {}};
+}
+
+InferResult infer_embedding(const InferContext& c) {
+  const TensorMeta& w = *c.inputs[0];
+  const TensorMeta& idx = *c.inputs[1];
+  RILL_CHECK(w.ndim() == 2, Runtime, "[embedding] 'weight' must be 2-D, got shape ", shape_str(w.shape));
+  RILL_CHECK(idx.dtype == DType::kInt64 || idx.dtype == DType::kInt32, Runtime,
+             "[embedding] Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+             "Int; but got ", dtype_name(idx.dtype), " instead; convert the indices with .long()");
+  Shape out = idx.shape;
+  out.push_back(w.shape[1]);
+  return {{dense(out, w.dtype, c.inputs[0])}, {}};
+}
+
+InferResult infer_embedding_backward(const InferContext& c) {
+  const TensorMeta& g = *c.inputs[0];
+  return {{dense({c.attrs.get_int(0), g.shape.back()}, g.dtype, c.inputs[0])}, {}};
+}
+
+InferResult infer_dropout(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[0];
+  check_floating(x, "dropout");
+  return {{dense(x.shape, x.dtype, c.inputs[0]), dense(x.shape, DType::kBool, c.inputs[0])}, {}};
+}
+
+InferResult infer_nll_loss(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[0];
+  const TensorMeta& t = *c.inputs[1];
+  check_floating(x, "nll_loss");
+  RILL_CHECK(x.ndim() >= 1, Runtime, "[nll_loss] expected an input of 1 or more dims, got 0");
+  RILL_CHECK(t.dtype == DType::kInt64, Runtime, "[nll_loss] expected target dtype to be Long, but got ",
+             dtype_name(t.dtype), "; class-index targets must be int64 (convert them with .long())");
+  // input (C) with target (), or (N, C, d...) with target (N, d...).
+  if (x.ndim() <= 2) {
+    RILL_CHECK(t.ndim() == x.ndim() - 1, Runtime, "[nll_loss] expected a target of ", x.ndim() - 1,
+               " dims for an input of ", x.ndim(), ", got shape ", shape_str(t.shape));
+    RILL_CHECK(x.ndim() == 1 || x.shape[0] == t.shape[0], Value, "[nll_loss] Expected input batch_size (",
+               x.shape[0], ") to match target batch_size (", t.ndim() ? t.shape[0] : 0, ").");
+  } else {
+    Shape expect = {x.shape[0]};
+    expect.insert(expect.end(), x.shape.begin() + 2, x.shape.end());
+    RILL_CHECK(t.shape == expect, Runtime, "[nll_loss] Expected target size ", shape_str(expect), ", got ",
+               shape_str(t.shape));
+  }
+  const int64_t classes = x.ndim() == 1 ? x.shape[0] : x.shape[1];
+  if (c.inputs.size() == 3) {
+    const TensorMeta& w = *c.inputs[2];
+    RILL_CHECK(w.ndim() == 1 && w.shape[0] == classes, Runtime, "[nll_loss] weight tensor should be defined "
+               "either for all ", classes, " classes or no classes but got weight tensor of shape: ",
+               shape_str(w.shape));
+    check_same_dtype(x, w, "nll_loss", "weight");
+  }
+  const int64_t reduction = c.attrs.get_int(0);
+  Shape out = reduction == 0 ? t.shape : Shape{};
+  return {{dense(out, x.dtype, c.inputs[0]), dense({}, x.dtype, c.inputs[0])}, {}};
+}
+
+InferResult infer_nll_loss_backward(const InferContext& c) {
+  const TensorMeta& g = *c.inputs[0];
+  return {{dense(c.attrs.get_ints(2), g.dtype, c.inputs[0])}, {}};
+}
+
+}  // namespace
+
+void register_nn_ops() {
+  ops::define({"softmax", 1, 0, {"dim"}, infer_softmax});
+  ops::define({"log_softmax", 1, 0, {"dim"}, infer_softmax});
+  ops::define({"softmax_backward", 2, 0, {"dim"}, infer_softmax_backward});
+  ops::define({"log_softmax_backward", 2, 0, {"dim"}, infer_softmax_backward});
+  ops::define({"layer_norm", -1, 0, {"axis", "eps"}, infer_layer_norm});
+  ops::define({"layer_norm_backward", -1, 0, {"axis"}, infer_layer_norm_backward});
+  ops::define({"linear", -1, 0, {}, infer_linear});
+  ops::define({"embedding", 2, 0, {"padding_idx"}, infer_embedding});
+  ops::define({"embedding_backward", 2, 0, {"num_weights", "padding_idx"}, infer_embedding_backward});
+  ops::define({"dropout", 1, 2, {"p"}, infer_dropout});
+  ops::define({"nll_loss", -1, 0, {"reduction", "ignore_index"}, infer_nll_loss});
+  ops::define({"nll_loss_backward", -1, 0, {"reduction", "ignore_index", "shape"}, infer_nll_loss_backward});
+}
+
+}  // namespace rill
