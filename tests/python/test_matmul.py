@@ -166,3 +166,20 @@ def test_operator_with_non_tensor():
         r @ 2
     with pytest.raises(TypeError):
         [[1.0, 0.0], [0.0, 1.0]] @ r
+
+
+def test_parallel_products_are_deterministic():
+    # Note [Concurrent BLAS]: two intra-op threads inside Debian's serial OpenBLAS at once could share a
+    # work buffer and corrupt each other's product (about 1 in 1,500 of these, before the fix).
+    rng = np.random.default_rng(0)
+    a = rill.tensor(rng.standard_normal((360, 128)).astype(np.float32))
+    w = rill.tensor(rng.standard_normal((64, 128)).astype(np.float32))
+    old = rill.get_num_threads()
+    try:
+        rill.set_num_threads(1)
+        ref = (a @ w.t().contiguous()).numpy()
+        rill.set_num_threads(2)
+        bad = sum(not np.allclose((a @ w.t().contiguous()).numpy(), ref, rtol=1e-5, atol=1e-5) for _ in range(3000))
+    finally:
+        rill.set_num_threads(old)
+    assert bad == 0

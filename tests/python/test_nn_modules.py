@@ -15,16 +15,15 @@ import torch
 import rill
 import rill.nn as nn
 from conftest import assert_close
-from rill.nn.modules import _functional
+import rill.nn.functional as _functional
 
 TOL = dict(rtol=1e-4, atol=1e-5)
 
 
 def need(*names):
-    """Skip unless rill.nn.functional (or a composite standing in for it) provides every name."""
-    missing = [n for n in names if not _functional.has(n)]
-    if missing:
-        pytest.skip(f"needs rill.nn.functional.{', '.join(missing)} (issue 5)")
+    """rill.nn.functional provides every name the layer under test calls."""
+    missing = [n for n in names if not hasattr(_functional, n)]
+    assert not missing, f"rill.nn.functional lacks {', '.join(missing)}"
 
 
 def _arr(shape, seed=0, scale=1.0):
@@ -377,8 +376,6 @@ def test_linear_and_mlp():
 def test_activations(name, kwargs):
     if name == "GELU" and not kwargs:
         need("gelu")
-        if getattr(_functional, "gelu") is _functional._gelu:
-            pytest.skip("exact GELU needs rill.nn.functional.gelu (issue 5)")
     _check_forward_backward(getattr(nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs), (4, 7))
 
 
@@ -424,8 +421,6 @@ def test_cross_entropy_spatial_and_label_smoothing():
     target = np.random.default_rng(0).integers(0, 4, (2, 3, 3))
     _check_forward_backward(nn.CrossEntropyLoss(), torch.nn.CrossEntropyLoss(), (2, 4, 3, 3),
                             (rill.tensor(target), torch.tensor(target)))
-    if getattr(_functional, "cross_entropy") is _functional._cross_entropy:
-        pytest.skip("label_smoothing needs rill.nn.functional.cross_entropy (issue 5)")
     _check_forward_backward(nn.CrossEntropyLoss(label_smoothing=0.1), torch.nn.CrossEntropyLoss(label_smoothing=0.1),
                             (6, 4), (rill.tensor(target.reshape(-1)[:6]), torch.tensor(target.reshape(-1)[:6])))
 
@@ -554,10 +549,8 @@ def test_transformer_encoder_layer(norm_first, batch_first):
 
 
 def test_transformer_encoder_stack():
-    layer_r = nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.0, activation="gelu"
-                                         if _functional.has("gelu") and _functional.gelu is not _functional._gelu
-                                         else "relu")
-    act = "gelu" if layer_r.activation is not _functional.relu else "relu"
+    layer_r = nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.0, activation="gelu")
+    act = "gelu"
     layer_t = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.0, activation=act)
     r = nn.TransformerEncoder(layer_r, 2, norm=nn.LayerNorm(8))
     t = torch.nn.TransformerEncoder(layer_t, 2, norm=torch.nn.LayerNorm(8), enable_nested_tensor=False)

@@ -3,7 +3,7 @@ import math
 
 import rill
 from rill.nn import init
-from rill.nn.modules import _functional as F
+from rill.nn import functional as F
 from rill.nn.modules.linear import _factory
 from rill.nn.modules.module import Module
 from rill.nn.parameter import Parameter

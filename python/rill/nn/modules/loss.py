@@ -1,5 +1,5 @@
 """Losses: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCEWithLogitsLoss."""
-from rill.nn.modules import _functional as F
+from rill.nn import functional as F
 from rill.nn.modules.module import Module
 
 

@@ -1,5 +1,5 @@
 """Pooling: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d (forward through rill.nn.functional)."""
-from rill.nn.modules import _functional as F
+from rill.nn import functional as F
 from rill.nn.modules.module import Module
 
 

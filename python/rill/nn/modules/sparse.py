@@ -1,7 +1,7 @@
 """Embedding."""
 import rill
 from rill.nn import init
-from rill.nn.modules import _functional as F
+from rill.nn import functional as F
 from rill.nn.modules.linear import _factory
 from rill.nn.modules.module import Module
 from rill.nn.parameter import Parameter

@@ -5,7 +5,7 @@ import math
 
 import rill
 from rill.nn import init
-from rill.nn.modules import _functional as F
+from rill.nn import functional as F
 from rill.nn.modules.container import ModuleList
 from rill.nn.modules.dropout import Dropout
 from rill.nn.modules.linear import Linear, _factory

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rill/kernels/cpu/blas.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/ops/op_schema.h"
 #include "rill/util/fork.h"
@@ -408,14 +409,12 @@ bool conv_onednn(Pass pass, const ConvDims& c, const float* src, const float* we
 
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  blas_gemm(ta == CblasTrans, tb == CblasTrans, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  blas_gemm(ta == CblasTrans, tb == CblasTrans, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
 // col[(ch * kh + i) * kw + j][oy * ow + ox] = x[ch][oy * sh - pt + i * dh][ox * sw - pl + j * dw] (0 outside),

@@ -14,6 +14,7 @@ extern "C" void blas_shutdown(void);  // OpenBLAS: frees its buffers and resets 
 #include <type_traits>
 #include <vector>
 
+#include "rill/kernels/cpu/blas.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/ops/op_schema.h"
 #include "rill/util/fork.h"
@@ -238,33 +239,27 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t 
           int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
   // Row-major layout: C's rows are ldc apart; A and B are row-major, or transposed (ta/tb)
   // row-major.
-  cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-              1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c,
-              static_cast<int>(ldc));
+  blas_gemm(ta == CblasTrans, tb == CblasTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a,
           int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc) {
   // Row-major layout: C's rows are ldc apart; A and B are row-major, or transposed (ta/tb)
   // row-major.
-  cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-              1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
-              static_cast<int>(ldc));
+  blas_gemm(ta == CblasTrans, tb == CblasTrans, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 // y = op(A) x with A stored rows x cols.
 void gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, const float* a, int64_t lda,
           const float* x, int64_t incx, float* y, int64_t incy) {
   // Row-major layout: A's rows are lda apart; t = CblasTrans multiplies by its transpose.
-  cblas_sgemv(CblasRowMajor, t, static_cast<int>(rows), static_cast<int>(cols), 1.0f, a,
-              static_cast<int>(lda), x, static_cast<int>(incx), 0.0f, y, static_cast<int>(incy));
+  blas_gemv(t == CblasTrans, rows, cols, a, lda, x, incx, y, incy);
 }
 
 void gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, const double* a, int64_t lda,
           const double* x, int64_t incx, double* y, int64_t incy) {
   // Row-major layout: A's rows are lda apart; t = CblasTrans multiplies by its transpose.
-  cblas_dgemv(CblasRowMajor, t, static_cast<int>(rows), static_cast<int>(cols), 1.0, a,
-              static_cast<int>(lda), x, static_cast<int>(incx), 0.0, y, static_cast<int>(incy));
+  blas_gemv(t == CblasTrans, rows, cols, a, lda, x, incx, y, incy);
 }
 
 // float32 / float64: one BLAS call per piece, operands packed only when their

@@ -1,12 +1,12 @@
 // CPU kernels of linear, embedding, dropout and nll_loss, with their backward
 // ops (ops/nn.cpp; softmax and layer_norm are in softmax.cpp and norm.cpp).
 // Inputs are dense (the eager functions make them so).
-#include <cblas.h>
 
 #include <climits>
 #include <cmath>
 #include <cstring>
 
+#include "rill/kernels/cpu/blas.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
 #include "rill/kernels/cpu/philox.h"
@@ -20,13 +20,11 @@ namespace {
 constexpr int64_t kLinearParallelMacs = int64_t{1} << 20;
 
 void gemm_nt(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-              1.0f, a, static_cast<int>(k), b, static_cast<int>(k), beta, c, static_cast<int>(n));
+  blas_gemm(false, true, m, n, k, 1.0f, a, k, b, k, beta, c, n);
 }
 
 void gemm_nt(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double beta, double* c) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-              1.0, a, static_cast<int>(k), b, static_cast<int>(k), beta, c, static_cast<int>(n));
+  blas_gemm(false, true, m, n, k, 1.0, a, k, b, k, beta, c, n);
 }
 
 // Note [Linear with bias in one gemm]

@@ -1,0 +1,22 @@
+// Matrix products for CPU kernels, callable from several intra-op threads at
+// once (Note [Concurrent BLAS] in blas.cpp). Row-major; ta/tb/t transpose.
+#pragma once
+
+#include <cstdint>
+
+namespace rill::cpu {
+
+/** C = alpha op(A) op(B) + beta C (m x n, inner size k). */
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+/** C = alpha op(A) op(B) + beta C (m x n, inner size k). */
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+               const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+/** y = op(A) x, A stored rows x cols with rows lda apart. */
+void blas_gemv(bool t, int64_t rows, int64_t cols, const float* a, int64_t lda, const float* x, int64_t incx,
+               float* y, int64_t incy);
+/** y = op(A) x, A stored rows x cols with rows lda apart. */
+void blas_gemv(bool t, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, int64_t incx,
+               double* y, int64_t incy);
+
+}  // namespace rill::cpu
