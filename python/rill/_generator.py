@@ -52,6 +52,18 @@ def _seed_from_global():
     return (hi << 31) | lo
 
 
+def _samples(kind, shape, dtype, generator=None):
+    """U[0, 1) (kind 'uniform') or N(0, 1) (kind 'normal') samples of shape in dtype (float32 or float64):
+    from rill's global generator, or from a rill.Generator's stream."""
+    if generator is None:
+        return (_C.rand if kind == "uniform" else _C.randn)(*shape, dtype=dtype)
+    if not isinstance(generator, Generator):
+        raise TypeError(f"expected a rill.Generator as generator, got {type(generator).__name__}")
+    from rill._creation import tensor  # here: rill._creation imports this module's users
+    draw = generator._rng.random if kind == "uniform" else generator._rng.standard_normal
+    return tensor(draw(tuple(shape), dtype=np.float64 if dtype == _C.float64 else np.float32))
+
+
 def _generator_or_default(generator):
     if generator is None:
         return Generator().manual_seed(_seed_from_global())

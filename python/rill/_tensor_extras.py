@@ -43,26 +43,24 @@ def _sample_dtype(t):
     return t.dtype if t.dtype in (_C.float32, _C.float64) else _C.float32
 
 
-def _uniform_(self, from_=0.0, to=1.0, generator=None):
-    """Fill with values drawn from U(from_, to) (in place)."""
-    if generator is not None:
-        raise NotImplementedError("[uniform_] generator= is not supported yet; seed with rill.manual_seed")
+def _fill_(t, values):
+    """t's values replaced by values (converted to t's dtype), outside autograd; returns t."""
     from rill.autograd.grad_mode import no_grad
-    u = _C.rand(*self._shape, dtype=_sample_dtype(self)) * (to - from_) + from_
     with no_grad():
-        self.copy_(u.to(self.dtype))
-    return self
+        t.copy_(values.to(t.dtype))
+    return t
+
+
+def _uniform_(self, from_=0.0, to=1.0, generator=None):
+    """Fill with values drawn from U(from_, to) (in place); generator: a rill.Generator to draw from."""
+    from rill._generator import _samples
+    return _fill_(self, _samples("uniform", self._shape, _sample_dtype(self), generator) * (to - from_) + from_)
 
 
 def _normal_(self, mean=0.0, std=1.0, generator=None):
-    """Fill with values drawn from N(mean, std^2) (in place)."""
-    if generator is not None:
-        raise NotImplementedError("[normal_] generator= is not supported yet; seed with rill.manual_seed")
-    from rill.autograd.grad_mode import no_grad
-    n = _C.randn(*self._shape, dtype=_sample_dtype(self)) * std + mean
-    with no_grad():
-        self.copy_(n.to(self.dtype))
-    return self
+    """Fill with values drawn from N(mean, std^2) (in place); generator: a rill.Generator to draw from."""
+    from rill._generator import _samples
+    return _fill_(self, _samples("normal", self._shape, _sample_dtype(self), generator) * std + mean)
 
 
 Tensor.__reduce_ex__ = _reduce_ex

@@ -603,3 +603,19 @@ def test_cnn_end_to_end():
         return n.Sequential(n.Conv2d(1, 4, 3, padding=1), n.BatchNorm2d(4), n.ReLU(), n.MaxPool2d(2), n.Flatten(),
                             n.Linear(4 * 4 * 4, 10))
     _check_forward_backward(build(nn), build(torch.nn), (3, 1, 8, 8))
+
+
+def test_init_and_fills_draw_from_a_generator():
+    w = rill.empty(200, 30)
+    a = nn.init.normal_(w, 1.0, 2.0, generator=rill.Generator().manual_seed(7)).clone()
+    b = nn.init.normal_(w, 1.0, 2.0, generator=rill.Generator().manual_seed(7)).clone()
+    assert (a == b).all().item() and abs(a.mean().item() - 1.0) < 0.1 and abs(a.std().item() - 2.0) < 0.1
+    u = rill.empty(1000, dtype=rill.float64).uniform_(-3, 5, generator=rill.Generator().manual_seed(1))
+    assert u.dtype == rill.float64 and u.min().item() >= -3 and u.max().item() < 5
+    t = nn.init.trunc_normal_(rill.empty(500), std=1.0, a=-0.5, b=0.5, generator=rill.Generator().manual_seed(2))
+    assert t.abs().max().item() <= 0.5
+    g = rill.Generator().manual_seed(3)
+    assert not (nn.init.kaiming_uniform_(rill.empty(8, 8), generator=g) ==
+                nn.init.kaiming_uniform_(rill.empty(8, 8), generator=g)).all().item()  # the stream advances
+    with pytest.raises(TypeError, match="rill.Generator"):
+        rill.empty(3).normal_(generator=5)

@@ -2,7 +2,8 @@
 import math
 
 import rill
-from rill import _C
+from rill._generator import _samples
+from rill._tensor_extras import _fill_, _normal_, _sample_dtype, _uniform_
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -47,44 +48,29 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _fill_from(tensor, values):
-    with rill.no_grad():
-        tensor.copy_(values.to(tensor.dtype))
-    return tensor
-
-
-def _sample_dtype(tensor):
-    return tensor.dtype if tensor.dtype in (_C.float32, _C.float64) else _C.float32
-
-
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill tensor with values drawn from U(a, b)."""
-    _no_generator(generator, "uniform_")
-    u = _C.rand(*tensor.shape, dtype=_sample_dtype(tensor))
-    return _fill_from(tensor, u * (b - a) + a)
+    return _uniform_(tensor, a, b, generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill tensor with values drawn from N(mean, std^2)."""
-    _no_generator(generator, "normal_")
-    n = _C.randn(*tensor.shape, dtype=_sample_dtype(tensor))
-    return _fill_from(tensor, n * std + mean)
+    return _normal_(tensor, mean, std, generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill tensor with N(mean, std^2) values redrawn until they lie in [a, b]."""
-    _no_generator(generator, "trunc_normal_")
     dt = _sample_dtype(tensor)
-    out = _C.randn(*tensor.shape, dtype=dt) * std + mean
+    out = _samples("normal", tensor.shape, dt, generator) * std + mean
     for _ in range(1000):
         bad = (out < a).to(dt) + (out > b).to(dt)
         if bad.sum().item() == 0:
             break
-        fresh = _C.randn(*tensor.shape, dtype=dt) * std + mean
+        fresh = _samples("normal", tensor.shape, dt, generator) * std + mean
         out = rill.where(bad > 0, fresh, out)
     else:  # pragma: no cover - a window with almost no mass
         out = rill.where(out < a, rill.full_like(out, a), rill.where(out > b, rill.full_like(out, b), out))
-    return _fill_from(tensor, out)
+    return _fill_(tensor, out)
 
 
 def constant_(tensor, val):
@@ -108,7 +94,7 @@ def eye_(tensor):
         raise ValueError("Only tensors with 2 dimensions are supported")
     n, m = tensor.shape
     eye = (rill.arange(n).unsqueeze(1) == rill.arange(m).unsqueeze(0))
-    return _fill_from(tensor, eye)
+    return _fill_(tensor, eye)
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
@@ -141,11 +127,6 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     gain = calculate_gain(nonlinearity, a)
     std = gain / math.sqrt(fan)
     return normal_(tensor, 0, std, generator)
-
-
-def _no_generator(generator, name):
-    if generator is not None:
-        raise NotImplementedError(f"[nn.init.{name}] generator= is not supported yet; seed with rill.manual_seed")
 
 
 # Old names, as torch.nn.init keeps them.
