@@ -348,3 +348,47 @@ def test_grad_fn_names():
     assert F.log_softmax(x, 1).grad_fn.name() == "LogSoftmaxBackward0"
     assert F.layer_norm(x, (4,)).grad_fn.name() == "NativeLayerNormBackward0"
     assert F.nll_loss(x, rill.tensor([0, 1, 2])).grad_fn.name() == "NllLossBackward0"
+
+
+def _forward_backward(r_fn, t_fn, *arrays):
+    """r_fn and t_fn on the same arrays: outputs, then gradients of every input, compared with torch."""
+    rs = [rill.tensor(a, requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    yr, yt = r_fn(*rs), t_fn(*ts)
+    g = np.random.default_rng(5).standard_normal(tuple(yt.shape)).astype(np.float32)
+    yr.backward(rill.tensor(g))
+    yt.backward(torch.tensor(g))
+    _assert_close(yr.detach(), yt.detach(), rtol=1e-5, atol=1e-6)
+    for r, t in zip(rs, ts):
+        _assert_close(r.grad, t.grad, rtol=1e-5, atol=1e-6)
+    return rs, ts
+
+
+@pytest.mark.parametrize("kwargs", [dict(max_norm=1.0), dict(max_norm=2.0, norm_type=1.0),
+                                    dict(scale_grad_by_freq=True),
+                                    dict(scale_grad_by_freq=True, max_norm=1.5, padding_idx=0)])
+def test_embedding_max_norm_and_scale_grad_by_freq(kwargs):
+    w = np.random.default_rng(0).standard_normal((10, 4)).astype(np.float32) * 3
+    idx = np.array([[1, 2, 1], [9, 1, 0]])
+    rs, ts = _forward_backward(lambda w: F.embedding(rill.tensor(idx), w, **kwargs),
+                               lambda w: TF.embedding(torch.tensor(idx), w, **kwargs), w)
+    _assert_close(rs[0].detach(), ts[0].detach(), rtol=1e-5, atol=1e-6)  # max_norm renormalised rows in place
+
+
+def test_embedding_sparse_says_why():
+    with pytest.raises(NotImplementedError, match="sparse"):
+        F.embedding(rill.tensor([1]), rill.ones(3, 2), sparse=True)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("shape,pad", [((3, 6, 7), (-2, 3)), ((3, 6, 7), (3, -2)), ((2, 3, 6, 7), (2, -3, -1, 4)),
+                                       ((2, 3, 4, 5, 6), (1, 2, -1, 1, 2, 0)), ((3, 4, 5, 6), (1, 1, 1, 1, 1, 1))])
+def test_pad_edges_negative_and_three_dims(mode, shape, pad):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    _forward_backward(lambda x: F.pad(x, pad, mode=mode), lambda x: TF.pad(x, pad, mode=mode), x)
+
+
+@pytest.mark.parametrize("shape,pad", [((2, 3, 6, 7), (1, 1)), ((4, 5, 6), (1, 1, 1, 1, 1, 1)), ((6,), (1, 1))])
+def test_pad_edges_rank_rule_like_torch(shape, pad):
+    raises_like(lambda: TF.pad(torch.ones(shape), pad, mode="reflect"),
+                lambda: F.pad(rill.ones(shape), pad, mode="reflect"))

@@ -105,9 +105,12 @@ def linear(input, weight, bias=None):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
-    """Rows of weight picked by the integer tensor input; row padding_idx gets no gradient."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("[embedding] max_norm, scale_grad_by_freq and sparse are not supported")
+    """Rows of weight picked by the integer tensor input; row padding_idx gets no gradient. max_norm renormalises
+    (in place, as PyTorch does) the looked-up rows whose norm_type-norm exceeds it; scale_grad_by_freq divides
+    each row's gradient by how often its index occurs in input."""
+    if sparse:
+        raise NotImplementedError("[embedding] sparse=True returns a sparse gradient, and rill has no sparse "
+                                  "tensors (no issue plans them); use sparse=False for a dense gradient")
     rows = weight.shape[0] if weight.ndim >= 1 else 0
     if padding_idx is not None:
         if padding_idx > 0:
@@ -117,7 +120,21 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             padding_idx = rows + padding_idx
     else:
         padding_idx = -1
-    return _nn.embedding(input, weight, padding_idx)
+    if max_norm is not None:
+        with rill.no_grad():
+            looked_up = input.flatten().unique()
+            picked = weight[looked_up]
+            norms = picked.norm(p=norm_type, dim=1, keepdim=True)
+            weight[looked_up] = picked * rill.where(norms > max_norm, max_norm / (norms + 1e-7),
+                                                    rill.ones_like(norms))
+    out = _nn.embedding(input, weight, padding_idx)
+    if scale_grad_by_freq and out.requires_grad:
+        with rill.no_grad():
+            counts = rill.zeros(rows, dtype=out.dtype).index_add_(0, input.flatten(),
+                                                                   rill.ones(input.numel(), dtype=out.dtype))
+            per_position = (1.0 / counts[input]).unsqueeze(-1)
+        out.register_hook(lambda g: g * per_position)
+    return out
 
 
 def one_hot(tensor, num_classes=-1):
@@ -395,7 +412,8 @@ def _pad_constant(input, pad, value):
 
 
 def _pad_edges(input, pad, mode):
-    # reflect / replicate on the last len(pad) // 2 dims (1 or 2), one dim at a time.
+    # reflect / replicate on the last len(pad) // 2 dims (1 to 3), one dim at a time. A negative pad crops
+    # that side after padding, so the other side still mirrors or copies the input's own edge (as in PyTorch).
     out = input
     for i in range(len(pad) // 2):
         d = input.ndim - 1 - i
@@ -405,8 +423,11 @@ def _pad_edges(input, pad, mode):
             raise RuntimeError(f"[pad] Argument #4: Padding size should be less than the corresponding input "
                                f"dimension, but got: padding ({left}, {right}) at dimension {d} of input "
                                f"{list(input.shape)}")
-        if left < 0 or right < 0:
-            raise NotImplementedError(f"[pad] negative padding is only supported in mode='constant'")
+        if n + left + right <= 0:
+            raise RuntimeError(f"[pad] padding ({left}, {right}) at dimension {d} of input {list(input.shape)} "
+                               f"leaves no elements")
+        crop_left, crop_right = max(-left, 0), max(-right, 0)
+        left, right = max(left, 0), max(right, 0)
         shape = list(out.shape)
         shape[d] = n + left + right
         res = rill.zeros(shape, dtype=input.dtype)
@@ -422,13 +443,13 @@ def _pad_edges(input, pad, mode):
             put(left - 1 - k, k + 1 if mode == "reflect" else 0)
         for k in range(right):
             put(left + n + k, n - 2 - k if mode == "reflect" else n - 1)
-        out = res
+        out = res.narrow(d, crop_left, res.shape[d] - crop_left - crop_right)
     return out
 
 
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad) // 2 dims: pad = (last_left, last_right, second_last_left, ...). mode 'constant'
-    takes any number of dims (negative pads crop); 'reflect' and 'replicate' the last one or two."""
+    takes any number of dims, 'reflect' and 'replicate' the last one to three; negative pads crop."""
     pad = list(pad)
     if len(pad) % 2 != 0:
         raise RuntimeError("[pad] Padding length must be divisible by 2")
@@ -440,9 +461,12 @@ def pad(input, pad, mode="constant", value=None):
     if mode in ("reflect", "replicate"):
         if value is not None and value != 0:
             raise RuntimeError(f"[pad] Padding mode \"{mode}\" doesn't take in value argument.")
-        if len(pad) // 2 > 2 or input.ndim < len(pad) // 2 + 1:
-            raise NotImplementedError(f"[pad] mode='{mode}' is supported on the last 1 or 2 dims of a batched "
-                                      f"input; got padding {pad} for a {input.ndim}-D input")
+        dims = len(pad) // 2
+        if dims > 3 or not dims + 1 <= input.ndim <= dims + 2:
+            # PyTorch's rule (and exception type): 1, 2 or 3 padded dims, with one or two dims before them.
+            raise NotImplementedError(f"[pad] padding size {len(pad)} is not supported for a {input.ndim}-D input "
+                                      f"in mode='{mode}': pad the last 1, 2 or 3 dims of an input with 1 or 2 "
+                                      f"more dims (2 values for 2-D/3-D, 4 for 3-D/4-D, 6 for 4-D/5-D input)")
         return _pad_edges(input, pad, mode)
     raise NotImplementedError(f"[pad] mode '{mode}' is not supported; use 'constant', 'reflect' or 'replicate'")
 
