@@ -17,6 +17,7 @@ class Size(tuple):
         out = tuple.__getitem__(self, index)
         return Size(out) if isinstance(index, slice) else out
 
+    # NotImplemented below is Python's binary-operator protocol (let the other operand try), not a stub.
     def __add__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
