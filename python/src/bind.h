@@ -42,6 +42,33 @@ void read_element(const Tensor& t, void* dst);
 /** Wait (GIL released, interruptible) for every issued op; raises the first unreported kernel error. */
 void synchronize();
 
+// --- binary ops (ops.cpp), shared by the areas that bind them ---------------------------
+/** The schemas behind one binary op name: tensor-tensor, tensor-number and number-tensor. */
+struct BinaryOp {
+  std::string name;
+  const OpSchema* tensor;
+  const OpSchema* scalar = nullptr;   // null: the other operand must be a tensor
+  const OpSchema* rscalar = nullptr;  // null: no number-first form (comparisons: Python reflects them)
+  bool integer_division = false;      // a zero integer divisor raises at the call (floor_divide, ...)
+};
+/** The schemas of name (numbers: name_scalar; reversible: rname_scalar too). */
+BinaryOp make_binary(const std::string& name, bool numbers = true, bool reversible = true);
+/** a op other (reverse: other op a); nullopt when other is neither a tensor nor an accepted number. */
+std::optional<Tensor> try_binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse);
+/** a op other (reverse: other op a); TypeError for any other operand. */
+Tensor binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse = false);
+/** A Python operator: NotImplemented (so Python tries the other operand) for an operand it can't take. */
+nb::object binary_operator(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse);
+/** a op= other, written into a (PyTorch's overlap checks first). */
+const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle other);
+/** rill.<name> and Tensor.<name>, Tensor.<name>_ when inplace_method, and the operators given. */
+void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const BinaryOp& op, bool inplace_method,
+                const char* dunder = nullptr, const char* rdunder = nullptr, const char* idunder = nullptr);
+/** RuntimeError unless every element of out has its own memory (an in-place op writes each once). */
+void check_no_internal_overlap(const Tensor& out, const std::string& op);
+/** RuntimeError when in shares some but not all of out's memory (PyTorch's rule for in-place inputs). */
+void check_no_partial_overlap(const Tensor& out, const Tensor& in, const std::string& op);
+
 /** Submodule initialisers, one per C++ area. */
 void init_dtype(nb::module_& m);
 void init_tensor(nb::module_& m);

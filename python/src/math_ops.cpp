@@ -15,14 +15,6 @@
 namespace rill::py {
 namespace {
 
-// An in-place op can't write a tensor whose elements share memory (an expand()ed view), as in PyTorch.
-void check_writable(const Tensor& out, const std::string& op) {
-  for (size_t d = 0; d < out.shape().size(); ++d)
-    RILL_CHECK(out.shape()[d] <= 1 || out.strides()[d] != 0, Runtime, "[", op, "_] unsupported operation: more "
-               "than one element of the written-to tensor refers to a single memory location; clone() the "
-               "tensor first");
-}
-
 Scalar number_arg(nb::handle h, const char* op, const char* what) {
   auto s = scalar_from_object(h);
   RILL_CHECK(s.has_value(), Type, "[", op, "] ", what, " must be a number, got ", nb::inst_name(h).c_str());
@@ -42,77 +34,6 @@ int64_t one_dim(nb::handle dim, const char* op) {
   return d[0];
 }
 
-// The schemas of one binary op: tensor-tensor, tensor-number, number-tensor (null when PyTorch has none).
-struct Binary {
-  std::string name;
-  const OpSchema* tensor;
-  const OpSchema* scalar;
-  const OpSchema* rscalar;
-};
-
-Binary make(const std::string& name, bool with_scalars = true) {
-  if (!with_scalars) return {name, &eager::op(name), nullptr, nullptr};
-  return {name, &eager::op(name), &eager::op(name + "_scalar"), &eager::op("r" + name + "_scalar")};
-}
-
-// a op b (reverse: b op a); nullopt when b is neither a tensor nor a number.
-std::optional<Tensor> try_apply(const Binary& op, const Tensor& a, nb::handle b, bool reverse) {
-  if (nb::isinstance<Tensor>(b)) {
-    const Tensor& t = nb::cast<const Tensor&>(b);
-    return reverse ? autograd::binary(*op.tensor, t, a) : autograd::binary(*op.tensor, a, t);
-  }
-  auto s = scalar_from_object(b);
-  if (!s || !op.scalar) return std::nullopt;
-  // Known from the arguments alone, so raised here rather than when the kernel runs (as for pow).
-  const bool int_division = op.name != "bitwise_and" && op.name != "bitwise_or" && op.name != "bitwise_xor";
-  if (int_division && !reverse && !s->is_floating() && !dtype_is_floating(a.dtype()) && s->to_int() == 0 &&
-      s->kind() != Scalar::Kind::kBool)
-    RILL_FAIL(Runtime, "ZeroDivisionError: [", op.name, "] integer division by zero; convert to float for "
-              "inf/nan results");
-  return autograd::binary_scalar(reverse ? *op.rscalar : *op.scalar, a, *s);
-}
-
-Tensor apply(const Binary& op, const Tensor& a, nb::handle b) {
-  auto r = try_apply(op, a, b, false);
-  RILL_CHECK(r.has_value(), Type, "[", op.name, "] expected a Tensor", op.scalar ? " or a number" : "",
-             " as the other operand, got ", nb::inst_name(b).c_str());
-  return *r;
-}
-
-nb::object apply_operator(const Binary& op, const Tensor& a, nb::handle b, bool reverse) {
-  auto r = try_apply(op, a, b, reverse);
-  if (!r) return nb::borrow(Py_NotImplemented);
-  return nb::cast(std::move(*r));
-}
-
-const Tensor& apply_inplace(const Binary& op, const Tensor& a, nb::handle b) {
-  check_writable(a, op.name);
-  if (nb::isinstance<Tensor>(b)) {
-    Tensor in[2] = {a, nb::cast<const Tensor&>(b)};
-    autograd::inplace(*op.tensor, in);
-    return a;
-  }
-  Tensor r = apply(op, a, b);  // checks the number (and division by zero) the same way
-  (void)r;
-  Scalar s[1] = {*scalar_from_object(b)};
-  autograd::inplace(*op.scalar, {&a, 1}, s);
-  return a;
-}
-
-// Define rill.<name>, Tensor.<name>, Tensor.<name>_ and the operators given.
-void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const Binary& op, const char* dunder = nullptr,
-                const char* rdunder = nullptr, const char* idunder = nullptr) {
-  const Binary* p = new Binary(op);  // lives as long as the module
-  m.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return apply(*p, a, b); }, nb::arg("input"),
-        nb::arg("other"));
-  cls.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return apply(*p, a, b); }, nb::arg("other"));
-  auto inplace = [p](const Tensor& a, nb::handle b) -> const Tensor& { return apply_inplace(*p, a, b); };
-  cls.def((p->name + "_").c_str(), inplace, nb::arg("other"), nb::rv_policy::reference_internal);
-  if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return apply_operator(*p, a, b, false); });
-  if (rdunder) cls.def(rdunder, [p](const Tensor& a, nb::handle b) { return apply_operator(*p, a, b, true); });
-  if (idunder) cls.def(idunder, inplace, nb::rv_policy::reference_internal);
-}
-
 // A unary op (with number arguments and attrs): rill.<name>, Tensor.<name>, Tensor.<name>_.
 Tensor unary_call(const OpSchema& op, const Tensor& x, std::span<const Scalar> scalars = {},
                   AttrsSym attrs = empty_attrs()) {
@@ -121,7 +42,7 @@ Tensor unary_call(const OpSchema& op, const Tensor& x, std::span<const Scalar> s
 
 const Tensor& unary_inplace(const OpSchema& op, const Tensor& x, std::span<const Scalar> scalars = {},
                             AttrsSym attrs = empty_attrs()) {
-  check_writable(x, op.name);
+  check_no_internal_overlap(x, op.name);
   autograd::inplace(op, {&x, 1}, scalars, attrs);
   return x;
 }
@@ -135,7 +56,7 @@ Tensor clamp(const Tensor& x, nb::handle lo, nb::handle hi, bool inplace) {
   static const OpSchema& max_op = eager::op("clamp_max");
   RILL_CHECK(!lo.is_none() || !hi.is_none(), Runtime, "[clamp] At least one of 'min' or 'max' must not be None");
   const bool lo_t = nb::isinstance<Tensor>(lo), hi_t = nb::isinstance<Tensor>(hi);
-  if (inplace) check_writable(x, "clamp");
+  if (inplace) check_no_internal_overlap(x, "clamp");
   if (!lo_t && !hi_t) {
     Scalar s[2] = {lo.is_none() ? Scalar() : number_arg(lo, "clamp", "min"),
                    hi.is_none() ? Scalar() : number_arg(hi, "clamp", "max")};
@@ -224,7 +145,7 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("square", square, nb::arg("input"));
   cls.def("square", square);
   cls.def("square_", [](const Tensor& x) -> const Tensor& {
-    check_writable(x, "square");
+    check_no_internal_overlap(x, "square");
     Scalar two[1] = {Scalar(int64_t{2})};
     return autograd::inplace(*pow_scalar, {&x, 1}, two);
   }, nb::rv_policy::reference_internal);
@@ -280,14 +201,19 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("clamp_max", [](const Tensor& x, nb::handle hi) { return clamp(x, nb::none(), hi, false); }, nb::arg("max"));
 
   // --- binary ---
-  def_binary(m, cls, make("floor_divide"), "__floordiv__", "__rfloordiv__", "__ifloordiv__");
-  def_binary(m, cls, make("remainder"), "__mod__", "__rmod__", "__imod__");
-  def_binary(m, cls, make("fmod"));
-  def_binary(m, cls, make("bitwise_and"), "__and__", "__rand__", "__iand__");
-  def_binary(m, cls, make("bitwise_or"), "__or__", "__ror__", "__ior__");
-  def_binary(m, cls, make("bitwise_xor"), "__xor__", "__rxor__", "__ixor__");
-  for (std::string_view n : kLogicalOps) def_binary(m, cls, make(std::string(n), false));
-  def_binary(m, cls, make("atan2", false));
+  auto division = [](const char* name) {
+    BinaryOp op = make_binary(name);
+    op.integer_division = true;
+    return op;
+  };
+  def_binary(m, cls, division("floor_divide"), true, "__floordiv__", "__rfloordiv__", "__ifloordiv__");
+  def_binary(m, cls, division("remainder"), true, "__mod__", "__rmod__", "__imod__");
+  def_binary(m, cls, division("fmod"), true);
+  def_binary(m, cls, make_binary("bitwise_and"), true, "__and__", "__rand__", "__iand__");
+  def_binary(m, cls, make_binary("bitwise_or"), true, "__or__", "__ror__", "__ior__");
+  def_binary(m, cls, make_binary("bitwise_xor"), true, "__xor__", "__rxor__", "__ixor__");
+  for (std::string_view n : kLogicalOps) def_binary(m, cls, make_binary(std::string(n), false), true);
+  def_binary(m, cls, make_binary("atan2", false), true);
   m.def("arctan2", [](const Tensor& a, const Tensor& b) { return autograd::binary(eager::op("atan2"), a, b); },
         nb::arg("input"), nb::arg("other"));
   // remainder(number, tensor)
@@ -309,7 +235,7 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
 
   // --- lerp, addcmul, addcdiv ---
   auto lerp = [](const Tensor& a, const Tensor& b, nb::handle w, bool inplace) -> Tensor {
-    if (inplace) check_writable(a, "lerp");
+    if (inplace) check_no_internal_overlap(a, "lerp");
     if (nb::isinstance<Tensor>(w)) {
       Tensor in[3] = {a, b, nb::cast<Tensor>(w)};
       return inplace ? autograd::inplace(eager::op("lerp"), in) : autograd::call1(eager::op("lerp"), in);
@@ -333,7 +259,7 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       Tensor in[3] = {x, a, b};
       Scalar v[1] = {number_arg(value, s->name.c_str(), "value")};
       if (inplace) {
-        check_writable(x, s->name);
+        check_no_internal_overlap(x, s->name);
         return autograd::inplace(*s, in, v);
       }
       return autograd::call1(*s, in, v);

@@ -10,57 +10,6 @@
 namespace rill::py {
 namespace {
 
-// The three schemas behind one binary op name: tensor-tensor, tensor-scalar, scalar-tensor.
-struct BinaryOp {
-  std::string name;
-  const OpSchema* tensor;
-  const OpSchema* scalar;
-  const OpSchema* rscalar;  // nullptr for comparisons (Python reflects them)
-};
-
-BinaryOp make_binary(const std::string& name, bool reversible = true) {
-  return {name, &eager::op(name), &eager::op(name + "_scalar"),
-          reversible ? &eager::op("r" + name + "_scalar") : nullptr};
-}
-
-[[noreturn]] void bad_operand(const BinaryOp& op, nb::handle other) {
-  RILL_FAIL(Type, "[", op.name, "] expected a Tensor or a number as the other operand, got ",
-            nb::inst_name(other).c_str());
-}
-
-// a op other (reverse: other op a). Returns nullopt when other is neither a tensor nor a number.
-std::optional<Tensor> try_binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
-  if (nb::isinstance<Tensor>(other)) {
-    const Tensor& b = nb::cast<const Tensor&>(other);
-    return reverse ? autograd::binary(*op.tensor, b, a) : autograd::binary(*op.tensor, a, b);
-  }
-  auto s = scalar_from_object(other);
-  if (!s) return std::nullopt;
-  return autograd::binary_scalar(reverse ? *op.rscalar : *op.scalar, a, *s);
-}
-
-Tensor binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse = false) {
-  auto r = try_binary(op, a, other, reverse);
-  if (!r) bad_operand(op, other);
-  return *r;
-}
-
-// Python operator: NotImplemented lets Python try the other operand's method.
-nb::object binary_operator(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
-  auto r = try_binary(op, a, other, reverse);
-  if (!r) return nb::borrow(Py_NotImplemented);
-  return nb::cast(std::move(*r));
-}
-
-// An in-place op can't write a tensor whose elements share memory (an expand()ed view): each write would
-// land on the same element several times. PyTorch raises here too.
-void check_no_internal_overlap(const Tensor& out, const std::string& op) {
-  for (size_t d = 0; d < out.shape().size(); ++d)
-    RILL_CHECK(out.shape()[d] <= 1 || out.strides()[d] != 0, Runtime, "[", op, "_] unsupported operation: more "
-               "than one element of the written-to tensor refers to a single memory location; clone() the "
-               "tensor first");
-}
-
 // True when t's elements fill a block of memory exactly: dense in some order of its dims.
 bool non_overlapping_and_dense(const Tensor& t) {
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims that iterate
@@ -75,9 +24,12 @@ bool non_overlapping_and_dense(const Tensor& t) {
   return true;
 }
 
+}  // namespace
+
 // PyTorch's rule for in-place ops: an input that shares some but not all of the output's memory
 // (x[1:] += x[:-1], x += x.t()) raises, as the result would depend on the order elements are written.
 // Like PyTorch, layouts where that is hard to tell (both not dense) are let through.
+
 void check_no_partial_overlap(const Tensor& out, const Tensor& in, const std::string& op) {
   if (out.numel() == 0 || in.numel() == 0 || out.storage() != in.storage()) return;
   if (!non_overlapping_and_dense(out) || !non_overlapping_and_dense(in)) return;
@@ -89,7 +41,60 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in, const std::st
              "written-to tensor refer to a single memory location; clone() the input first");
 }
 
-// a op= other, written into a.
+void check_no_internal_overlap(const Tensor& out, const std::string& op) {
+  for (size_t d = 0; d < out.shape().size(); ++d)
+    RILL_CHECK(out.shape()[d] <= 1 || out.strides()[d] != 0, Runtime, "[", op, "_] unsupported operation: more "
+               "than one element of the written-to tensor refers to a single memory location; clone() the "
+               "tensor first");
+}
+
+BinaryOp make_binary(const std::string& name, bool numbers, bool reversible) {
+  return {name, &eager::op(name), numbers ? &eager::op(name + "_scalar") : nullptr,
+          numbers && reversible ? &eager::op("r" + name + "_scalar") : nullptr};
+}
+
+namespace {
+
+[[noreturn]] void bad_operand(const BinaryOp& op, nb::handle other) {
+  RILL_FAIL(Type, "[", op.name, "] expected a Tensor", op.scalar ? " or a number" : "",
+            " as the other operand, got ", nb::inst_name(other).c_str());
+}
+
+// A zero integer divisor is known from the arguments alone, so it raises here rather than when the kernel
+// runs (as for pow's negative integer exponents).
+void check_integer_divisor(const BinaryOp& op, const Tensor& a, const Scalar& s) {
+  if (!op.integer_division || dtype_is_floating(a.dtype()) || s.is_floating() || s.kind() == Scalar::Kind::kBool)
+    return;
+  RILL_CHECK(s.to_int() != 0, Runtime, "ZeroDivisionError: [", op.name, "] integer division by zero; convert to "
+             "float for inf/nan results");
+}
+
+}  // namespace
+
+std::optional<Tensor> try_binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
+  if (nb::isinstance<Tensor>(other)) {
+    const Tensor& b = nb::cast<const Tensor&>(other);
+    return reverse ? autograd::binary(*op.tensor, b, a) : autograd::binary(*op.tensor, a, b);
+  }
+  auto s = scalar_from_object(other);
+  const OpSchema* form = reverse ? op.rscalar : op.scalar;
+  if (!s || !form) return std::nullopt;
+  if (!reverse) check_integer_divisor(op, a, *s);
+  return autograd::binary_scalar(*form, a, *s);
+}
+
+Tensor binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
+  auto r = try_binary(op, a, other, reverse);
+  if (!r) bad_operand(op, other);
+  return *r;
+}
+
+nb::object binary_operator(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
+  auto r = try_binary(op, a, other, reverse);
+  if (!r) return nb::borrow(Py_NotImplemented);
+  return nb::cast(std::move(*r));
+}
+
 const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle other) {
   check_no_internal_overlap(a, op.name);
   if (nb::isinstance<Tensor>(other)) {
@@ -99,11 +104,27 @@ const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle oth
     return a;
   }
   auto s = scalar_from_object(other);
-  if (!s) bad_operand(op, other);
+  if (!s || !op.scalar) bad_operand(op, other);
+  check_integer_divisor(op, a, *s);
   Scalar sc[1] = {*s};
   autograd::inplace(*op.scalar, {&a, 1}, sc);
   return a;
 }
+
+void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const BinaryOp& op, bool inplace_method,
+                const char* dunder, const char* rdunder, const char* idunder) {
+  const BinaryOp* p = new BinaryOp(op);  // lives as long as the module
+  auto fn = [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); };
+  auto inplace = [p](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(*p, a, b); };
+  m.def(p->name.c_str(), fn, nb::arg("input"), nb::arg("other"));
+  cls.def(p->name.c_str(), fn, nb::arg("other"));
+  if (inplace_method) cls.def((p->name + "_").c_str(), inplace, nb::arg("other"), nb::rv_policy::reference_internal);
+  if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
+  if (rdunder) cls.def(rdunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, true); });
+  if (idunder) cls.def(idunder, inplace, nb::rv_policy::reference_internal);
+}
+
+namespace {
 
 // alpha * other, for add/sub's alpha argument. Like PyTorch, other is converted to the result dtype of
 // `a op other` first and multiplied there (an int8 other with alpha=100 must not wrap in int8 when a is
@@ -192,8 +213,9 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   static const BinaryOp add = make_binary("add"), sub = make_binary("sub"), mul = make_binary("mul"),
                         div = make_binary("div"), pow = make_binary("pow"), maximum = make_binary("maximum"),
                         minimum = make_binary("minimum");
-  static const BinaryOp cmp[6] = {make_binary("eq", false), make_binary("ne", false), make_binary("lt", false),
-                                  make_binary("le", false), make_binary("gt", false), make_binary("ge", false)};
+  static const BinaryOp cmp[6] = {make_binary("eq", true, false), make_binary("ne", true, false),
+                                  make_binary("lt", true, false), make_binary("le", true, false),
+                                  make_binary("gt", true, false), make_binary("ge", true, false)};
 
   // --- unary ---
   // In-place forms return self itself (the same Python object, as x.exp_() is x in PyTorch).
@@ -220,27 +242,11 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   }, nb::rv_policy::reference_internal);
 
   // --- binary: functions, methods, operators, in-place ---
-  auto def_arith = [&](const BinaryOp& op, const char* dunder, const char* rdunder, const char* idunder) {
-    const BinaryOp* p = &op;
-    m.def(op.name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("input"),
-          nb::arg("other"));
-    cls.def(op.name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("other"));
-    if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
-    if (rdunder) cls.def(rdunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, true); });
-    if (idunder) {
-      cls.def((op.name + "_").c_str(),
-              [p](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(*p, a, b); },
-              nb::rv_policy::reference_internal);
-    }
-    if (idunder)
-      cls.def(idunder, [p](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(*p, a, b); },
-              nb::rv_policy::reference_internal);
-  };
-  def_arith(mul, "__mul__", "__rmul__", "__imul__");
-  def_arith(div, "__truediv__", "__rtruediv__", "__itruediv__");
-  def_arith(pow, "__pow__", "__rpow__", "__ipow__");
-  def_arith(maximum, nullptr, nullptr, nullptr);
-  def_arith(minimum, nullptr, nullptr, nullptr);
+  def_binary(m, cls, mul, true, "__mul__", "__rmul__", "__imul__");
+  def_binary(m, cls, div, true, "__truediv__", "__rtruediv__", "__itruediv__");
+  def_binary(m, cls, pow, true, "__pow__", "__rpow__", "__ipow__");
+  def_binary(m, cls, maximum, false);
+  def_binary(m, cls, minimum, false);
   cls.def("__add__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, false); });
   cls.def("__radd__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, true); });
   cls.def("__iadd__", [](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(add, a, b); },
