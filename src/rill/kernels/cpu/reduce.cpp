@@ -596,7 +596,9 @@ int64_t reduced_count(const TensorMeta& in, const std::vector<bool>& mask) {
   return n;
 }
 
-void sum_kernel(const KernelContext& c) {
+// sum and prod: floats reduce in their own dtype; bool and integers in int64 unless a dtype was given.
+template <template <typename> class Op>
+void sum_or_prod_kernel(const KernelContext& c) {
   const TensorArg& in = c.inputs[0];
   const TensorArg& out = c.outputs[0];
   std::vector<bool> mask = reduced_dims(c);
@@ -604,15 +606,17 @@ void sum_kernel(const KernelContext& c) {
     using T = typename decltype(tag)::type;
     using Acc = SumAcc<T>;
     if constexpr (kIsFloating<T>) {
-      reduce_plain<T, T, SumOp<T>>(in, out, mask, [](Acc a) { return T(a); });
+      reduce_plain<T, T, Op<T>>(in, out, mask, [](Acc a) { return T(a); });
     } else if (out.meta->dtype == DType::kInt64) {
-      reduce_plain<T, int64_t, SumOp<T>>(in, out, mask, [](Acc a) { return a; });
+      reduce_plain<T, int64_t, Op<T>>(in, out, mask, [](Acc a) { return a; });
     } else {
-      RILL_ASSERT(out.meta->dtype == in.meta->dtype, "[sum] unexpected output dtype");
-      reduce_plain<T, T, SumOp<T>>(in, out, mask, [](Acc a) { return static_cast<T>(a); });  // wraps like torch
+      RILL_ASSERT(out.meta->dtype == in.meta->dtype, "[", c.op.name, "] unexpected output dtype");
+      reduce_plain<T, T, Op<T>>(in, out, mask, [](Acc a) { return static_cast<T>(a); });  // wraps like torch
     }
   });
 }
+
+void sum_kernel(const KernelContext& c) { sum_or_prod_kernel<SumOp>(c); }
 
 void mean_kernel(const KernelContext& c) {
   const TensorArg& in = c.inputs[0];
@@ -627,24 +631,7 @@ void mean_kernel(const KernelContext& c) {
   });
 }
 
-// prod: like sum (bool and integers multiply in int64 unless a dtype was given).
-void prod_kernel(const KernelContext& c) {
-  const TensorArg& in = c.inputs[0];
-  const TensorArg& out = c.outputs[0];
-  std::vector<bool> mask = reduced_dims(c);
-  visit_dtype(in.meta->dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using Acc = SumAcc<T>;
-    if constexpr (kIsFloating<T>) {
-      reduce_plain<T, T, ProdOp<T>>(in, out, mask, [](Acc a) { return T(a); });
-    } else if (out.meta->dtype == DType::kInt64) {
-      reduce_plain<T, int64_t, ProdOp<T>>(in, out, mask, [](Acc a) { return a; });
-    } else {
-      RILL_ASSERT(out.meta->dtype == in.meta->dtype, "[prod] unexpected output dtype");
-      reduce_plain<T, T, ProdOp<T>>(in, out, mask, [](Acc a) { return static_cast<T>(a); });
-    }
-  });
-}
+void prod_kernel(const KernelContext& c) { sum_or_prod_kernel<ProdOp>(c); }
 
 // any, all: the input arrives as bool; the output is bool, or uint8 for a uint8 input.
 template <bool kAny>
