@@ -42,64 +42,56 @@ std::optional<int64_t> optional_int(nb::handle obj, const char* op) {
 
 Ints ints_or_empty(nb::handle obj, const char* op) { return obj.is_none() ? Ints{} : ints_from_object(obj, op); }
 
+// stride, padding ('valid', 'same' or ints; 'same' is sized from the kernel, the last `spatial` dims of
+// weight) and dilation of a convolution call.
+struct ConvGeometry {
+  Ints stride, padding, dilation;
+};
+
+ConvGeometry conv_geometry(nb::handle stride, nb::handle padding, nb::handle dilation, const Shape& weight,
+                           int spatial, const char* op) {
+  Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
+  return {s, conv_padding(padding, weight, s, d, spatial, op), d};
+}
+
+using ConvFn = Tensor (*)(const Tensor&, const Tensor&, const std::optional<Tensor>&, const Ints&, const Ints&,
+                          const Ints&, int64_t);
+using ConvGradFn = Tensor (*)(const Tensor&, const Tensor&, const Shape&, const Ints&, const Ints&, const Ints&,
+                              int64_t);
+
+// rill._C.<name>(input, weight, bias, stride, padding, dilation, groups).
+void def_conv(nb::module_& m, const char* name, const char* op, int spatial, ConvFn fn) {
+  m.def(name, [op, spatial, fn](const Tensor& x, const Tensor& w, nb::handle bias, nb::handle stride,
+                                nb::handle padding, nb::handle dilation, int64_t groups) {
+    ConvGeometry g = conv_geometry(stride, padding, dilation, w.shape(), spatial, op);
+    return fn(x, w, optional_tensor(bias, op, "bias"), g.stride, g.padding, g.dilation, groups);
+  }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"), nb::arg("padding"),
+        nb::arg("dilation"), nb::arg("groups"));
+}
+
+// rill._C.<name>(grad_output, weight, input_size, ...) or, for the weight gradient,
+// (grad_output, input, weight_size, ...); 'same' padding is sized from the weight's shape either way.
+void def_conv_grad(nb::module_& m, const char* name, const char* op, int spatial, bool of_weight, ConvGradFn fn) {
+  m.def(name, [op, spatial, of_weight, fn](const Tensor& gy, const Tensor& t, nb::handle size, nb::handle stride,
+                                           nb::handle padding, nb::handle dilation, int64_t groups) {
+    Ints sz = ints_from_object(size, op);
+    ConvGeometry g = conv_geometry(stride, padding, dilation, of_weight ? sz : t.shape(), spatial, op);
+    return fn(gy, t, sz, g.stride, g.padding, g.dilation, groups);
+  }, nb::arg("grad_output"), nb::arg(of_weight ? "input" : "weight"),
+        nb::arg(of_weight ? "weight_size" : "input_size"), nb::arg("stride"), nb::arg("padding"),
+        nb::arg("dilation"), nb::arg("groups"));
+}
+
 }  // namespace
 
 void init_nn(nb::module_& m) {
   // --- convolution ---
-  m.def("_conv2d", [](const Tensor& x, const Tensor& w, nb::handle bias, nb::handle stride, nb::handle padding,
-                      nb::handle dilation, int64_t groups) {
-    const char* op = "conv2d";
-    Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
-    return autograd::conv2d(x, w, optional_tensor(bias, op, "bias"), s, conv_padding(padding, w.shape(), s, d, 2, op), d,
-                         groups);
-  },
-        nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
-        nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
-  m.def("_conv1d", [](const Tensor& x, const Tensor& w, nb::handle bias, nb::handle stride, nb::handle padding,
-                      nb::handle dilation, int64_t groups) {
-    const char* op = "conv1d";
-    Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
-    return autograd::conv1d(x, w, optional_tensor(bias, op, "bias"), s, conv_padding(padding, w.shape(), s, d, 1, op), d,
-                         groups);
-  },
-        nb::arg("input"), nb::arg("weight"), nb::arg("bias").none(), nb::arg("stride"),
-        nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
-  m.def("_conv2d_backward_input", [](const Tensor& gy, const Tensor& w, nb::handle input_size, nb::handle stride,
-                                     nb::handle padding, nb::handle dilation, int64_t groups) {
-    const char* op = "conv2d_backward_input";
-    Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
-    return eager::conv2d_backward_input(gy, w, ints_from_object(input_size, op), s,
-                                        conv_padding(padding, w.shape(), s, d, 2, op), d, groups);
-  },
-        nb::arg("grad_output"), nb::arg("weight"), nb::arg("input_size"), nb::arg("stride"),
-        nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
-  m.def("_conv2d_backward_weight", [](const Tensor& gy, const Tensor& x, nb::handle weight_size, nb::handle stride,
-                                      nb::handle padding, nb::handle dilation, int64_t groups) {
-    const char* op = "conv2d_backward_weight";
-    Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
-    Ints ws = ints_from_object(weight_size, op);
-    return eager::conv2d_backward_weight(gy, x, ws, s, conv_padding(padding, ws, s, d, 2, op), d, groups);
-  },
-        nb::arg("grad_output"), nb::arg("input"), nb::arg("weight_size"), nb::arg("stride"),
-        nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
-  m.def("_conv1d_backward_input", [](const Tensor& gy, const Tensor& w, nb::handle input_size, nb::handle stride,
-                                     nb::handle padding, nb::handle dilation, int64_t groups) {
-    const char* op = "conv1d_backward_input";
-    Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
-    return eager::conv1d_backward_input(gy, w, ints_from_object(input_size, op), s,
-                                        conv_padding(padding, w.shape(), s, d, 1, op), d, groups);
-  },
-        nb::arg("grad_output"), nb::arg("weight"), nb::arg("input_size"), nb::arg("stride"),
-        nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
-  m.def("_conv1d_backward_weight", [](const Tensor& gy, const Tensor& x, nb::handle weight_size, nb::handle stride,
-                                      nb::handle padding, nb::handle dilation, int64_t groups) {
-    const char* op = "conv1d_backward_weight";
-    Ints s = ints_from_object(stride, op), d = ints_from_object(dilation, op);
-    Ints ws = ints_from_object(weight_size, op);
-    return eager::conv1d_backward_weight(gy, x, ws, s, conv_padding(padding, ws, s, d, 1, op), d, groups);
-  },
-        nb::arg("grad_output"), nb::arg("input"), nb::arg("weight_size"), nb::arg("stride"),
-        nb::arg("padding"), nb::arg("dilation"), nb::arg("groups"));
+  def_conv(m, "_conv2d", "conv2d", 2, &autograd::conv2d);
+  def_conv(m, "_conv1d", "conv1d", 1, &autograd::conv1d);
+  def_conv_grad(m, "_conv2d_backward_input", "conv2d_backward_input", 2, false, &eager::conv2d_backward_input);
+  def_conv_grad(m, "_conv2d_backward_weight", "conv2d_backward_weight", 2, true, &eager::conv2d_backward_weight);
+  def_conv_grad(m, "_conv1d_backward_input", "conv1d_backward_input", 1, false, &eager::conv1d_backward_input);
+  def_conv_grad(m, "_conv1d_backward_weight", "conv1d_backward_weight", 1, true, &eager::conv1d_backward_weight);
   m.def("_conv_backward_bias", &eager::conv_backward_bias, nb::arg("grad_output"), nb::arg("spatial_dims") = 2);
   m.def("_conv_transpose2d", [](const Tensor& x, const Tensor& w, nb::handle bias, nb::handle stride,
                                 nb::handle padding, nb::handle output_padding, int64_t groups, nb::handle dilation) {
