@@ -9,6 +9,20 @@ from rill.nn.modules.module import Module
 from rill.nn.parameter import Parameter
 
 
+def _affine_parameters(module, affine, bias, shape, dtype):
+    """A norm layer's weight and bias of shape (None when not affine, or when bias=False for the bias)."""
+    module.register_parameter("weight", Parameter(rill.empty(*shape, dtype=dtype)) if affine else None)
+    module.register_parameter("bias", Parameter(rill.empty(*shape, dtype=dtype)) if affine and bias else None)
+
+
+def _reset_affine(module):
+    """PyTorch's initial affine transform of a norm layer: weight 1, bias 0."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     _version = 2
 
@@ -21,15 +35,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if self.affine:
-            self.weight = Parameter(rill.empty(num_features, dtype=dtype))
-            if bias:
-                self.bias = Parameter(rill.empty(num_features, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.affine, bias, (num_features,), dtype)
         if self.track_running_stats:
             self.register_buffer("running_mean", rill.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", rill.ones(num_features, dtype=dtype))
@@ -48,10 +54,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -112,22 +115,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if self.elementwise_affine:
-            self.weight = Parameter(rill.empty(*self.normalized_shape, dtype=dtype))
-            if bias:
-                self.bias = Parameter(rill.empty(*self.normalized_shape, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.elementwise_affine, bias, self.normalized_shape, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -147,22 +139,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if self.affine:
-            self.weight = Parameter(rill.empty(num_channels, dtype=dtype))
-            if bias:
-                self.bias = Parameter(rill.empty(num_channels, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.affine, bias, (num_channels,), dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
