@@ -35,7 +35,13 @@ void Scheduler::forget_after_fork() {
   new (&g_start_mutex) std::mutex();
 }
 
+// Room for a burst of submissions before the queues grow: a client's push then allocates nothing (the
+// scheduler swaps each queue with a second one of the same capacity, Note [Reused SyncRead]).
+constexpr size_t kQueueCapacity = 1024;
+
 Scheduler::Scheduler() {
+  inbox_.reserve(kQueueCapacity);
+  completions_.reserve(kQueueCapacity);
   thread_ = std::thread([this] { loop(); });
   thread_.detach();  // the VM lives as long as the process
 }
@@ -75,6 +81,8 @@ Worker* Scheduler::worker(int thread_id) {
 void Scheduler::loop() {
   pthread_setname_np(pthread_self(), "rill-scheduler");
   std::vector<Instruction*> inbox, completions;
+  inbox.reserve(kQueueCapacity);
+  completions.reserve(kQueueCapacity);
   auto last_work = std::chrono::steady_clock::now();
   for (;;) {
     if (has_work_.exchange(false, std::memory_order_acquire)) {

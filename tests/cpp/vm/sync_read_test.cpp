@@ -55,8 +55,7 @@ TEST(SyncRead, ReadsEveryDtype) {
 TEST(SyncRead, SubmissionAllocatesNothingOnceWarm) {
   Tensor big = eager::full({1 << 22}, Scalar(1.0), DType::kFloat32);
   const OpSchema& sum = eager::op("sum");
-  // Warm up: creates this thread's SyncRead, and grows the scheduler's two inbox buffers
-  // (swapped on every drain) to their steady-state capacity.
+  // Warm up: creates this thread's SyncRead (the scheduler's queues come with room reserved).
   for (int i = 0; i < 4; ++i) (void)read<float>(eager::reduce(sum, big, {}, false));
   int through_vm = 0;
   for (int i = 0; i < 20; ++i) {
