@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "rill/util/parallel.h"
 #include "rill/vm/config.h"
 #include "rill/vm/fork.h"
 #include "rill/vm/scheduler.h"
@@ -198,6 +199,7 @@ bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
     if (signal.done.load(std::memory_order_acquire)) return true;
     if (signal.ready.load(std::memory_order_acquire) || scheduler().in_flight() < 2) break;  // short: busy
     if (std::chrono::steady_clock::now() >= poll_until) break;
+    if (parallel::busy()) break;  // Note [Waiting beside a parallel region]: sleep, leave the cores to it
     std::this_thread::yield();
   }
   if (!signal.ready.load(std::memory_order_acquire) && scheduler().in_flight() >= 2) {
