@@ -181,7 +181,7 @@ void Scheduler::retire(Instruction* instr) {
     instr->successors.clear();
   } else {
     signal = std::move(instr->signal);
-    delete instr;  // releases the operands: memory dropped by Python returns to the allocator here
+    recycle(instr);  // releases the operands; the emptied instruction is reused (Note [Instruction pool])
   }
   int64_t left = in_flight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
   if (signal) {

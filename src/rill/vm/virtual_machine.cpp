@@ -122,7 +122,11 @@ ReadSlot& read_slot() {
 }  // namespace
 
 void submit(std::unique_ptr<Instruction> instr) {
-  if (admit_here(*instr)) scheduler().submit(instr.release());
+  if (admit_here(*instr)) {
+    scheduler().submit(instr.release());
+  } else {
+    recycle(instr.release());  // ran here (synchronous mode)
+  }
 }
 
 SyncSignal* submit_read(const Tensor& t, void* dst) {
@@ -169,9 +173,9 @@ void finish_read(void* dst) {
 void profile_reads(ReadTimes* times) { t_read_times = times; }
 
 std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool all) {
-  auto instr = std::make_unique<Instruction>();
+  auto instr = new_instruction();
   instr->kind = Instruction::Kind::kSync;
-  instr->inputs = tensors;
+  instr->inputs.assign(tensors.begin(), tensors.end());
   instr->sync_all = all;
   instr->signal = std::make_shared<SyncSignal>();
   auto signal = instr->signal;
