@@ -26,8 +26,8 @@
 // meaning belongs to the kernel that wrote it (oneDNN's opaque workspace, or the
 // maximum's offset in its window; Note [Pooling on oneDNN] in
 // kernels/cpu/pool.cpp); only max_pool2d_with_workspace_backward reads it.
-// Inputs must be dense (eager makes them contiguous); outputs are dense. Only
-// float32 and float64 are supported.
+// Inputs must be dense (eager makes them contiguous); outputs are dense. The
+// floating dtypes are supported (float16, bfloat16, float32, float64).
 #include "rill/ops/op_schema.h"
 
 namespace rill {
@@ -40,9 +40,8 @@ struct PoolGeometry {
 };
 
 void check_pool_input(const char* op, const TensorMeta& x, const char* what = "input") {
-  RILL_CHECK(x.dtype == DType::kFloat32 || x.dtype == DType::kFloat64, Type, "[", op,
-             "] supports float32 and float64 tensors, got ", what, " of dtype ", dtype_name(x.dtype),
-             "; convert it with .float()");
+  RILL_CHECK(dtype_is_floating(x.dtype), Type, "[", op, "] supports floating-point tensors, got ", what,
+             " of dtype ", dtype_name(x.dtype), "; convert it with .float()");
   RILL_CHECK(x.shape.size() == 4, Runtime, "[", op, "] expected a 4-D ", what, " (N, C, H, W), got size ",
              shape_str(x.shape), "; eager::", op, " maps 3-D (unbatched) tensors onto this op");
 }

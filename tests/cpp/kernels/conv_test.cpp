@@ -83,7 +83,48 @@ TEST_P(ConvTest, PoolingByHand) {
   EXPECT_EQ(values_of(g), (std::vector<double>{5}));
 }
 
+// max_pool2d_with_workspace and its backward: oneDNN's workspace in float32, the loop's in float64
+// (Note [Pooling on oneDNN]); either way the gradient goes to each window's maximum.
+TEST_P(ConvTest, MaxPoolWorkspaceByHand) {
+  const DType dt = GetParam();
+  Tensor x = from_values({1, 1, 3, 3}, {1, 9, 3, 4, 5, 6, 7, 8, 2}, dt);
+  auto [values, workspace] = eager::max_pool2d_with_workspace(x, {2}, {1}, {0}, {1}, false);
+  EXPECT_EQ(values_of(values), (std::vector<double>{9, 9, 8, 8}));
+  EXPECT_EQ(workspace.dtype(), DType::kUInt8);
+  EXPECT_EQ(workspace.shape(), (Shape{1, 1, 2, 2}));
+  Tensor gy = from_values({1, 1, 2, 2}, {1, 2, 3, 4}, dt);
+  Tensor gx = eager::max_pool2d_with_workspace_backward(gy, workspace, {1, 1, 3, 3}, {2}, {1}, {0}, {1}, false);
+  EXPECT_EQ(values_of(gx), (std::vector<double>{0, 3, 0, 0, 0, 0, 0, 7, 0}));
+  // padding 1, ceil_mode: 3x3 windows at stride 2 starting at -1 and 1 (the second past the input's end).
+  auto [v2, ws2] = eager::max_pool2d_with_workspace(x, {3}, {2}, {1}, {1}, true);
+  EXPECT_EQ(values_of(v2), (std::vector<double>{9, 9, 8, 8}));
+  Tensor gx2 = eager::max_pool2d_with_workspace_backward(gy, ws2, {1, 1, 3, 3}, {3}, {2}, {1}, {1}, true);
+  EXPECT_EQ(values_of(gx2), (std::vector<double>{0, 3, 0, 0, 0, 0, 0, 7, 0}));
+  // More than 255 elements per window: an int32 workspace.
+  Tensor big = eager::full({1, 1, 16, 16}, 1.0, dt);
+  EXPECT_EQ(eager::max_pool2d_with_workspace(big, {16}, {}, {0}, {1}, false).second.dtype(), DType::kInt32);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, ConvTest, ::testing::Values(DType::kFloat32, DType::kFloat64));
+
+TEST(ConvErrors, MaxPoolWorkspaceChecks) {
+  Tensor x = eager::full({1, 2, 4, 4}, 1.0, DType::kFloat64);
+  auto [values, workspace] = eager::max_pool2d_with_workspace(x, {2}, {}, {0}, {1}, false);
+  // A workspace of another window's size.
+  EXPECT_THROW(eager::max_pool2d_with_workspace_backward(values, workspace, {1, 2, 4, 4}, {2}, {1}, {0}, {1}, false),
+               Error);
+  // The loop's workspace holds window offsets; one past the window is an IndexError at run time.
+  Tensor bad = eager::full({1, 2, 2, 2}, 7.0, DType::kUInt8);
+  Tensor gx = eager::max_pool2d_with_workspace_backward(values, bad, {1, 2, 4, 4}, {2}, {}, {0}, {1}, false);
+  try {
+    eager::wait_readable(gx);
+    FAIL() << "expected an index error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIndex);
+    EXPECT_NE(std::string(e.what()).find("[max_pool2d_with_workspace_backward] workspace entry 7"), std::string::npos)
+        << e.what();
+  }
+}
 
 TEST(ConvErrors, MessagesNameTheOp) {
   Tensor x = eager::full({1, 3, 4, 4}, 1.0, DType::kFloat32);

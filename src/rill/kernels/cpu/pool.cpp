@@ -15,6 +15,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -137,8 +138,13 @@ struct Prim {
 };
 
 dnnl::memory::data_type onednn_type(DType t) {
-  return t == DType::kFloat32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::undef;
+  return t == DType::kFloat32    ? dnnl::memory::data_type::f32
+         : t == DType::kBFloat16 ? dnnl::memory::data_type::bf16
+                                 : dnnl::memory::data_type::undef;
 }
+
+// True for oneDNN's reference implementations, which are no faster than the loops.
+bool is_reference(const dnnl::primitive_desc& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; }
 
 using PrimKey = onednn::Key<17>;
 
@@ -173,6 +179,7 @@ Prim create_prim(Alg alg, Pass pass, DType dtype, const PoolDims& d, int64_t pla
     if (training)
       bwd_pd = pooling_v2_backward::primitive_desc({a, src, dst, strides, kernel, dilation, pad_l, pad_r}, attr,
                                                    onednn::engine(), fwd_pd);
+    if (is_reference(fwd_pd) || (training && is_reference(bwd_pd))) return Prim{};
     if (alg == Alg::kMax) {
       const auto ws_type = d.kernel[0] * d.kernel[1] <= 255 ? memory::data_type::u8 : memory::data_type::s32;
       p.ws_md = memory::desc({1, planes, d.oh, d.ow}, ws_type, tag::nchw);
@@ -237,12 +244,19 @@ template <typename AfterPiece>
 bool pool_onednn(Alg alg, Pass pass, DType dtype, const PoolDims& d, void* src, void* dst, void* ws, const char* op,
                  const AfterPiece& after_piece) {
   if (onednn_type(dtype) == dnnl::memory::data_type::undef) return false;
-  const int64_t pieces = num_pieces(d);
-  // Create (or find) every piece's primitive up front, so a refusal is known before any work.
-  std::vector<std::shared_ptr<const Prim>> prims;
-  for (int64_t p = 0; p < pieces; ++p) {
+  // The primitive for all planes decides, so the decision does not depend on the
+  // thread count (a max-pooling workspace must be read by the path that wrote it).
+  std::shared_ptr<const Prim> whole = get_prim(alg, pass, dtype, d, d.planes);
+  if (!whole->ok) return false;
+  int64_t pieces = num_pieces(d);
+  std::vector<std::shared_ptr<const Prim>> prims;  // created up front, so a refusal is known before any work
+  for (int64_t p = 0; p < pieces && pieces > 1; ++p) {
     prims.push_back(get_prim(alg, pass, dtype, d, piece_begin(d, p + 1, pieces) - piece_begin(d, p, pieces)));
-    if (!prims.back()->ok) return false;
+    if (!prims.back()->ok) break;
+  }
+  if (pieces == 1 || !prims.back()->ok) {  // one piece, or a piece oneDNN refuses: all planes on this thread
+    pieces = 1;
+    prims.assign(1, whole);
   }
   const int64_t item = dtype_itemsize(dtype);
   const int64_t src_plane = d.ih * d.iw * item, dst_plane = d.oh * d.ow * item;
@@ -272,6 +286,14 @@ bool has_nan_or_neg_inf(const float* x, int64_t n) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   int bad = 0;
   for (int64_t i = 0; i < n; ++i) bad |= static_cast<int>(x[i] != x[i]) | static_cast<int>(x[i] == kNegInf);
+  return bad != 0;
+}
+
+bool has_nan_or_neg_inf(const BFloat16* x, int64_t n) {
+  const auto* bits = reinterpret_cast<const uint16_t*>(x);
+  int bad = 0;  // NaN: exponent all ones and a non-zero mantissa; -inf: 0xff80
+  for (int64_t i = 0; i < n; ++i)
+    bad |= static_cast<int>((bits[i] & 0x7fffu) > 0x7f80u) | static_cast<int>(bits[i] == 0xff80u);
   return bad != 0;
 }
 
@@ -517,14 +539,18 @@ void max_pool2d_with_workspace_kernel(const KernelContext& ctx) {
   const TensorArg &x = ctx.inputs[0], &y = ctx.outputs[0], &ws = ctx.outputs[1];
   const PoolDims d = read_max(ctx.attrs, 0, x.meta->shape, y.meta->shape);
   if (y.meta->numel == 0) return;
-  const float* xf = x.ptr<const float>();
-  float* yf = y.ptr<float>();
-  const int64_t plane = d.ih * d.iw;
-  const bool done = pool_onednn(Alg::kMax, Pass::kForward, y.meta->dtype, d, x.data, y.data, ws.data,
-                                "max_pool2d", [&](int64_t p0, int64_t p1) {
-                                  if (has_nan_or_neg_inf(xf + p0 * plane, (p1 - p0) * plane))
-                                    max_pool_loop<float, uint8_t>(d, xf, yf, nullptr, p0, p1);
-                                });
+  bool done = false;
+  visit_float("max_pool2d", y.meta->dtype, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+      const int64_t plane = d.ih * d.iw;
+      done = pool_onednn(Alg::kMax, Pass::kForward, y.meta->dtype, d, x.data, y.data, ws.data, "max_pool2d",
+                         [&](int64_t p0, int64_t p1) {  // PyTorch's values where oneDNN's differ
+                           if (has_nan_or_neg_inf(x.ptr<const T>() + p0 * plane, (p1 - p0) * plane))
+                             max_pool_loop<T, uint8_t>(d, x.ptr<const T>(), y.ptr<T>(), nullptr, p0, p1);
+                         });
+    }
+  });
   if (done) return;
   visit_float("max_pool2d", y.meta->dtype, [&](auto zero) {
     using T = decltype(zero);
