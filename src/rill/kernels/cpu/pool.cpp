@@ -1,12 +1,13 @@
-// CPU kernels of the pooling family (ops/pool.cpp). float32 pooling runs on
-// oneDNN's pooling primitives (Debian's libdnnl 2.6, as convolutions do) where
-// they compute exactly what PyTorch does; everything else runs on direct loops
-// over (N * C) planes that follow PyTorch's CPU kernels exactly: max pooling
-// takes the first maximum and lets NaN win (its index is what
-// max_pool2d_backward scatters to); average pooling counts the window clipped to
-// the padded input (count_include_pad) or to the input, or divides by
+// CPU kernels of the pooling family (ops/pool.cpp). float32 and bfloat16
+// pooling runs on oneDNN's pooling primitives (Debian's libdnnl 2.6, as
+// convolutions do) where they compute exactly what PyTorch does; everything else
+// runs on direct loops over (N * C) planes that follow PyTorch's CPU kernels
+// exactly: max pooling takes the first maximum and lets NaN win (its index is
+// what max_pool2d_backward scatters to); average pooling counts the window
+// clipped to the padded input (count_include_pad) or to the input, or divides by
 // divisor_override; adaptive windows span [floor(o * I / O), ceil((o + 1) * I / O)).
-// Note [Pooling on oneDNN] says which path runs when.
+// The loops compute float16 and bfloat16 in float. Note [Pooling on oneDNN]
+// says which path runs when.
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -30,47 +31,63 @@ namespace rill::cpu {
 namespace {
 
 // Note [Pooling on oneDNN]
-// oneDNN's pooling_v2 primitives (max with dilation, average including or
-// excluding the padding) run on plain NCHW memory, so no reorders are needed; the
-// (N * C) planes are cut into one piece per thread and each piece runs as one
+// oneDNN's pooling_v2 primitives (max with dilation; average including or
+// excluding the padding) run on plain NCHW memory, so no reorders are needed:
+// the (N * C) planes are cut into one piece per thread, each piece one
 // single-threaded primitive on a {1, planes, H, W} tensor (Note [oneDNN threads]
 // in onednn.cpp), created under the fork guard and cached by geometry (Note
-// [oneDNN and fork]). Which path runs:
-//   oneDNN, float32 only:
-//     - max_pool2d without return_indices, forward and backward: kernel, stride,
-//       padding, dilation, and ceil_mode as extra right padding, enough for the
-//       last window to start where PyTorch's output size puts it (PyTorch's rule
-//       that the last window starts inside the input or the left padding is
-//       already in that output size, so no window lies wholly in the padding);
-//     - avg_pool2d without divisor_override: count_include_pad=False always;
-//       count_include_pad=True unless ceil_mode makes the last window reach past
-//       the right padding, where PyTorch divides by the window clipped to the
-//       padded input and oneDNN by the whole kernel;
-//     - adaptive_avg_pool2d (and its backward) when the output size divides the
-//       input size: uniform windows of input / output with that stride.
-//   The loops: max_pool2d with return_indices (PyTorch's flat indices; oneDNN's
-//   workspace is an opaque format) and max_pool2d_backward, divisor_override,
-//   avg_pool2d's ceil_mode windows above, non-uniform adaptive windows, float64
-//   (oneDNN has none), and any geometry oneDNN refuses.
+// [oneDNN and fork]). oneDNN runs, for float32 and bfloat16 (its JIT kernels
+// take bfloat16 on AVX-512 CPUs, as here; a CPU where only its slow reference
+// implementation would run keeps the loops), on inputs of 2048 elements or more:
+//   - max_pool2d without return_indices, forward and backward: kernel, stride,
+//     padding, dilation, and ceil_mode as extra right padding that makes the last
+//     window start where PyTorch's output size puts it (that size already obeys
+//     PyTorch's rule that the last window starts inside the input or the left
+//     padding, so no window lies wholly in the padding);
+//   - avg_pool2d without divisor_override: count_include_pad=False always, and
+//     count_include_pad=True without padding (then the same thing) or unless
+//     ceil_mode makes the last window reach past the right padding (PyTorch then
+//     divides by the window clipped to the padded input, oneDNN by the kernel);
+//   - adaptive_avg_pool2d when the output size divides the input size (uniform
+//     windows: kernel = stride = input / output, as average pooling).
+// The loops run the rest: max_pool2d with return_indices and max_pool2d_backward
+// (PyTorch's flat indices; oneDNN's workspace is an opaque format),
+// divisor_override, avg_pool2d's ceil_mode windows above, non-uniform adaptive
+// windows, float16 and float64 (oneDNN 2.6 has neither here), geometries oneDNN
+// refuses, and two cases where they are faster (1 thread, us, min of 9 runs):
+//   input < 2048 elements: a primitive call has a fixed cost of ~2 us (1x1x8x8
+//     max 4.5 vs 1.8, avg 2.5 vs 1.4; 2x8x8x8 about even; 2x16x16x16 max 6.0
+//     vs 16.0);
+//   average-pooling backward with windows 16 or more wide: oneDNN's NCHW
+//     backward is slow on long windows (512x32x32, k16 s16: 219 vs 96; k8 s8
+//     226 vs 235, even; k4 s4 240 vs 1480).
+// Elsewhere oneDNN is 3-30x faster, e.g. on 32x16x32x32 (forward; backward or
+// forward+backward for max): max k2s2 169 vs 3959, fwd+bwd 430 vs 4346; max
+// k3s2p1 189 vs 6129, fwd+bwd 507 vs 6905; avg k2s2 121 vs 1196, bwd 218 vs
+// 1400; adaptive to 4x4 95 vs 254 (bwd, 8 wide: 186 vs 152, even within noise).
+//
 // Max pooling without indices saves oneDNN's workspace from forward to backward
-// (max_pool2d_with_workspace: one uint8 per output, autograd keeps it) instead
-// of recomputing the forward in the backward pass: the backward then costs one
-// primitive, and the saved uint8 workspace is a quarter of the values' size
-// (the loop path's int64 indices were twice it). The loop path writes its own
-// workspace format (the maximum's offset in its window); forward and backward
-// choose their path by dtype and geometry alone, so a workspace is always read
-// by the path that wrote it. oneDNN's workspace layout is checked when the
-// primitives are created (uint8 or int32 per output in NCHW order, as the
-// workspace tensor): the planes of a piece are then a slice of it whatever the
-// thread count. oneDNN's max differs from PyTorch's on two inputs: it ignores
-// NaN (PyTorch's maximum is NaN when the window holds one) and starts from the
-// lowest finite value (a window of -inf gives -FLT_MAX). So each piece's input
-// is scanned for NaN and -inf first (vectorised, about a fifth of the pooling's
-// time, and it brings the piece into cache for the primitive); a piece that has
-// one gets its values from the loop. Its workspace stays oneDNN's, so the
-// gradient of a NaN window goes to its largest number rather than to the NaN.
-// Measured on this machine (AMD EPYC, AVX-512, one thread, 32x16x32x32 float32,
-// median us, bench/bench.py): see the table below.
+// (max_pool2d_with_workspace: one uint8 per output, kept by autograd) rather
+// than recomputing the forward in the backward pass: the backward is then one
+// primitive, and the workspace is a quarter of the values' size (the int64
+// indices the loops need are twice it). oneDNN's max backward on NCHW is itself
+// slower than the loops' scatter from indices (~320 vs ~125 us above), but their
+// forward (a branch per element) costs 20x oneDNN's, so the pair is 10x faster.
+// The forward uses forward_training even without autograd: forward_inference
+// saves ~20% of the forward and would need an op of its own. The loops write
+// their own workspace format (the maximum's offset in its window), so a
+// workspace must be read by the path that wrote it: both passes decide by dtype,
+// input size and geometry alone, the primitive over all planes standing for the
+// pieces (oneDNN refuses a descriptor, never a channel count), and oneDNN's
+// workspace layout is checked when the primitives are created (uint8 or int32
+// per output, NCHW, as the workspace tensor): a piece's planes are a slice of it
+// whatever the thread count. oneDNN's max differs from PyTorch's on two inputs:
+// it ignores NaN (PyTorch's maximum of a window holding NaN is NaN) and starts
+// from the lowest finite value (a window of -inf gives -FLT_MAX). So each
+// piece's input is scanned for NaN and -inf (vectorised: 32 us on 2 MB, ~20% of
+// the forward), and a piece holding one takes the loop's values. Its workspace
+// stays oneDNN's: the gradient of a NaN window goes to its largest number, not
+// to the NaN as in PyTorch.
 
 // A pooling call as kernels see it: planes of ih x iw -> oh x ow.
 struct PoolDims {
@@ -98,17 +115,17 @@ PoolDims read_max(const Attrs& a, size_t first, const Shape& in, const Shape& ou
 }
 
 // Geometry of avg_pool2d / avg_pool2d_backward (attrs from `first`).
+// (ceil_mode is in the output size, and so in right_pad().)
 struct AvgPool {
   PoolDims d;
-  bool ceil_mode, count_include_pad;
+  bool count_include_pad;
   int64_t divisor_override;  // 0: none
 };
 
 AvgPool read_avg(const Attrs& a, size_t first, const Shape& in, const Shape& out) {
   const auto &k = a.get_ints(first), &s = a.get_ints(first + 1), &p = a.get_ints(first + 2);
   const int64_t one[2] = {1, 1};
-  return {make_dims(in, out, k.data(), s.data(), p.data(), one), a.get_bool(first + 3), a.get_bool(first + 4),
-          a.get_int(first + 5)};
+  return {make_dims(in, out, k.data(), s.data(), p.data(), one), a.get_bool(first + 4), a.get_int(first + 5)};
 }
 
 void check_dense(const KernelContext& ctx) {
@@ -204,6 +221,12 @@ Prim create_prim(Alg alg, Pass pass, DType dtype, const PoolDims& d, int64_t pla
 // Input elements below which a pooling stays on the calling thread.
 constexpr int64_t kParallelElems = int64_t{1} << 16;
 
+// Input elements below which the loops beat a primitive call (its fixed cost is a few microseconds).
+constexpr int64_t kMinOnednnElems = 2048;
+
+// The widest window whose average-pooling backward runs on oneDNN (the loops are faster from 16).
+constexpr int64_t kMaxOnednnAvgBackwardWidth = 15;
+
 // Pieces the planes are cut into: one per thread when the pooling is big enough to split.
 int64_t num_pieces(const PoolDims& d) {
   const int64_t threads = parallel::num_threads();
@@ -243,7 +266,8 @@ void run_prim(const Prim& p, Pass pass, void* src, void* dst, void* ws, const ch
 template <typename AfterPiece>
 bool pool_onednn(Alg alg, Pass pass, DType dtype, const PoolDims& d, void* src, void* dst, void* ws, const char* op,
                  const AfterPiece& after_piece) {
-  if (onednn_type(dtype) == dnnl::memory::data_type::undef) return false;
+  if (onednn_type(dtype) == dnnl::memory::data_type::undef || d.planes * d.ih * d.iw < kMinOnednnElems) return false;
+  if (alg != Alg::kMax && pass == Pass::kBackward && d.kernel[1] > kMaxOnednnAvgBackwardWidth) return false;
   // The primitive for all planes decides, so the decision does not depend on the
   // thread count (a max-pooling workspace must be read by the path that wrote it).
   std::shared_ptr<const Prim> whole = get_prim(alg, pass, dtype, d, d.planes);
