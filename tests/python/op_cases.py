@@ -799,4 +799,13 @@ CASES += [
          differentiable=False),
     case("unique_counts", lambda m, x: m.unique(x, return_inverse=True, return_counts=True)[2], [(In((4, 5)),)],
          dtypes=("int64",), differentiable=False),
+    # slices along a dim (values in [-1, 1) as int64 or bool repeat, so slices do too)
+    case("unique_dim", lambda m, x: m.unique(x, dim=1), [(In((2, 6, 2)),), (In((6, 4), "t"),)],
+         dtypes=("int64", "float32", "bool"), differentiable=False),
+    case("unique_dim_empty", lambda m, x: m.unique(x, dim=0), [(In((0, 3)),)], dtypes=("int64", "float32"),
+         differentiable=False),
+    case("unique_dim_inverse", lambda m, x: m.unique(x, dim=0, return_inverse=True)[1], [(In((8, 2)),)],
+         dtypes=("int64", "bool"), differentiable=False),
+    case("unique_dim_counts", lambda m, x: x.unique(dim=-1, return_inverse=True, return_counts=True)[2],
+         [(In((2, 3, 7)),)], dtypes=("int64", "bool"), differentiable=False),
 ]

@@ -197,6 +197,9 @@ Tensor nonzero(const Tensor& x);
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable);
 /** The distinct values of x, sorted, with the inverse map (x's shape) and the counts (a sync point). */
 std::vector<Tensor> unique(const Tensor& x);
+/** torch.unique(dim=): the distinct slices of x along dim, sorted lexicographically, with the inverse map
+ * (x.shape[dim]) and the counts (a sync point). */
+std::vector<Tensor> unique_dim(const Tensor& x, int64_t dim);
 // --- nn ---
 /** (seed, offset) scalars for a random op drawing numel values; advances the default generator. */
 std::pair<Scalar, Scalar> take_random(int64_t numel);
