@@ -128,8 +128,8 @@ def workloads():
                 torch.nn.functional.conv2d(tx, tw, tb, padding=1).backward(tgy)
             return run
         return setup
-    def pool_train(fn, shape, backward=True):
-        # fn(F, x) on a float32 batch of shape through autograd in both frameworks, then (with backward)
+    def fwd_bwd(fn, shape, backward=True):
+        # fn(F, x) on a float32 tensor of shape through autograd in both frameworks, then (with backward)
         # the gradient of a fixed grad_output; x.grad is reset each call so no accumulation is timed.
         def setup(lib):
             F = lib.nn.functional
@@ -185,19 +185,20 @@ def workloads():
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
         "conv2d fwd+bwd 32x3x32x32 -> 16ch": (conv2d_train(16), 10, 1),
         "conv2d fwd+bwd 32x3x32x32 -> 32ch": (conv2d_train(32), 10, 1),
-        "max_pool2d fwd+bwd 32x16x32x32 k2s2": (pool_train(lambda F, x: F.max_pool2d(x, 2), (32, 16, 32, 32)), 20, 1),
-        "max_pool2d fwd 32x16x32x32 k2s2": (pool_train(lambda F, x: F.max_pool2d(x, 2), (32, 16, 32, 32), False),
+        "max_pool2d fwd+bwd 32x16x32x32 k2s2": (fwd_bwd(lambda F, x: F.max_pool2d(x, 2), (32, 16, 32, 32)), 20, 1),
+        "max_pool2d fwd 32x16x32x32 k2s2": (fwd_bwd(lambda F, x: F.max_pool2d(x, 2), (32, 16, 32, 32), False),
                                             20, 1),
-        "max_pool2d fwd+bwd 32x16x32x32 k3s2p1": (pool_train(lambda F, x: F.max_pool2d(x, 3, 2, 1),
+        "max_pool2d fwd+bwd 32x16x32x32 k3s2p1": (fwd_bwd(lambda F, x: F.max_pool2d(x, 3, 2, 1),
                                                              (32, 16, 32, 32)), 20, 1),
-        "avg_pool2d fwd+bwd 32x16x32x32 k2s2": (pool_train(lambda F, x: F.avg_pool2d(x, 2), (32, 16, 32, 32)), 20, 1),
-        "avg_pool2d fwd+bwd 32x16x32x32 k3s2p1": (pool_train(lambda F, x: F.avg_pool2d(x, 3, 2, 1),
+        "avg_pool2d fwd+bwd 32x16x32x32 k2s2": (fwd_bwd(lambda F, x: F.avg_pool2d(x, 2), (32, 16, 32, 32)), 20, 1),
+        "avg_pool2d fwd+bwd 32x16x32x32 k3s2p1": (fwd_bwd(lambda F, x: F.avg_pool2d(x, 3, 2, 1),
                                                              (32, 16, 32, 32)), 20, 1),
-        "adaptive_avg_pool2d fwd+bwd 32x16x32x32->4": (pool_train(lambda F, x: F.adaptive_avg_pool2d(x, 4),
+        "adaptive_avg_pool2d fwd+bwd 32x16x32x32->4": (fwd_bwd(lambda F, x: F.adaptive_avg_pool2d(x, 4),
                                                                   (32, 16, 32, 32)), 20, 1),
-        "adaptive_avg_pool2d fwd+bwd 32x64x8x8->1": (pool_train(lambda F, x: F.adaptive_avg_pool2d(x, 1),
+        "adaptive_avg_pool2d fwd+bwd 32x64x8x8->1": (fwd_bwd(lambda F, x: F.adaptive_avg_pool2d(x, 1),
                                                                 (32, 64, 8, 8)), 20, 1),
         "gelu, 1M float32": (unary_1m(lambda lib, a: functional(lib).gelu(a)), 50, 1),
+        "gelu fwd+bwd, 1M float32": (fwd_bwd(lambda F, x: F.gelu(x), (1 << 20,)), 20, 1),
         "gelu tanh, 1M float32": (unary_1m(lambda lib, a: functional(lib).gelu(a, approximate="tanh")), 50, 1),
         "softplus, 1M float32": (unary_1m(lambda lib, a: functional(lib).softplus(a)), 50, 1),
         "var, 1M float32": (unary_1m(lambda lib, a: a.var()), 50, 1),

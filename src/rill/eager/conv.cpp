@@ -349,7 +349,8 @@ Tensor max_pool2d_with_workspace_backward(const Tensor& grad_output, const Tenso
   const Shape size = batched_size(input_size, name, unbatched);
   RILL_CHECK(grad_output.defined() && workspace.defined(), Value, "[", name, "] got an undefined tensor");
   std::vector<AttrValue> values = {size};
-  for (AttrValue& v : max_attrs(kernel_size, stride, padding, dilation, ceil_mode, name)) values.push_back(std::move(v));
+  for (AttrValue& v : max_attrs(kernel_size, stride, padding, dilation, ceil_mode, name))
+    values.push_back(std::move(v));
   Tensor in[2] = {batch(contiguous(grad_output), unbatched), batch(contiguous(workspace), unbatched)};
   return unbatch(call1(o, in, {}, make_attrs(std::move(values))), unbatched);
 }
