@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "rill/util/parallel.h"
 #include "rill/vm/virtual_machine.h"
 
 namespace rill::py {
@@ -69,7 +70,8 @@ constexpr auto kHeldSpin = std::chrono::microseconds(20);
 bool spin_until_done(vm::SyncSignal& signal) {
   auto until = std::chrono::steady_clock::now() + kHeldSpin;
   while (!signal.done.load(std::memory_order_acquire)) {
-    if (std::chrono::steady_clock::now() >= until) return false;
+    // A parallel region is running: wait (and help it) with the GIL released, in vm::wait_for.
+    if (std::chrono::steady_clock::now() >= until || parallel::busy()) return false;
     std::this_thread::yield();
   }
   return true;

@@ -18,6 +18,10 @@ void set_num_threads(int n);
  * that only waits should sleep rather than poll (Note [Waiting beside a parallel region]). */
 bool busy();
 
+/** Run unclaimed chunks of the parallel region in flight, if any: a thread that only waits lends its core.
+ * True if it ran any. */
+bool help();
+
 /** Type-erased body: fn(ctx, begin, end). */
 using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
 
