@@ -19,7 +19,8 @@ Commands (`help odb-vm` and so on for details):
     odb-tensor EXPR   dtype, shape, strides, storage and pending accesses of a tensor
 and pretty printers for rill's Shape/Strides, DType, Device, TensorMeta, Symbol<T>, Tensor.
 A breakpoint on rill_odb_breakpoint is always set: `rill.odb.breakpoint(t)` in Python stops
-there, with `$odb_tensor` pointing at t.
+there, with `$odb_tensor` pointing at t. At an anchor stop, `$odb_instruction` is the instruction
+(`print *$odb_instruction`, `odb-tensor $odb_instruction->outputs[0]`).
 
 Breaking on the anchors needs only their names (they are exported even from a stripped
 build). odb-vm, odb-tensor and the printers read rill's types, so they need debug info:
@@ -319,6 +320,12 @@ def _on_anchor_stop(kind):
         except (gdb.error, gdb.MemoryError, OdbError):
             detail = f": instruction {instr:#x}"
     print(f"odb: {kind} thread, {_thread_label()}, {what}{detail}")
+    if instr:
+        try:
+            gdb.set_convenience_variable("odb_instruction",
+                                         gdb.Value(instr).cast(_type("rill::vm::Instruction").pointer()))
+        except OdbError:
+            gdb.set_convenience_variable("odb_instruction", gdb.Value(instr))
     caller = frame.older()
     if caller is None:
         print("odb: no calling frame")
@@ -419,6 +426,24 @@ def _inbox(s):
     return std_vector(s["taken_inbox_"])[int(s["next_admit_"]):] + std_vector(s["inbox_"])
 
 
+def _anchor_stops():
+    """{gdb thread number: 'range instruction'} for the threads stopped at an anchor's entry."""
+    out = {}
+    thread, frame = gdb.selected_thread(), gdb.selected_frame()
+    try:
+        for th in gdb.selected_inferior().threads():
+            th.switch()
+            f = gdb.newest_frame()
+            if f.name() in ANCHORS.values():
+                rng, instr = _anchor_args(f)
+                what = RANGES[rng] if rng is not None and 0 <= rng < len(RANGES) else "?"
+                out[th.num] = what + (" " + instruction_str(gdb.Value(instr)) if instr else "")
+    finally:
+        thread.switch()
+        frame.select()
+    return out
+
+
 def _threads_by_name():
     out = {}
     for th in gdb.selected_inferior().threads():
@@ -454,11 +479,14 @@ thread now."""
             return
         s = sched_ptr.cast(_type("rill::vm::Scheduler").pointer()).dereference()
         names = _threads_by_name()
+        at_anchor = _anchor_stops()
         print(f"rill VM (rill::vm::Scheduler*){int(sched_ptr):#x}: {int(atomic(s['in_flight_']))} instructions in "
               f"flight")
         num = names.get("rill-scheduler")
         where = f'gdb thread {num} "rill-scheduler"' if num else "rill-scheduler"
         print(f"scheduler, {where}: {_gate_state(s['gate_'])}")
+        if num in at_anchor:
+            print(f"    at its odb anchor: {at_anchor[num]}")
         _print_list("queued: submitted, not yet scheduled", _inbox(s), limit)
         completions = std_vector(s["completions_"]) + std_vector(s["taken_completions_"])[int(s["next_retire_"]):]
         _print_list("finished on a worker, not yet released", completions, limit)
@@ -482,6 +510,8 @@ thread now."""
                 num = names.get(name)
                 where = f'gdb thread {num} "{name}"' if num else name
                 print(f"  worker {tid}, {where}: {_gate_state(s['worker_gates_'][tid])}")
+                if num in at_anchor:
+                    print(f"    at its odb anchor: {at_anchor[num]}")
                 ready = std_deque(w["batch_"])[int(w["batch_next_"]):] + std_deque(w["queue_"])
                 _print_list("ready: dispatched, not started", ready, limit)
                 running = w["running_"]
