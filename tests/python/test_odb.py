@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -95,6 +96,23 @@ def test_stopped_worker_queues_its_thread_only(restart_all):
         assert rill._C._num_in_flight() >= 1, "the stopped worker ran its instruction"
         rill.odb.restart_vm_worker(t.id)
         assert y.sum().item() == 40.0
+    finally:
+        t.close()
+
+
+def test_sync_point_behind_a_stopped_worker_warns_and_waits(restart_all):
+    t = rill.asyncs.Thread()
+    try:
+        x = rill.ones(4)
+        rill.synchronize()
+        rill.odb.stop_vm_worker(t.id)
+        with rill.asyncs.thread(t):
+            y = x * 2
+        restarter = threading.Timer(1.5, rill.odb.restart_vm_worker, args=(t.id,))
+        restarter.start()
+        with pytest.warns(RuntimeWarning, match=rf"restart_vm_worker\({t.id}\)"):
+            assert y.sum().item() == 8.0  # waits until the other thread restarts the worker
+        restarter.join()
     finally:
         t.close()
 

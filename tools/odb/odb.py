@@ -498,7 +498,9 @@ thread now."""
         for tid in range(count):
             fifo = std_deque(fifos[tid])
             worker = unique_ptr(workers[tid])
-            if tid != 0 and not fifo and not int(worker):
+            gate = s["worker_gates_"][tid]
+            stop_requested = bool(atomic(gate["stop_"]))
+            if tid != 0 and not fifo and not int(worker) and not stop_requested:
                 continue
             inline = tid == 0 and not int(worker)
             runs_on = "the scheduler (inline)" if inline else f"rill-worker-{tid}"
@@ -509,13 +511,15 @@ thread now."""
                 name = f"rill-worker-{tid}"
                 num = names.get(name)
                 where = f'gdb thread {num} "{name}"' if num else name
-                print(f"  worker {tid}, {where}: {_gate_state(s['worker_gates_'][tid])}")
+                print(f"  worker {tid}, {where}: {_gate_state(gate)}")
                 if num in at_anchor:
                     print(f"    at its odb anchor: {at_anchor[num]}")
                 ready = std_deque(w["batch_"])[int(w["batch_next_"]):] + std_deque(w["queue_"])
                 _print_list("ready: dispatched, not started", ready, limit)
                 running = w["running_"]
                 print(f"    running: {instruction_str(running) if int(running) else '-'}")
+            elif stop_requested:
+                print(f"  worker {tid}: not started yet; stopped by rill.odb, it will park before its first instruction")
 
 
 
