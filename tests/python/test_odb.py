@@ -267,6 +267,29 @@ def test_odb_vm_and_odb_tensor_while_the_scheduler_is_stopped(debug_info, tmp_pa
     assert "value 12.0" in out, out
 
 
+def test_odb_vm_lists_the_queue_of_a_stopped_worker(debug_info, tmp_path):
+    script = """
+        import rill, time
+        t = rill.asyncs.Thread()
+        x = rill.ones(4)
+        rill.synchronize()
+        rill.odb.stop_vm_worker(t.id)
+        with rill.asyncs.thread(t):
+            for _ in range(150):   # more than one 64-pointer node of the worker's std::deque
+                x = x * 1.0
+        time.sleep(0.2)            # the scheduler dispatches them to the parked worker (odb-vm counts them anyway)
+        rill.odb.breakpoint(x)
+        rill.odb.restart_vm_worker(t.id)
+        print("value", x.sum().item())
+    """
+    out = run_gdb(script, ["run", "odb-vm 1000", "continue"], tmp_path)
+    vm = out[out.index("rill VM "):]
+    assert "worker 1, gdb thread" in vm and "stopped by rill.odb (parked)" in vm, vm
+    assert "ready: dispatched, not started: " in vm, vm
+    assert sum("mul_scalar(float32[4]) -> float32[4]  [thread id 1]" in line for line in vm.splitlines()) == 150, vm
+    assert "value 4.0" in out, out
+
+
 def test_pretty_printers(debug_info, tmp_path):
     script = """
         import rill

@@ -7,7 +7,7 @@ Load it from the repository root, in gdb:
 or on the command line:
 
     RILL_VM_COMPUTE_ON_WORKER_THREAD=0 RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS=0 \\
-        gdb -x tools/odb/odb.py --args python3 script.py
+        gdb -x tools/odb/odb.py --args "$(python3 -c 'import sys; print(sys.executable)')" script.py
 
 Commands (`help odb-vm` and so on for details):
     odb-b-all, odb-b-client, odb-b-scheduler, odb-b-worker
@@ -60,30 +60,79 @@ def std_string(v):
     return v["_M_dataplus"]["_M_p"].string(length=int(v["_M_string_length"]))
 
 
-def std_vector(v):
-    start, finish = v["_M_impl"]["_M_start"], v["_M_impl"]["_M_finish"]
-    n = int(finish - start) if int(start) else 0
-    return [(start + k).dereference() for k in range(n)]
+def std_vector(v, start=0, limit=None):
+    """Elements [start, start + limit) of a std::vector."""
+    first, finish = v["_M_impl"]["_M_start"], v["_M_impl"]["_M_finish"]
+    n = int(finish - first) if int(first) else 0
+    stop = n if limit is None else min(n, start + limit)
+    return [(first + k).dereference() for k in range(start, stop)]
 
 
-def std_deque(v):
-    """The elements of a std::deque (libstdc++: 512-byte nodes)."""
-    impl = v["_M_impl"]
-    start, finish = impl["_M_start"], impl["_M_finish"]
+def std_vector_len(v):
+    first = v["_M_impl"]["_M_start"]
+    return int(v["_M_impl"]["_M_finish"] - first) if int(first) else 0
+
+
+def _deque_per_node(v):
     elem = v.type.strip_typedefs().template_argument(0)
-    per_node = 512 // elem.sizeof if elem.sizeof < 512 else 1
-    cur, last, node = start["_M_cur"], start["_M_last"], start["_M_node"]
+    return 512 // elem.sizeof if elem.sizeof < 512 else 1  # libstdc++: 512-byte nodes
+
+
+def std_deque_len(v):
+    start, finish = v["_M_impl"]["_M_start"], v["_M_impl"]["_M_finish"]
+    if not int(start["_M_cur"]):
+        return 0
+    nodes = int(finish["_M_node"] - start["_M_node"])
+    return ((nodes - 1) * _deque_per_node(v) + int(finish["_M_cur"] - finish["_M_first"])
+            + int(start["_M_last"] - start["_M_cur"])) if nodes else int(finish["_M_cur"] - start["_M_cur"])
+
+
+def std_deque(v, start=0, limit=None):
+    """Elements [start, start + limit) of a std::deque."""
+    impl = v["_M_impl"]
+    first, finish = impl["_M_start"], impl["_M_finish"]
+    per_node = _deque_per_node(v)
+    cur, last, node = first["_M_cur"], first["_M_last"], first["_M_node"]
     out = []
     if not int(cur):
         return out
-    while cur != finish["_M_cur"]:
-        out.append(cur.dereference())
+    k = 0
+    while cur != finish["_M_cur"] and (limit is None or len(out) < limit):
+        if k >= start:
+            out.append(cur.dereference())
+        k += 1
         cur += 1
         if cur == last:
             node += 1
             cur = node.dereference()
             last = cur + per_node
     return out
+
+
+class Pending:
+    """A run of instructions spread over containers: [(elements(start, limit), length, start)], read lazily."""
+
+    def __init__(self, *parts):
+        self.parts = parts  # (reader, length, start)
+
+    def __len__(self):
+        return sum(max(0, n - start) for _read, n, start in self.parts)
+
+    def first(self, limit):
+        out = []
+        for read, n, start in self.parts:
+            if len(out) >= limit:
+                break
+            out += read(start, limit - len(out))
+        return out
+
+
+def vector_part(v, start=0):
+    return (lambda s, lim: std_vector(v, s, lim), std_vector_len(v), start)
+
+
+def deque_part(v, start=0):
+    return (lambda s, lim: std_deque(v, s, lim), std_deque_len(v), start)
 
 
 def shared_ptr(v):
@@ -423,7 +472,7 @@ def _gate_state(gate):
 
 def _inbox(s):
     """The instructions a rill::vm::Scheduler has not admitted yet, oldest first."""
-    return std_vector(s["taken_inbox_"])[int(s["next_admit_"]):] + std_vector(s["inbox_"])
+    return Pending(vector_part(s["taken_inbox_"], int(s["next_admit_"])), vector_part(s["inbox_"]))
 
 
 def _anchor_stops():
@@ -452,15 +501,16 @@ def _threads_by_name():
     return out
 
 
-def _print_list(title, ptrs, limit, indent="    "):
-    print(f"{indent}{title}: {len(ptrs)}")
-    for p in ptrs[:limit]:
+def _print_list(title, pending, limit, indent="    "):
+    count = len(pending)
+    print(f"{indent}{title}: {count}")
+    for p in pending.first(limit):
         try:
             print(f"{indent}  {instruction_str(p)}")
         except (gdb.error, gdb.MemoryError) as e:
             print(f"{indent}  {int(p):#x} <unreadable: {e}>")
-    if len(ptrs) > limit:
-        print(f"{indent}  ... and {len(ptrs) - limit} more")
+    if count > limit:
+        print(f"{indent}  ... and {count - limit} more")
 
 
 class VmCommand(_Command):
@@ -488,7 +538,8 @@ thread now."""
         if num in at_anchor:
             print(f"    at its odb anchor: {at_anchor[num]}")
         _print_list("queued: submitted, not yet scheduled", _inbox(s), limit)
-        completions = std_vector(s["completions_"]) + std_vector(s["taken_completions_"])[int(s["next_retire_"]):]
+        completions = Pending(vector_part(s["taken_completions_"], int(s["next_retire_"])),
+                              vector_part(s["completions_"]))
         _print_list("finished on a worker, not yet released", completions, limit)
         running = s["running_"]
         print(f"    running: {instruction_str(running) if int(running) else '-'}")
@@ -496,11 +547,11 @@ thread now."""
         fifos = s["fifo_"]
         count = int(fifos.type.range()[1]) + 1
         for tid in range(count):
-            fifo = std_deque(fifos[tid])
+            fifo = Pending(deque_part(fifos[tid]))
             worker = unique_ptr(workers[tid])
             gate = s["worker_gates_"][tid]
             stop_requested = bool(atomic(gate["stop_"]))
-            if tid != 0 and not fifo and not int(worker) and not stop_requested:
+            if tid != 0 and not len(fifo) and not int(worker) and not stop_requested:
                 continue
             inline = tid == 0 and not int(worker)
             runs_on = "the scheduler (inline)" if inline else f"rill-worker-{tid}"
@@ -514,7 +565,7 @@ thread now."""
                 print(f"  worker {tid}, {where}: {_gate_state(gate)}")
                 if num in at_anchor:
                     print(f"    at its odb anchor: {at_anchor[num]}")
-                ready = std_deque(w["batch_"])[int(w["batch_next_"]):] + std_deque(w["queue_"])
+                ready = Pending(deque_part(w["batch_"], int(w["batch_next_"])), deque_part(w["queue_"]))
                 _print_list("ready: dispatched, not started", ready, limit)
                 running = w["running_"]
                 print(f"    running: {instruction_str(running) if int(running) else '-'}")
@@ -592,7 +643,8 @@ rill.odb.breakpoint(t))."""
         # Instructions the scheduler has not admitted yet are in no access list: look for them in its inbox.
         sched = _scheduler()
         if sched is not None:
-            for ins_ptr in _inbox(sched.cast(_type("rill::vm::Scheduler").pointer()).dereference()):
+            inbox = _inbox(sched.cast(_type("rill::vm::Scheduler").pointer()).dereference())
+            for ins_ptr in inbox.first(len(inbox)):
                 ins = ins_ptr.cast(_type("rill::vm::Instruction").pointer()).dereference()
                 for role, field in (("write", "outputs"), ("read", "inputs")):
                     if any(int(shared_ptr(impl_of(t).dereference()["storage_"])) == int(storage_ptr)
