@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
 
 #include "rill/eager/functional.h"
@@ -110,16 +111,18 @@ TEST(VM, TraceRecordsEveryInstructionInOrder) {
   Tensor x = one;
   for (int i = 0; i < 5; ++i) x = eager::binary(eager::op("add"), x, one);
   vm::synchronize();
-  EXPECT_EQ(vm::trace::stop(), 6);  // 5 adds and the synchronize marker
+  EXPECT_GE(vm::trace::stop(), 5);  // the adds, and the synchronize marker if they were still running
   std::ifstream f(path);
-  std::stringstream text;
-  text << f.rdbuf();
-  size_t adds = 0;
-  for (size_t at = text.str().find("\"cat\": \"run\""); at != std::string::npos;
-       at = text.str().find("\"cat\": \"run\"", at + 1))
-    ++adds;
-  EXPECT_EQ(adds, 6u);
-  EXPECT_NE(text.str().find("\"name\": \"add\""), std::string::npos);
+  std::stringstream buffer;
+  buffer << f.rdbuf();
+  const std::string text = buffer.str();
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  for (const char* cat : {"submit", "dispatch", "run"})
+    EXPECT_EQ(count("{\"name\": \"add\", \"cat\": \"" + std::string(cat) + "\""), 5u) << cat;
   std::remove(path.c_str());
 }
 
