@@ -29,6 +29,8 @@ from rill._C import (  # noqa: F401
 )
 from rill._C import is_grad_enabled  # noqa: F401
 from rill import asyncs  # noqa: F401
+from rill import odb  # noqa: F401
+from rill._vm_trace import vm_trace  # noqa: F401
 from rill._tensor import Size  # noqa: F401  (also installs Python-side Tensor methods)
 from rill import autograd  # noqa: F401
 from rill import linalg  # noqa: F401

@@ -41,6 +41,8 @@ void wait_readable(const Tensor& t);
 void read_element(const Tensor& t, void* dst);
 /** Wait (GIL released, interruptible) for every issued op; raises the first unreported kernel error. */
 void synchronize();
+/** Wait (GIL released, interruptible) for every issued op, leaving kernel errors to the next sync point. */
+void wait_all();
 
 // --- binary ops (ops.cpp), shared by the areas that bind them ---------------------------
 /** The schemas behind one binary op name: tensor-tensor, tensor-number and number-tensor. */
@@ -85,6 +87,7 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void init_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void init_runtime(nb::module_& m);
 void init_vm(nb::module_& m);
+void init_odb(nb::module_& m);
 void init_nn(nb::module_& m);
 void init_nn_functional(nb::module_& m);
 

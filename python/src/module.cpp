@@ -15,6 +15,7 @@ NB_MODULE(_C, m) {
   rill::py::init_tensor(m);
   rill::py::init_runtime(m);
   rill::py::init_vm(m);
+  rill::py::init_odb(m);
   rill::py::init_nn(m);
   rill::py::init_nn_functional(m);
 }

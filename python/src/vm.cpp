@@ -13,6 +13,8 @@
 #include <unordered_set>
 
 #include "rill/util/parallel.h"
+#include "rill/vm/park.h"
+#include "rill/vm/trace.h"
 #include "rill/vm/virtual_machine.h"
 
 namespace rill::py {
@@ -79,10 +81,12 @@ bool spin_until_done(vm::SyncSignal& signal) {
 
 // Waits with the GIL released, waking every 50 ms to let Ctrl-C through. The
 // signal stays owned by the VM's sync marker too, so an interrupted wait leaves
-// nothing dangling and the VM usable.
+// nothing dangling and the VM usable. Work queued behind a VM thread stopped by
+// rill.odb (Note [Parking] in vm/park.h): a stopped scheduler raises, a stopped
+// worker gets a warning after a second.
 void wait_interruptible(vm::SyncSignal& signal) {
   if (spin_until_done(signal)) return;
-  for (;;) {
+  for (int turns = 1;; ++turns) {
     bool done;
     {
       nb::gil_scoped_release release;
@@ -90,6 +94,18 @@ void wait_interruptible(vm::SyncSignal& signal) {
     }
     if (done) return;
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    vm::check_not_stalled();
+    if (turns == 20) {
+      vm::StoppedSet stopped = vm::stopped_threads();
+      for (int k = 0; k < vm::kMaxThreadIds; ++k) {
+        if (!stopped.workers[k]) continue;
+        std::string text = "rill: this sync point has waited 1 s while VM worker " + std::to_string(k) +
+                           " is stopped (rill.odb.stop_vm_worker); if it waits for that worker's work, it resumes "
+                           "only after rill.odb.restart_vm_worker(" + std::to_string(k) + ") (Ctrl-C interrupts it)";
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1) != 0) throw nb::python_error();
+        break;
+      }
+    }
   }
 }
 
@@ -175,8 +191,12 @@ void read_element(const Tensor& t, void* dst) {
 }
 
 void synchronize() {
-  if (vm::num_in_flight() > 0) wait_interruptible(*vm::submit_sync({}, true));
+  wait_all();
   vm::raise_unreported_error();
+}
+
+void wait_all() {
+  if (vm::num_in_flight() > 0) wait_interruptible(*vm::submit_sync({}, true));
 }
 
 void init_vm(nb::module_& m) {
@@ -184,12 +204,14 @@ void init_vm(nb::module_& m) {
   vm::set_unlocked_runner(run_unlocked);
   m.def("synchronize", &synchronize, "Wait for every issued op to finish (a sync point).");
   m.def("_shutdown", []() {
+    vm::restart_all();  // Note [Parking] in vm/park.h: exit finishes the work queued behind a stopped thread
     try {
       synchronize();
     } catch (const Error&) {
       // At exit an error nobody looked at is dropped, like a tensor nobody read.
     }
-  }, "Drain the VM (registered with atexit).");
+    vm::trace::finish_env();
+  }, "Drain the VM and write the RILL_VM_TRACE trace (registered with atexit).");
   m.def("_num_in_flight", &vm::num_in_flight);
 
   // rill.asyncs (python/rill/asyncs.py)

@@ -43,6 +43,8 @@ const std::vector<Knob>& knobs() {
       {"RILL_VM_MAX_IN_FLIGHT", "16384", "instructions in flight before a submitting thread blocks (back-pressure)"},
       {"RILL_VM_WORKER_THREAD_LIMIT", "16",
        "VM thread ids, thread 0 included: rill.asyncs.Thread() fails once all are taken (at most 64)"},
+      {"RILL_VM_TRACE", "",
+       "write a Chrome/Perfetto trace of every VM instruction to this file at exit (tools/vm_trace_summary.py)"},
   };
   return table;
 }
@@ -54,6 +56,12 @@ int64_t get_int(const char* name, int64_t fallback) {
   long long parsed = std::strtoll(v->c_str(), &end, 10);
   RILL_CHECK(end && *end == '\0', Value, "[env] ", name, "=", *v, " is not an integer");
   return parsed;
+}
+
+std::optional<std::string> get_string(const char* name) {
+  auto v = lookup(name);
+  if (!v || v->empty()) return std::nullopt;
+  return v;
 }
 
 bool get_bool(const char* name, bool fallback) {

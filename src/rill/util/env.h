@@ -23,6 +23,9 @@ const std::vector<Knob>& knobs();
 /** Integer value of a knob: override, else environment, else fallback. Bad text raises ValueError. */
 int64_t get_int(const char* name, int64_t fallback);
 
+/** Text of a knob: override, else environment, else nullopt (an empty value counts as unset). */
+std::optional<std::string> get_string(const char* name);
+
 /** Boolean value of a knob ("1/true/on" or "0/false/off"). */
 bool get_bool(const char* name, bool fallback);
 

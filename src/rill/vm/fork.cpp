@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "rill/vm/park.h"
 #include "rill/vm/scheduler.h"
 #include "rill/vm/virtual_machine.h"
 
@@ -16,6 +17,11 @@ namespace rill::vm {
 //     thread that must finish the work waits on a lock the forker holds.
 //     Short-held mutexes (allocator, symbol tables, knobs, VM bookkeeping) are
 //     taken in the kLock stage, so none is inherited locked.
+//     The drain passes through no odb anchor (drain_unanchored), so a debugger's
+//     breakpoint on an anchor never stops the forking thread inside fork()
+//     (Note [odb anchors] in trace.h). VM threads stopped through rill.odb are
+//     restarted for the drain (else it would never end) and stopped again in the
+//     parent once fork() returns (Note [Parking] in park.h).
 //   - Child: the scheduler is forgotten (leaked, its threads cannot be joined);
 //     the first op starts a fresh one. Instructions queued in the parent are never
 //     run in the child.
@@ -28,10 +34,20 @@ namespace rill::vm {
 namespace {
 
 thread_local bool t_submitted = false;
+thread_local StoppedSet t_restarted_for_fork;  // prepare and parent run on the forking thread
 constexpr uint32_t kAdopting = ~uint32_t{0};
 
 void drain_before_fork(void*) {
-  if (t_submitted && Scheduler::started() && num_in_flight() > 0) drain();
+  t_restarted_for_fork = {};
+  if (t_submitted && Scheduler::started() && num_in_flight() > 0) {
+    t_restarted_for_fork = restart_all();
+    drain_unanchored();
+  }
+}
+
+void stop_again_in_parent(void*) {
+  stop_again(t_restarted_for_fork);
+  t_restarted_for_fork = {};
 }
 
 void forget_vm_in_child(void*) {
@@ -43,7 +59,7 @@ void forget_vm_in_child(void*) {
 
 void mark_thread_submitted() {
   static const bool registered = [] {
-    fork::on_fork(fork::Stage::kDrain, {drain_before_fork, nullptr, forget_vm_in_child});
+    fork::on_fork(fork::Stage::kDrain, {drain_before_fork, stop_again_in_parent, forget_vm_in_child});
     return true;
   }();
   (void)registered;

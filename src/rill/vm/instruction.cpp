@@ -103,6 +103,7 @@ void recycle(Instruction* i) {
   i->sync_all = false;
   i->reusable = false;
   i->times = nullptr;
+  i->trace_id = 0;
   i->pending = 0;
   i->successors.clear();
   LocalPool& local = local_pool();

@@ -68,6 +68,7 @@ struct Instruction {
   bool reusable = false;               // owned by a client thread: retired, not deleted (Note [Reused SyncRead])
   alignas(16) unsigned char read_value[16] = {};  // kSyncRead: the element read
   ReadTimes* times = nullptr;                      // kSyncRead: stamps to fill, when profiling
+  uint64_t trace_id = 0;                           // its id in the VM trace; 0 when not traced (trace.h)
 
   // Scheduler bookkeeping (Note [Dependences] in dependence.h); touched by the scheduler thread only.
   int pending = 0;                        // unfinished predecessors that must complete first

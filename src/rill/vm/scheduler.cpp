@@ -6,6 +6,7 @@
 
 #include "rill/vm/config.h"
 #include "rill/vm/dependence.h"
+#include "rill/vm/trace.h"
 
 namespace rill::vm {
 
@@ -42,6 +43,16 @@ constexpr size_t kQueueCapacity = 1024;
 Scheduler::Scheduler() {
   inbox_.reserve(kQueueCapacity);
   completions_.reserve(kQueueCapacity);
+  taken_inbox_.reserve(kQueueCapacity);
+  taken_completions_.reserve(kQueueCapacity);
+  trace::start_from_env();
+  gate_.attach(
+      [](void* self) {
+        auto* s = static_cast<Scheduler*>(self);
+        std::lock_guard<std::mutex> lock(s->mutex_);
+        s->cv_.notify_one();
+      },
+      this);
   thread_ = std::thread([this] { loop(); });
   thread_.detach();  // the VM lives as long as the process
 }
@@ -64,36 +75,45 @@ void Scheduler::enqueue(std::vector<Instruction*>& queue, Instruction* instructi
   if (wake) cv_.notify_one();
 }
 
-void Scheduler::wait_in_flight_below(int64_t limit) {
+bool Scheduler::wait_in_flight_below(int64_t limit) {
   drained_waiters_.fetch_add(1, std::memory_order_acq_rel);
+  bool below = true;
   {
     std::unique_lock<std::mutex> lock(drained_mutex_);
-    drained_cv_.wait(lock, [&] { return in_flight() < limit; });
+    // A stopped scheduler retires nothing (Note [Parking] in park.h): give up rather than hang.
+    auto drained = [&] { return in_flight() < limit; };
+    while (below && !drained_cv_.wait_for(lock, std::chrono::milliseconds(50), drained))
+      below = !gate_.stop_requested();
   }
   drained_waiters_.fetch_sub(1, std::memory_order_acq_rel);
+  return below;
 }
 
 Worker* Scheduler::worker(int thread_id) {
-  if (!workers_[thread_id]) workers_[thread_id] = std::make_unique<Worker>(thread_id, this);
+  if (!workers_[thread_id])
+    workers_[thread_id] = std::make_unique<Worker>(thread_id, this, &worker_gates_[thread_id]);
   return workers_[thread_id].get();
 }
 
 void Scheduler::loop() {
   pthread_setname_np(pthread_self(), "rill-scheduler");
-  std::vector<Instruction*> inbox, completions;
-  inbox.reserve(kQueueCapacity);
-  completions.reserve(kQueueCapacity);
+  std::vector<Instruction*>& inbox = taken_inbox_;
+  std::vector<Instruction*>& completions = taken_completions_;
   auto last_work = std::chrono::steady_clock::now();
   for (;;) {
+    // Note [Parking] in park.h: between batches, holding no lock.
+    if (gate_.stop_requested()) [[unlikely]]
+      gate_.park();
     if (has_work_.exchange(false, std::memory_order_acquire)) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         inbox.swap(inbox_);
         completions.swap(completions_);
       }
-      // Completions first: they may unblock the heads of the FIFOs new work joins.
-      for (Instruction* i : completions) retire(i);
-      for (Instruction* i : inbox) admit(i);
+      // Completions first: they may unblock the heads of the FIFOs new work joins. (Indexed through members,
+      // so odb can tell the entries not handled yet.)
+      for (next_retire_ = 0; next_retire_ < completions.size();) retire(completions[next_retire_++]);
+      for (next_admit_ = 0; next_admit_ < inbox.size();) admit(inbox[next_admit_++]);
       completions.clear();
       inbox.clear();
       last_work = std::chrono::steady_clock::now();
@@ -108,13 +128,14 @@ void Scheduler::loop() {
     }
     std::unique_lock<std::mutex> lock(mutex_);
     sleeping_ = true;
-    cv_.wait(lock, [&] { return !inbox_.empty() || !completions_.empty(); });
+    cv_.wait(lock, [&] { return !inbox_.empty() || !completions_.empty() || gate_.stop_requested(); });
     sleeping_ = false;
     has_work_.store(true, std::memory_order_relaxed);
   }
 }
 
 void Scheduler::admit(Instruction* instr) {
+  rill_odb_anchor_scheduler(Range::kSchedule, instr);  // Note [odb anchors] in trace.h
   link_dependences(instr);
   if (instr->is_sync()) {
     if (instr->sync_all) {
@@ -141,10 +162,12 @@ void Scheduler::pump(int tid) {
 }
 
 void Scheduler::dispatch(Instruction* instr) {
+  rill_odb_anchor_scheduler(Range::kDispatch, instr);
+  trace::note(trace::Event::kDispatch, *instr);
   if (instr->is_sync()) {
     if (instr->times) instr->times->ready = now_ns();
     instr->signal->notify_ready();  // a blocked waiter wakes while the marker finishes
-    instr->run();
+    run_inline(instr);
     retire(instr);
     return;
   }
@@ -152,11 +175,21 @@ void Scheduler::dispatch(Instruction* instr) {
     worker(instr->stream.thread_id)->push(instr);
     return;
   }
-  instr->run();
+  run_inline(instr);
   retire(instr);
 }
 
+void Scheduler::run_inline(Instruction* instr) {
+  rill_odb_anchor_scheduler(Range::kRun, instr);
+  trace::note(trace::Event::kStart, *instr);
+  running_ = instr;
+  instr->run();
+  running_ = nullptr;
+  trace::note(trace::Event::kEnd, *instr);
+}
+
 void Scheduler::retire(Instruction* instr) {
+  rill_odb_anchor_scheduler(Range::kRelease, instr);
   unlink_dependences(instr);
   if (instr->kind == Instruction::Kind::kKernel) {
     int tid = instr->stream.thread_id;

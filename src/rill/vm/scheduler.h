@@ -14,6 +14,7 @@
 
 #include "rill/vm/config.h"
 #include "rill/vm/instruction.h"
+#include "rill/vm/park.h"
 #include "rill/vm/worker.h"
 
 namespace rill::vm {
@@ -37,8 +38,12 @@ class Scheduler {
   void complete(Instruction* instruction);
   /** Instructions submitted and not yet retired. */
   int64_t in_flight() const { return in_flight_.load(std::memory_order_acquire); }
-  /** Block until fewer than limit instructions are in flight. */
-  void wait_in_flight_below(int64_t limit);
+  /** Block until fewer than limit instructions are in flight; false (at once) if the scheduler is stopped. */
+  bool wait_in_flight_below(int64_t limit);
+  /** The scheduler thread's stop switch (rill.odb; Note [Parking] in park.h). */
+  ParkGate& scheduler_gate() { return gate_; }
+  /** Worker thread_id's stop switch (it exists before the worker does). */
+  ParkGate& worker_gate(int thread_id) { return worker_gates_[thread_id]; }
 
  private:
   void loop();
@@ -46,6 +51,7 @@ class Scheduler {
   void admit(Instruction* instruction);
   void pump(int thread_id);
   void dispatch(Instruction* instruction);
+  void run_inline(Instruction* instruction);
   void retire(Instruction* instruction);
   Worker* worker(int thread_id);
 
@@ -61,7 +67,15 @@ class Scheduler {
   std::condition_variable drained_cv_;  // back-pressure waiters
   std::atomic<int> drained_waiters_{0};
 
-  // Scheduler-thread state.
+  ParkGate gate_;
+  ParkGate worker_gates_[kMaxThreads];
+
+  // Scheduler-thread state. tools/odb/odb.py reads it from a debugger.
+  std::vector<Instruction*> taken_inbox_;        // the inbox being admitted: from next_admit_ on, not yet
+  std::vector<Instruction*> taken_completions_;  // the completions being retired: from next_retire_ on, not yet
+  size_t next_admit_ = 0;
+  size_t next_retire_ = 0;
+  Instruction* running_ = nullptr;               // the instruction running inline, if any
   std::deque<Instruction*> fifo_[kMaxThreads];   // admitted, not yet dispatched, per thread id
   Instruction* last_[kMaxThreads] = {};          // newest unretired kernel instruction per thread id
   std::unique_ptr<Worker> workers_[kMaxThreads];

@@ -8,7 +8,9 @@
 #include "rill/util/parallel.h"
 #include "rill/vm/config.h"
 #include "rill/vm/fork.h"
+#include "rill/vm/park.h"
 #include "rill/vm/scheduler.h"
+#include "rill/vm/trace.h"
 
 namespace rill::vm {
 namespace {
@@ -81,10 +83,37 @@ bool admit_here(Instruction& instr) {
   Scheduler& s = scheduler();
   if (s.in_flight() >= c.max_in_flight) {
     // Back-pressure: let the VM catch up (to half the bound) before queueing more.
-    int64_t target = c.max_in_flight / 2;
-    run_unlocked([](void* ctx) { scheduler().wait_in_flight_below(*static_cast<int64_t*>(ctx)); }, &target);
+    struct Wait {
+      int64_t target;
+      bool below;
+    } wait{c.max_in_flight / 2, true};
+    run_unlocked([](void* ctx) {
+      auto* w = static_cast<Wait*>(ctx);
+      w->below = scheduler().wait_in_flight_below(w->target);
+    }, &wait);
+    if (!wait.below && scheduler_stopped()) {  // Note [Parking] in park.h: raise rather than hang
+      for (const Tensor& t : instr.outputs) t.storage()->writes_in_flight().fetch_sub(1, std::memory_order_relaxed);
+      check_not_stalled();
+    }
   }
   return true;
+}
+
+// A sync marker on tensors (all: after every earlier instruction too).
+std::unique_ptr<Instruction> make_sync(const std::vector<Tensor>& tensors, bool all) {
+  auto instr = new_instruction();
+  instr->kind = Instruction::Kind::kSync;
+  instr->inputs.assign(tensors.begin(), tensors.end());
+  instr->sync_all = all;
+  instr->signal = std::make_shared<SyncSignal>();
+  return instr;
+}
+
+// Hand over an instruction admit_here accepted, recording it when a trace runs.
+void hand_over(Instruction* instr) {
+  if (trace::recording()) [[unlikely]]
+    trace::record_submit(*instr);  // before the scheduler can see it: submit <= dispatch
+  scheduler().submit(instr);
 }
 
 // Note [Reused SyncRead]
@@ -122,8 +151,9 @@ ReadSlot& read_slot() {
 }  // namespace
 
 void submit(std::unique_ptr<Instruction> instr) {
+  rill_odb_anchor_client(Range::kSubmit, instr.get());  // Note [odb anchors] in trace.h
   if (admit_here(*instr)) {
-    scheduler().submit(instr.release());
+    hand_over(instr.release());
   } else {
     recycle(instr.release());  // ran here (synchronous mode)
   }
@@ -135,6 +165,7 @@ SyncSignal* submit_read(const Tensor& t, void* dst) {
   check_fork_epoch(s);
   if (s.writes_in_flight().load(std::memory_order_acquire) == 0) {
     // Its producer finished (or never ran in the VM): read here, no round trip.
+    rill_odb_anchor_client(Range::kSyncRead, nullptr);
     if (s.poison()) raise_poison(s.poison());
     std::memcpy(dst, t.data_ptr(), dtype_itemsize(t.dtype()));
     return nullptr;
@@ -142,12 +173,18 @@ SyncSignal* submit_read(const Tensor& t, void* dst) {
   Instruction* instr = read_slot().instr.get();
   SyncSignal& signal = *instr->signal;
   if (!signal.done.load(std::memory_order_acquire)) {
-    // A read interrupted by Ctrl-C is still queued: the marker is not ours until it retires.
+    // A read interrupted by Ctrl-C (or raised by a stopped scheduler) is still queued: the marker is not ours
+    // until it retires.
+    struct Wait {
+      SyncSignal* signal;
+      bool done;
+    } wait{&signal, false};
     run_unlocked([](void* ctx) {
-      auto* sig = static_cast<SyncSignal*>(ctx);
-      while (!wait_for(*sig, std::chrono::seconds(1))) {
+      auto* w = static_cast<Wait*>(ctx);
+      while (!(w->done = wait_for(*w->signal, std::chrono::milliseconds(50))) && !scheduler_stopped()) {
       }
-    }, &signal);
+    }, &wait);
+    if (!wait.done) check_not_stalled();
   }
   signal.reset();
   instr->inputs.push_back(t);
@@ -159,13 +196,15 @@ SyncSignal* submit_read(const Tensor& t, void* dst) {
     if (signal.error) raise_poison(signal.error);
     return nullptr;
   }
-  scheduler().submit(instr);
+  rill_odb_anchor_client(Range::kSyncRead, instr);
+  hand_over(instr);
   if (t_read_times) t_read_times->submitted = now_ns();
   return &signal;
 }
 
 void finish_read(void* dst) {
   Instruction* instr = read_slot().instr.get();
+  rill_odb_anchor_client(Range::kReadDone, instr);
   std::memcpy(dst, instr->read_value, sizeof(instr->read_value));
   check(*instr->signal);
 }
@@ -173,11 +212,7 @@ void finish_read(void* dst) {
 void profile_reads(ReadTimes* times) { t_read_times = times; }
 
 std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool all) {
-  auto instr = new_instruction();
-  instr->kind = Instruction::Kind::kSync;
-  instr->inputs.assign(tensors.begin(), tensors.end());
-  instr->sync_all = all;
-  instr->signal = std::make_shared<SyncSignal>();
+  auto instr = make_sync(tensors, all);
   auto signal = instr->signal;
   submit(std::move(instr));
   return signal;
@@ -232,24 +267,41 @@ void check(const SyncSignal& signal) {
 namespace {
 // Waits with the caller's interpreter lock released: VM threads may need it (to
 // release numpy buffers, or to name the Python line of a failed op).
-void wait_unlocked(SyncSignal& signal) {
-  if (signal.done.load(std::memory_order_acquire)) return;
-  run_unlocked(
-      [](void* ctx) {
-        auto* s = static_cast<SyncSignal*>(ctx);
-        while (!wait_for(*s, std::chrono::milliseconds(100))) {
-        }
-      },
-      &signal);
+// With raise_if_stalled, a wait that can never end (the scheduler is stopped, Note [Parking] in park.h)
+// raises instead.
+void wait_unlocked(SyncSignal& signal, bool raise_if_stalled) {
+  struct Wait {
+    SyncSignal* signal;
+    bool raise_if_stalled;
+  } wait{&signal, raise_if_stalled};
+  while (!signal.done.load(std::memory_order_acquire)) {
+    run_unlocked(
+        [](void* ctx) {
+          auto* w = static_cast<Wait*>(ctx);
+          while (!wait_for(*w->signal, std::chrono::milliseconds(100))) {
+            if (w->raise_if_stalled && scheduler_stopped()) return;
+          }
+        },
+        &wait);
+    if (!signal.done.load(std::memory_order_acquire)) check_not_stalled();
+  }
 }
 }  // namespace
 
 void drain() {
-  if (Scheduler::started() && scheduler().in_flight() > 0) wait_unlocked(*submit_sync({}, true));
+  if (Scheduler::started() && scheduler().in_flight() > 0) wait_unlocked(*submit_sync({}, true), false);
+}
+
+void drain_unanchored() {
+  if (!Scheduler::started() || scheduler().in_flight() == 0) return;
+  auto instr = make_sync({}, true);
+  auto signal = instr->signal;
+  if (admit_here(*instr)) hand_over(instr.release());  // submit(), without its anchor
+  wait_unlocked(*signal, false);
 }
 
 void synchronize() {
-  if (Scheduler::started() && scheduler().in_flight() > 0) wait_unlocked(*submit_sync({}, true));
+  if (Scheduler::started() && scheduler().in_flight() > 0) wait_unlocked(*submit_sync({}, true), true);
   raise_unreported_error();
 }
 
@@ -266,7 +318,7 @@ std::shared_ptr<SyncSignal> submit_readable(const Tensor& t) {
 void wait_readable(const Tensor& t) {
   auto signal = submit_readable(t);
   if (!signal) return;
-  wait_unlocked(*signal);
+  wait_unlocked(*signal, true);
   check(*signal);
 }
 

@@ -42,6 +42,9 @@ void synchronize();
 /** Wait until every submitted instruction has finished, raising nothing (errors stay unreported). */
 void drain();
 
+/** drain(), without passing through an odb anchor: for the fork handler (Note [odb anchors] in trace.h). */
+void drain_unanchored();
+
 /** Null when t can be read on the host now (its writers finished; raises if t is poisoned);
  * else the signal of a sync marker to wait on, then check(). */
 std::shared_ptr<SyncSignal> submit_readable(const Tensor& t);

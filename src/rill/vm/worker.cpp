@@ -7,10 +7,19 @@
 
 #include "rill/vm/config.h"
 #include "rill/vm/scheduler.h"
+#include "rill/vm/trace.h"
 
 namespace rill::vm {
 
-Worker::Worker(int thread_id, Scheduler* scheduler) : thread_id_(thread_id), scheduler_(scheduler) {
+Worker::Worker(int thread_id, Scheduler* scheduler, ParkGate* gate)
+    : thread_id_(thread_id), scheduler_(scheduler), gate_(gate) {
+  gate_->attach(
+      [](void* self) {
+        auto* w = static_cast<Worker*>(self);
+        std::lock_guard<std::mutex> lock(w->mutex_);
+        w->cv_.notify_one();
+      },
+      this);
   thread_ = std::thread([this] { loop(); });
   thread_.detach();  // lives as long as the process (the VM is never torn down)
 }
@@ -29,8 +38,10 @@ void Worker::push(Instruction* instruction) {
 void Worker::loop() {
   std::string name = "rill-worker-" + std::to_string(thread_id_);
   pthread_setname_np(pthread_self(), name.c_str());
-  std::deque<Instruction*> batch;
   for (;;) {
+    // Note [Parking] in park.h: between batches, holding no lock.
+    if (gate_->stop_requested()) [[unlikely]]
+      gate_->park();
     {
       std::unique_lock<std::mutex> lock(mutex_);
       if (queue_.empty()) {
@@ -42,17 +53,24 @@ void Worker::loop() {
           std::this_thread::yield();
         lock.lock();
         sleeping_ = true;
-        cv_.wait(lock, [&] { return !queue_.empty(); });
+        cv_.wait(lock, [&] { return !queue_.empty() || gate_->stop_requested(); });
         sleeping_ = false;
+        if (queue_.empty()) continue;  // woken to park
       }
       has_work_.store(false, std::memory_order_relaxed);
-      batch.swap(queue_);
+      batch_.swap(queue_);
     }
-    for (Instruction* instr : batch) {
+    for (batch_next_ = 0; batch_next_ < batch_.size();) {
+      Instruction* instr = batch_[batch_next_++];
+      running_ = instr;
+      rill_odb_anchor_worker(Range::kRun, instr);  // Note [odb anchors] in trace.h
+      trace::note(trace::Event::kStart, *instr);
       instr->run();
+      trace::note(trace::Event::kEnd, *instr);
+      running_ = nullptr;
       scheduler_->complete(instr);
     }
-    batch.clear();
+    batch_.clear();
   }
 }
 

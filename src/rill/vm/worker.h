@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "rill/vm/instruction.h"
+#include "rill/vm/park.h"
 
 namespace rill::vm {
 
@@ -16,7 +17,8 @@ class Scheduler;
 /** One VM thread ("rill-worker-N"). */
 class Worker {
  public:
-  Worker(int thread_id, Scheduler* scheduler);
+  /** Start the thread; it parks at gate whenever a stop is requested (Note [Parking] in park.h). */
+  Worker(int thread_id, Scheduler* scheduler, ParkGate* gate);
   /** Queue an instruction whose dependences are met. */
   void push(Instruction* instruction);
 
@@ -24,6 +26,11 @@ class Worker {
   void loop();
   int thread_id_;
   Scheduler* scheduler_;
+  ParkGate* gate_;
+  // Worker-thread state, read by tools/odb/odb.py from a debugger.
+  std::deque<Instruction*> batch_;   // taken from queue_: from batch_next_ on, not started yet
+  size_t batch_next_ = 0;
+  Instruction* running_ = nullptr;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Instruction*> queue_;
