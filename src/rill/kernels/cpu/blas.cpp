@@ -9,6 +9,12 @@
 #include "rill/util/error.h"
 #include "rill/util/fork.h"
 
+// oneDNN's bfloat16 gemm (row-major, like dnnl_sgemm; bfloat16_t is a uint16_t's bits): libdnnl 2.6 exports it
+// as a C function but declares it only in its internal headers (later versions declare it in dnnl.h).
+extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
+                                                float alpha, const uint16_t* a, dnnl_dim_t lda, const uint16_t* b,
+                                                dnnl_dim_t ldb, float beta, float* c, dnnl_dim_t ldc);
+
 namespace rill::cpu {
 namespace {
 
@@ -53,6 +59,17 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
   dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   RILL_CHECK(s == dnnl_success, Runtime, "[matmul] oneDNN sgemm failed (status ", static_cast<int>(s), ") for a ",
              m, "x", k, " by ", k, "x", n, " product");
+}
+
+bool blas_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda,
+                    const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  one_openmp_thread();
+  dnnl_status_t s =
+      dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (s == dnnl_unimplemented) return false;  // no AVX-512 here: the caller converts to float32 instead
+  RILL_CHECK(s == dnnl_success, Runtime, "[matmul] oneDNN bfloat16 gemm failed (status ", static_cast<int>(s),
+             ") for a ", m, "x", k, " by ", k, "x", n, " product");
+  return true;
 }
 
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
