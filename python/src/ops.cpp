@@ -309,7 +309,12 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     const DType t = result_type(metas, numbers);
     auto as_tensor = [&](nb::handle v) {
       if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
-      return eager::full({}, *scalar_from_object(v), t);
+      Scalar s = *scalar_from_object(v);
+      // A float too large for a 16-bit result becomes inf, as PyTorch's wrapped number does (full() would
+      // refuse it: Note [Scalar range check]).
+      if (s.is_floating() && dtype_is_floating(t) && t != DType::kFloat64)
+        return eager::to_dtype(eager::full({}, s, DType::kFloat64), t);
+      return eager::full({}, s, t);
     };
     return autograd::where(cond, as_tensor(a), as_tensor(b));
   };
