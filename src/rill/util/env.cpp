@@ -43,6 +43,8 @@ const std::vector<Knob>& knobs() {
       {"RILL_VM_MAX_IN_FLIGHT", "16384", "instructions in flight before a submitting thread blocks (back-pressure)"},
       {"RILL_VM_WORKER_THREAD_LIMIT", "16",
        "VM thread ids, thread 0 included: rill.asyncs.Thread() fails once all are taken (at most 64)"},
+      {"RILL_STRICT_DTYPE", "0",
+       "1 turns strict dtype mode on for every thread that does not set its own (rill.set_strict_dtype)"},
   };
   return table;
 }
