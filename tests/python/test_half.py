@@ -189,3 +189,28 @@ def test_module_to_half_and_train_step(dtype):
     copy.eval()
     with rill.no_grad():
         np.testing.assert_array_equal(copy(x).float().numpy(), model(x).float().numpy())
+
+
+def test_float16_rows_in_blocks_match_torch():
+    """float16 elementwise ops convert dense rows in blocks (Note [float16 rows] in kernels/cpu/loops.h):
+    long rows, a row broadcast, a 0-dim operand, tails of every length, strided rows and bool results all
+    round exactly as PyTorch does."""
+    F, TF = rill.nn.functional, torch.nn.functional
+    a = make_array((3, 1037), "float64", seed=1)
+    b = make_array((1037,), "float64", seed=2)
+    z = make_array((), "float64", seed=3)
+    ra, ta = rill.tensor(a).half(), torch.tensor(a).half()
+    rb, tb = rill.tensor(b).half(), torch.tensor(b).half()
+    rz, tz = rill.tensor(z).half(), torch.tensor(z).half()
+    exact = [lambda m, x, y, s: x + y, lambda m, x, y, s: x * s, lambda m, x, y, s: x - 0.3,
+             lambda m, x, y, s: 2.5 * x, lambda m, x, y, s: x < y, lambda m, x, y, s: m.maximum(x, y),
+             lambda m, x, y, s: x.relu(), lambda m, x, y, s: -x, lambda m, x, y, s: x.t() + y[:3],
+             lambda m, x, y, s: x[:, 3:] / y[:-3], lambda m, x, y, s: x[:, ::3] * 2]
+    for i, f in enumerate(exact):
+        for n in (1037, 16, 17, 513):  # tails: a block of 512, one vector of 16, leftovers
+            got = f(rill, ra[:, :n], rb[:n], rz)
+            want = f(torch, ta[:, :n], tb[:n], tz)
+            assert_close(got, want, rtol=0, atol=0)
+    close(rill.exp(ra), torch.exp(ta), VALUE_TOL["float16"])
+    close(F.gelu(ra), TF.gelu(ta), VALUE_TOL["float16"])
+    close(F.silu(ra), TF.silu(ta), VALUE_TOL["float16"])
