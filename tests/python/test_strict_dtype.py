@@ -468,3 +468,24 @@ def test_op_table_runs_under_strict_mode(case, dtype):
         if case.differentiable and out.requires_grad:
             diff = [t for t, inp in zip(leaves, spec) if is_float_input(inp)]
             rill.autograd.grad(out, diff, rill.ones_like(out), allow_unused=True)
+
+
+def test_modules_under_strict(strict):
+    """nn modules' own code makes its conversions explicitly: a transformer layer with masks, embeddings,
+    norms and losses run forward and backward under strict mode."""
+    rill.manual_seed(0)
+    layer = rill.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.1,
+                                            batch_first=True)
+    emb = rill.nn.Embedding(10, 8, padding_idx=0)
+    norm = rill.nn.BatchNorm1d(8)
+    tokens = rill.tensor([[1, 2, 3, 0], [4, 5, 0, 0]])
+    padding = tokens == 0
+    x = emb(tokens)
+    causal = rill.arange(4).unsqueeze(0) > rill.arange(4).unsqueeze(1)  # bool: True = masked
+    y = layer(x, src_key_padding_mask=padding, src_mask=causal)
+    z = norm(y.reshape(-1, 8))
+    loss = rill.nn.MSELoss()(z, rill.zeros_like(z)) + rill.nn.CrossEntropyLoss(label_smoothing=0.1)(
+        z, rill.tensor([0, 1, 2, 3, 4, 5, 6, 7]))
+    loss.backward()
+    assert emb.weight.grad.dtype == rill.float32
+    rill.nn.utils.clip_grad_norm_(list(layer.parameters()) + list(emb.parameters()), 1.0)

@@ -85,12 +85,7 @@ bool process_default() {
   return g_default.load(std::memory_order_relaxed);
 }
 
-const char* rill_dtype(DType t) {
-  static std::string names[kNumDTypes];
-  std::string& s = names[static_cast<int>(t)];
-  if (s.empty()) s = "rill." + std::string(dtype_name(t));
-  return s.c_str();
-}
+std::string rill_dtype(DType t) { return "rill." + std::string(dtype_name(t)); }
 
 const char* number_kind(const Scalar& s) {
   switch (s.kind()) {
