@@ -18,8 +18,11 @@ its parameter's; rill.tensor of mixed Python ints and floats without dtype=.
 What is allowed: explicit conversions (.to(dtype), .float(), .long(), dtype= arguments); arguments whose
 dtype an op's contract fixes (int64 class targets, bool masks, int64 indices); comparisons' bool results;
 sums of int or bool tensors (int64, counting); Python numbers of the tensor's category or a lower one
-(2 with a float tensor, True with an int tensor). Gradient rules run with the mode off: the conversions
-they make are rill's, not the user's.
+(2 with a float tensor, True with an int tensor). The backward pass (gradient rules, and tensor hooks, which
+it calls) runs with the mode off: the conversions gradient rules make are rill's, not the user's.
+
+Graph tracing, when it comes, runs the same inference functions, so it honours the mode without code of its
+own.
 """
 import functools
 
