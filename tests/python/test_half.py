@@ -22,10 +22,9 @@ GRAD_TOL = {"float16": (1e-2, 2e-3), "bfloat16": (5e-2, 1.6e-2)}
 
 # Rows not run here, with the reason.
 EXCLUDED = {
-    # Convolution and pooling run on oneDNN / im2col in float32 and float64 (issue 7 covers elementwise,
-    # reduction, matmul, normalisation and loss ops); they raise a TypeError that says so.
+    # Convolution runs on oneDNN / im2col in float32 and float64 (issue 7 covers elementwise, reduction,
+    # matmul, normalisation and loss ops); it raises a TypeError that says so.
     "conv": "convolution is float32/float64",
-    "pool": "pooling is float32/float64",
     # A precision stress test (layer_norm of x + 1000): PyTorch's float16 gradient is 100x further from the
     # float64 result than rill's; test_layer_norm_offset_against_float64 checks rill against float64 instead.
     "layer_norm_offset": "compared with float64 below",
@@ -64,7 +63,13 @@ def test_half_parity(case, dtype, spec_index):
         t_out = case.torch_fn(*laid_out(t_leaves, spec))
     except Exception as e:  # PyTorch has no 16-bit kernel for this: rill may raise too, or compute it
         pytest.skip(f"torch raises {type(e).__name__} in {dtype}")
-    r_out = case.rill_fn(*laid_out(r_leaves, spec))
+    try:
+        r_out = case.rill_fn(*laid_out(r_leaves, spec))
+    except TypeError as e:
+        # Pooling gains 16-bit inputs with the oneDNN pooling work (on main); before it, it says so.
+        if "pool" in case.name and "float32 and float64" in str(e):
+            pytest.skip(f"16-bit pooling not in this build: {e}")
+        raise
     close(r_out.detach(), t_out.detach(), VALUE_TOL[dtype])
     if not grad or not t_out.requires_grad:
         return
@@ -82,10 +87,10 @@ def test_half_parity(case, dtype, spec_index):
         close(rg, tg, GRAD_TOL[dtype])
 
 
-def test_conv_and_pool_say_so_in_half():
-    x = rill.ones(1, 1, 4, 4, dtype=rill.bfloat16)
+def test_conv_says_so_in_half():
+    x, w = rill.ones(1, 1, 4, 4, dtype=rill.bfloat16), rill.ones(1, 1, 3, 3, dtype=rill.bfloat16)
     with pytest.raises(TypeError, match="float32"):
-        rill.nn.functional.max_pool2d(x, 2)
+        rill.nn.functional.conv2d(x, w)
 
 
 def test_layer_norm_offset_against_float64():
