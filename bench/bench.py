@@ -10,6 +10,7 @@ its work finished.
     python3 bench/bench.py                      # all workloads, 1 and 2 threads
     python3 bench/bench.py --only matmul        # workloads whose name contains 'matmul'
     python3 bench/bench.py --compute-on-worker 0 1   # the VM knob, both values
+    python3 bench/bench.py --only float16            # the float16 / bfloat16 workloads (issue 7)
 """
 import argparse
 import statistics
@@ -94,14 +95,26 @@ def workloads():
     def functional(lib):
         return lib._C if lib is rill else torch.nn.functional
 
-    def matmul_1024(lib):
-        a = lib.tensor(np.random.rand(1024, 1024).astype(np.float32))
-        b = lib.tensor(np.random.rand(1024, 1024).astype(np.float32))
+    def matmul_1024(lib, dtype="float32"):
+        a = lib.tensor(np.random.rand(1024, 1024).astype(np.float32)).to(getattr(lib, dtype))
+        b = lib.tensor(np.random.rand(1024, 1024).astype(np.float32)).to(getattr(lib, dtype))
 
         def run():
             a @ b
             _sync(lib)
         return run
+
+    def elementwise_1m(fn, dtype):
+        """fn(a, b) on two 1M tensors of dtype (issue 7's 16-bit workloads)."""
+        def setup(lib):
+            a = lib.tensor(np.random.rand(1 << 20).astype(np.float32)).to(getattr(lib, dtype))
+            b = lib.tensor(np.random.rand(1 << 20).astype(np.float32)).to(getattr(lib, dtype))
+
+            def run():
+                fn(a, b)
+                _sync(lib)
+            return run
+        return setup
 
     def conv2d_train(channels):
         # One training step of a 3x3 convolution (padding 1) on a 32x3x32x32 batch: rill runs
@@ -183,6 +196,10 @@ def workloads():
         "add, 1M float32": (add_1m, 100, 1),
         "sum, 1M float32": (sum_1m, 100, 1),
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
+        "matmul 1024x1024 bfloat16": (lambda lib: matmul_1024(lib, "bfloat16"), 5, 1),   # matmul_bf16_1024
+        "add, 1M bfloat16": (elementwise_1m(lambda a, b: a + b, "bfloat16"), 100, 1),    # add_bf16_1M
+        "sum, 1M bfloat16": (elementwise_1m(lambda a, b: a.sum(), "bfloat16"), 100, 1),
+        "add, 1M float16": (elementwise_1m(lambda a, b: a + b, "float16"), 100, 1),
         "conv2d fwd+bwd 32x3x32x32 -> 16ch": (conv2d_train(16), 10, 1),
         "conv2d fwd+bwd 32x3x32x32 -> 32ch": (conv2d_train(32), 10, 1),
         "max_pool2d fwd+bwd 32x16x32x32 k2s2": (fwd_bwd(lambda F, x: F.max_pool2d(x, 2), (32, 16, 32, 32)), 20, 1),

@@ -43,6 +43,7 @@ from rill._creation import (  # noqa: F401
 )
 from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)
 from rill._generator import Generator  # noqa: F401
+from rill._strict import set_strict_dtype, is_strict_dtype, strict_dtype  # noqa: F401
 from rill.serialization import save, load  # noqa: F401
 from rill import nn, optim, utils  # noqa: F401
 

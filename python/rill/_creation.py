@@ -52,6 +52,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         elif isinstance(data, np.generic) and np.dtype(type(data)) in _NUMPY_DTYPES:
             arr, inferred = np.asarray(data), _NUMPY_DTYPES[np.dtype(type(data))]
         else:
+            if dtype is None and _C.is_strict_dtype():
+                from rill._strict import check_number_kinds
+                check_number_kinds(data)
             arr, inferred = _infer_dtype(data)
         if not arr.flags.c_contiguous:  # never true for 0-dim, which ascontiguousarray would make 1-dim
             arr = np.ascontiguousarray(arr)

@@ -63,6 +63,8 @@ Tensor binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool revers
 nb::object binary_operator(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse);
 /** a op= other, written into a (PyTorch's overlap checks first). */
 const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle other);
+/** a op other written into out (out=; no autograd, as in PyTorch); returns out. */
+const Tensor& binary_out(const BinaryOp& op, const Tensor& a, nb::handle other, const Tensor& out);
 /** rill.<name> and Tensor.<name>, Tensor.<name>_ when inplace_method, and the operators given. */
 void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const BinaryOp& op, bool inplace_method,
                 const char* dunder = nullptr, const char* rdunder = nullptr, const char* idunder = nullptr);

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "bind.h"
+#include "rill/ops/type_promotion.h"
 
 namespace rill::py {
 namespace {
@@ -101,6 +102,22 @@ void init_dtype(nb::module_& m) {
   }
   m.def("promote_types", [](DType a, DType b) { return promote_types(a, b); },
         "The dtype both operands are converted to, PyTorch's promotion table.");
+
+  // Strict dtype mode (Note [Strict dtype mode] in ops/type_promotion.cpp); rill.strict_dtype() is in
+  // python/rill/_strict.py.
+  m.def("set_strict_dtype", [](std::optional<bool> on) { set_strict_dtype_setting(on ? (*on ? 1 : 0) : -1); },
+        nb::arg("mode"),
+        "Turn strict dtype mode on or off for the calling thread (None: follow the process default, "
+        "RILL_STRICT_DTYPE).");
+  m.def("is_strict_dtype", []() { return strict_dtype(); },
+        "True when strict dtype mode is on for the calling thread.");
+  m.def("_strict_dtype_setting", []() { return strict_dtype_setting(); },
+        "The calling thread's own setting: 1 on, 0 off, -1 follows the process default.");
+  m.def("_set_strict_dtype_setting", [](int s) { set_strict_dtype_setting(s); }, nb::arg("setting"));
+  m.def("_check_strict_store", [](const std::string& op, DType value, DType dest, const std::string& what,
+                                  const std::string& fix) { check_strict_store(op, value, dest, what, fix); },
+        nb::arg("op"), nb::arg("value"), nb::arg("dest"), nb::arg("what"), nb::arg("fix"),
+        "Under strict dtype mode, TypeError when value (a dtype) differs from dest.");
 
   nb::class_<Device>(m, "device", "A device: rill.device('cpu').")
       .def("__init__", [](Device* d, const std::string& s) { new (d) Device(Device::parse(s)); })

@@ -4,6 +4,7 @@
 // src/rill/autograd/index.cpp). Ints are applied as selects first, as in PyTorch,
 // so they never count as advanced indices.
 #include "bind.h"
+#include "rill/ops/type_promotion.h"
 
 namespace rill::py {
 namespace {
@@ -144,10 +145,12 @@ void init_indexing(nb::class_<Tensor>& cls) {
       Tensor v;
       if (nb::isinstance<Tensor>(value)) {
         v = nb::cast<Tensor>(value);
+        check_strict_store("setitem", v.dtype(), t.dtype(), "value", "value");
       } else {
         auto s = scalar_from_object(value);
         RILL_CHECK(s.has_value(), Type, "[setitem] can assign a number or a Tensor, got ",
                    nb::inst_name(value).c_str());
+        check_strict_number("setitem", *s, t.dtype());
         v = eager::full({}, *s, t.dtype());
       }
       autograd::index_put_(dst, r.entries, v, /*accumulate=*/false);
@@ -157,12 +160,14 @@ void init_indexing(nb::class_<Tensor>& cls) {
       // As in PyTorch, leading size-1 dims of the value beyond the destination's rank are dropped:
       // x[0] = y[None] works.
       Tensor src = nb::cast<const Tensor&>(value);
+      check_strict_store("setitem", src.dtype(), t.dtype(), "value", "value");
       while (src.ndim() > dst.ndim() && src.shape()[0] == 1) src = autograd::select(src, 0, 0);
       autograd::copy_(dst, src);
       return;
     }
     auto s = scalar_from_object(value);
     RILL_CHECK(s.has_value(), Type, "[setitem] can assign a number or a Tensor, got ", nb::inst_name(value).c_str());
+    check_strict_number("setitem", *s, t.dtype());
     autograd::fill_(dst, *s);
   }, nb::arg("index").none(), nb::arg("value").none());
 }

@@ -166,12 +166,38 @@ void install_number_slots(nb::class_<Tensor>& cls) {
   PyType_Modified(type);
 }
 
+const Tensor& binary_out(const BinaryOp& op, const Tensor& a, nb::handle other, const Tensor& out) {
+  std::vector<Tensor> in = {a};
+  std::vector<Scalar> numbers;
+  const OpSchema* form = op.tensor;
+  if (nb::isinstance<Tensor>(other)) {
+    in.push_back(nb::cast<Tensor>(other));
+  } else {
+    auto s = scalar_from_object(other);
+    if (!s || !op.scalar) bad_operand(op, other);
+    check_integer_divisor(op, a, *s);
+    numbers.push_back(*s);
+    form = op.scalar;
+  }
+  RILL_CHECK(!autograd::grad_enabled() || (!autograd::should_record(in) && !out.impl()->requires_grad()), Runtime,
+             "[", op.name, "] functions with out=... arguments don't support automatic differentiation, but one of "
+             "the arguments requires grad; call it under rill.no_grad() or drop out=");
+  check_no_internal_overlap(out, op.name);
+  eager::call_into(*form, in, numbers, empty_attrs(), out);
+  out.storage()->bump_version();
+  return out;
+}
+
 void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const BinaryOp& op, bool inplace_method,
                 const char* dunder, const char* rdunder, const char* idunder) {
   const BinaryOp* p = new BinaryOp(op);  // lives as long as the module
   auto fn = [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); };
   auto inplace = [p](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(*p, a, b); };
-  m.def(p->name.c_str(), fn, nb::arg("input"), nb::arg("other"));
+  m.def(p->name.c_str(), [p](const Tensor& a, nb::handle b, nb::handle out) -> nb::object {
+    if (out.is_none()) return nb::cast(binary(*p, a, b));
+    binary_out(*p, a, b, nb::cast<const Tensor&>(out));
+    return nb::borrow(out);
+  }, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("out") = nb::none());
   cls.def(p->name.c_str(), fn, nb::arg("other"));
   if (inplace_method) cls.def((p->name + "_").c_str(), inplace, nb::arg("other"), nb::rv_policy::reference_internal);
   if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
@@ -319,11 +345,17 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     auto fn = [p](const Tensor& a, nb::handle b, nb::handle alpha) {
       return binary(*p, a, scaled(*p, mul, a, b, alpha));
     };
+    auto fn_out = [p](const Tensor& a, nb::handle b, nb::handle alpha, nb::handle out) -> nb::object {
+      if (out.is_none()) return nb::cast(binary(*p, a, scaled(*p, mul, a, b, alpha)));
+      binary_out(*p, a, scaled(*p, mul, a, b, alpha), nb::cast<const Tensor&>(out));
+      return nb::borrow(out);
+    };
     auto ifn = [p](const Tensor& a, nb::handle b, nb::handle alpha) -> const Tensor& {
       if (nb::isinstance<Tensor>(b)) check_no_partial_overlap(a, nb::cast<const Tensor&>(b), p->name);
       return binary_inplace(*p, a, scaled(*p, mul, a, b, alpha));
     };
-    m.def(p->name.c_str(), fn, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none());
+    m.def(p->name.c_str(), fn_out, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none(),
+          nb::arg("out") = nb::none());
     cls.def(p->name.c_str(), fn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none());
     cls.def((p->name + "_").c_str(), ifn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none(),
             nb::rv_policy::reference_internal);
@@ -368,7 +400,12 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     const DType t = result_type(metas, numbers);
     auto as_tensor = [&](nb::handle v) {
       if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
-      return eager::full({}, *scalar_from_object(v), t);
+      Scalar s = *scalar_from_object(v);
+      // A float too large for a 16-bit result becomes inf, as PyTorch's wrapped number does (full() would
+      // refuse it: Note [Scalar range check]).
+      if (s.is_floating() && dtype_is_floating(t) && t != DType::kFloat64)
+        return eager::to_dtype(eager::full({}, s, DType::kFloat64), t);
+      return eager::full({}, s, t);
     };
     return autograd::where(cond, as_tensor(a), as_tensor(b));
   };

@@ -2,6 +2,7 @@
 // methods, with PyTorch's names, argument names and defaults. Everything differentiable goes through
 // autograd::.
 #include "bind.h"
+#include "rill/ops/type_promotion.h"
 
 namespace rill::py {
 namespace {
@@ -43,14 +44,20 @@ Tensor scatter_any(const Tensor& x, int64_t dim, const Tensor& index, nb::handle
   if (nb::isinstance<Tensor>(what)) return autograd::scatter(x, dim, index, nb::cast<Tensor>(what), r, inplace);
   auto s = scalar_from_object(what);
   RILL_CHECK(s.has_value(), Type, "[scatter] expected a src Tensor or a number, got ", nb::inst_name(what).c_str());
+  check_strict_number("scatter", *s, x.dtype());
   return autograd::scatter_value(x, dim, index, *s, r, inplace);
 }
 
 Tensor fill_value(const Tensor& x, nb::handle value, const char* op) {
-  if (nb::isinstance<Tensor>(value)) return nb::cast<Tensor>(value);
+  if (nb::isinstance<Tensor>(value)) {
+    const Tensor& v = nb::cast<const Tensor&>(value);
+    check_strict_store(op, v.dtype(), x.dtype(), "value", "value");
+    return v;
+  }
   auto s = scalar_from_object(value);
   RILL_CHECK(s.has_value(), Type, "[", op, "] value must be a number or a 0-dim Tensor, got ",
              nb::inst_name(value).c_str());
+  check_strict_number(op, *s, x.dtype());
   return eager::full({}, *s, x.dtype());
 }
 
@@ -207,13 +214,17 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
     return x;
   }, nb::arg("mask"), nb::arg("value"), nb::rv_policy::reference_internal);
   auto index_put = [](const Tensor& x, nb::handle indices, const Tensor& values, bool accumulate) {
+    check_strict_store("index_put", values.dtype(), x.dtype(), "values", "values");
     return autograd::index_put(x, index_list(indices), values, accumulate);
   };
   m.def("index_put", index_put, nb::arg("input"), nb::arg("indices"), nb::arg("values"),
         nb::arg("accumulate") = false);
   cls.def("index_put", index_put, nb::arg("indices"), nb::arg("values"), nb::arg("accumulate") = false);
   cls.def("index_put_", [](const Tensor& x, nb::handle indices, const Tensor& values, bool accumulate)
-              -> const Tensor& { return autograd::index_put_(x, index_list(indices), values, accumulate); },
+              -> const Tensor& {
+    check_strict_store("index_put_", values.dtype(), x.dtype(), "values", "values");
+    return autograd::index_put_(x, index_list(indices), values, accumulate);
+  },
           nb::arg("indices"), nb::arg("values"), nb::arg("accumulate") = false, nb::rv_policy::reference_internal);
   auto masked_select = [](const Tensor& x, const Tensor& mask) { return autograd::masked_select(x, mask); };
   m.def("masked_select", masked_select, nb::arg("input"), nb::arg("mask"));

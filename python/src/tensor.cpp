@@ -1,5 +1,6 @@
 // rill.Tensor: properties, views, conversions and element access.
 #include "bind.h"
+#include "rill/ops/type_promotion.h"
 
 namespace rill::py {
 namespace {
@@ -124,7 +125,10 @@ void init_tensor(nb::module_& m) {
       .def("contiguous", [](const Tensor& t) { return autograd::contiguous(t); })
       .def("clone", [](const Tensor& t) { return autograd::clone(t); })
             // In-place methods return self (the same Python object), as in PyTorch.
-      .def("copy_", [](const Tensor& t, const Tensor& src) -> const Tensor& { return autograd::copy_(t, src); },
+      .def("copy_", [](const Tensor& t, const Tensor& src) -> const Tensor& {
+            check_strict_store("copy_", src.dtype(), t.dtype(), "src", "src");
+            return autograd::copy_(t, src);
+          },
            nb::arg("src"), nb::rv_policy::reference_internal)
       .def("fill_", [](const Tensor& t, nb::handle v) -> const Tensor& {
             auto s = scalar_from_object(v);
@@ -132,9 +136,11 @@ void init_tensor(nb::module_& m) {
               const Tensor& vt = nb::cast<const Tensor&>(v);
               RILL_CHECK(vt.ndim() == 0, Runtime, "[fill_] only supports 0-dimension value tensor but got tensor with ",
                          vt.ndim(), " dimensions");
+              check_strict_store("fill_", vt.dtype(), t.dtype(), "value", "value");
               return autograd::copy_(t, vt);
             }
             RILL_CHECK(s.has_value(), Type, "[fill_] expected a number, got ", nb::inst_name(v).c_str());
+            check_strict_number("fill_", *s, t.dtype());
             return autograd::fill_(t, *s);
           }, nb::arg("value"), nb::rv_policy::reference_internal)
       .def("zero_", [](const Tensor& t) -> const Tensor& { return autograd::fill_(t, Scalar(int64_t{0})); },

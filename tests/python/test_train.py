@@ -125,6 +125,36 @@ def test_train_digits_example_meets_the_bar(tmp_path):
     assert len(metrics["history"]["mlp"]["test_acc"]) == 20
 
 
+def test_train_digits_example_under_strict_dtype_mode(tmp_path):
+    """--strict: the example's conversions are all explicit, so it trains to the same bars under strict mode,
+    and the mode is the calling thread's only while it runs."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("tqdm")
+    pytest.importorskip("matplotlib")
+    example = _load_example()
+    rc = example.main(["--out", str(tmp_path), "--no-progress", "--models", "mlp,cnn", "--strict"])
+    metrics = json.loads((tmp_path / "metrics_rill.json").read_text())
+    assert metrics["strict"] and rc == 0, metrics["results"]
+    assert metrics["results"]["mlp"]["test_accuracy"] >= 0.95 and metrics["results"]["cnn"]["test_accuracy"] >= 0.97
+    assert not rill.is_strict_dtype()
+
+
+def test_train_digits_mlp_in_bfloat16(tmp_path):
+    """Module.to(rill.bfloat16): the digits MLP trains in bfloat16 (under strict mode, so nothing is converted
+    behind its back) to >= 93% test accuracy."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("tqdm")
+    pytest.importorskip("matplotlib")
+    example = _load_example()
+    rc = example.main(["--out", str(tmp_path), "--no-progress", "--models", "mlp", "--dtype", "bfloat16",
+                       "--strict"])
+    metrics = json.loads((tmp_path / "metrics_rill.json").read_text())
+    assert metrics["dtype"] == "bfloat16" and rc == 0, metrics["results"]
+    assert metrics["results"]["mlp"]["test_accuracy"] >= 0.93
+    sd = rill.load(str(tmp_path / "digits_mlp_rill.pt"))
+    assert all(v.dtype == rill.bfloat16 for v in sd.values())
+
+
 def test_example_runs_on_torch_too(tmp_path):
     pytest.importorskip("sklearn")
     example = _load_example()

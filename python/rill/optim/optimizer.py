@@ -1,4 +1,5 @@
 """Optimizer: parameter groups, per-parameter state, zero_grad, and state dicts in PyTorch's format."""
+import functools
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -15,8 +16,39 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+def _dtype_name(dtype):
+    return str(dtype).split(".")[-1]
+
+
 class Optimizer:
     """Base class: Optimizer(params, defaults) where params is an iterable of tensors or of dicts (param groups)."""
+
+    def __init_subclass__(cls, **kwargs):
+        # Every optimizer's step() checks, under strict dtype mode, that each gradient has its parameter's
+        # dtype (the update would convert it implicitly).
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is None or getattr(step, "_checks_strict_dtype", False):
+            return
+
+        @functools.wraps(step)
+        def checked_step(self, *args, **kwargs):
+            if rill.is_strict_dtype():
+                self._check_strict_dtype()
+            return step(self, *args, **kwargs)
+
+        checked_step._checks_strict_dtype = True
+        cls.step = checked_step
+
+    def _check_strict_dtype(self):
+        """TypeError when a parameter's gradient has another dtype than the parameter."""
+        for gi, group in enumerate(self.param_groups):
+            for pi, p in enumerate(group["params"]):
+                g = p.grad
+                if g is not None and g.dtype != p.dtype:
+                    raise TypeError(f"[{type(self).__name__}.step] strict dtype mode: parameter {pi} of group {gi} "
+                                    f"is {_dtype_name(p.dtype)} and its gradient is {_dtype_name(g.dtype)}; "
+                                    f"convert explicitly, e.g. p.grad = p.grad.to(rill.{_dtype_name(p.dtype)})")
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -146,6 +178,11 @@ class Optimizer:
                 value = _as_rill_tensor(value)
                 if key == "step":
                     return value.clone()
+                if (param.is_floating_point() and value.is_floating_point() and value.dtype != param.dtype
+                        and rill.is_strict_dtype()):
+                    raise TypeError(f"[{type(self).__name__}.load_state_dict] strict dtype mode: state '{key}' is "
+                                    f"{_dtype_name(value.dtype)} and its parameter is {_dtype_name(param.dtype)}; "
+                                    f"convert the state explicitly with .to(rill.{_dtype_name(param.dtype)})")
                 return value.to(param.dtype) if param.is_floating_point() and value.is_floating_point() \
                     else value.clone()
             if isinstance(value, dict):

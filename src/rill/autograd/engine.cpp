@@ -7,6 +7,7 @@
 #include "rill/autograd/grad_mode.h"
 #include "rill/autograd/node.h"
 #include "rill/eager/functional.h"
+#include "rill/ops/type_promotion.h"
 
 namespace rill::autograd {
 namespace {
@@ -66,6 +67,9 @@ std::vector<Capture> make_captures(std::span<const Tensor> inputs, std::vector<E
 std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root_grads, bool keep_graph,
                         const std::vector<Capture>& captures) {
   GradModeGuard no_grad(false);
+  // Gradient rules are rill's own code: the conversions they make (a gradient brought back to its input's
+  // dtype) are not the user's, so strict dtype mode does not apply to them.
+  StrictDtypeGuard not_strict(false);
   // 1. Every reachable node and its in-degree.
   std::unordered_map<Node*, int> deps;
   std::vector<std::shared_ptr<Node>> nodes;  // keeps every node alive while the run uses raw pointers

@@ -35,7 +35,7 @@ InferResult infer_unary_same(const InferContext& c) {
 
 // exp, log, sqrt, sigmoid, tanh: integer inputs are computed in float32.
 InferResult infer_unary_float(const InferContext& c) {
-  DType t = to_floating(c.inputs[0]->dtype);
+  DType t = to_floating_checked(c, c.inputs[0]->dtype);
   return {{dense_like(c.inputs[0]->shape, t, c.inputs[0])}, {t}};
 }
 
@@ -56,7 +56,7 @@ bool has_bool_operand(const InferContext& c) {
 }
 
 DType binary_dtype(const InferContext& c) {
-  DType t = result_type(c.inputs, c.scalars);
+  DType t = result_type_checked(c);
   const std::string& n = c.op.name;
   if ((n == "sub" || n == "sub_scalar" || n == "rsub_scalar") && has_bool_operand(c))
     RILL_FAIL(Type, "[", n, "] subtraction, the `-` operator, with a bool tensor or a bool number is not "
@@ -82,7 +82,7 @@ InferResult infer_binary_arith(const InferContext& c) {
 // div: true division, always floating.
 InferResult infer_binary_div(const InferContext& c) {
   check_same_device(c);
-  DType t = to_floating(result_type(c.inputs, c.scalars));
+  DType t = to_floating_checked(c, result_type_checked(c));
   std::vector<DType> casts(c.inputs.size(), t);
   return {{dense_like(broadcast_inputs(c), t, c.inputs[0])}, casts};
 }
@@ -90,7 +90,7 @@ InferResult infer_binary_div(const InferContext& c) {
 // eq, ne, lt, le, gt, ge: compare in the promoted dtype, produce bool.
 InferResult infer_compare(const InferContext& c) {
   check_same_device(c);
-  DType t = result_type(c.inputs, c.scalars);
+  DType t = result_type_checked(c);
   std::vector<DType> casts(c.inputs.size(), t);
   return {{dense_like(broadcast_inputs(c), DType::kBool, c.inputs[0])}, casts};
 }
@@ -101,7 +101,7 @@ InferResult infer_where(const InferContext& c) {
   RILL_CHECK(c.inputs[0]->dtype == DType::kBool, Type,
              "[where] expected condition to be a bool tensor, got ", dtype_name(c.inputs[0]->dtype),
              "; use cond.bool() or a comparison such as x > 0");
-  DType t = result_type(c.inputs.subspan(1), c.scalars);
+  DType t = result_type_checked(c, c.inputs.subspan(1), c.scalars);
   return {{dense_like(broadcast_inputs(c), t, c.inputs[0])}, {DType::kBool, t, t}};
 }
 
@@ -151,7 +151,7 @@ InferResult infer_clamp_scalar(const InferContext& c) {
   std::vector<Scalar> given;
   if (has_min) given.push_back(c.scalars[0]);
   if (has_max) given.push_back(c.scalars[1]);
-  DType t = result_type(c.inputs, given);
+  DType t = result_type_checked(c, c.inputs, given);
   if (t == DType::kBool) fail_dtype(c, t, "; convert the input with .int()");
   return {{dense_like(c.inputs[0]->shape, t, c.inputs[0])}, {t}};
 }
@@ -159,7 +159,7 @@ InferResult infer_clamp_scalar(const InferContext& c) {
 // floor_divide, remainder, fmod (and _scalar forms): promoted dtype, no bool.
 InferResult infer_divmod(const InferContext& c) {
   check_same_device(c);
-  DType t = result_type(c.inputs, c.scalars);
+  DType t = result_type_checked(c);
   if (t == DType::kBool) fail_dtype(c, t, "; convert the inputs with .int()");
   std::vector<DType> casts(c.inputs.size(), t);
   return {{dense_like(broadcast_inputs(c), t, c.inputs[0])}, casts};
@@ -168,7 +168,7 @@ InferResult infer_divmod(const InferContext& c) {
 // bitwise_and/or/xor (and _scalar forms), bitwise_not: integer and bool dtypes only.
 InferResult infer_bitwise(const InferContext& c) {
   check_same_device(c);
-  DType t = result_type(c.inputs, c.scalars);
+  DType t = result_type_checked(c);
   if (dtype_is_floating(t)) fail_dtype(c, t, "; bitwise ops take integer and bool tensors only");
   std::vector<DType> casts(c.inputs.size(), t);
   return {{dense_like(broadcast_inputs(c), t, c.inputs[0])}, casts};
@@ -203,7 +203,7 @@ InferResult infer_addc(const InferContext& c) {
     RILL_CHECK(dtype_is_floating(c.inputs[1]->dtype) || dtype_is_floating(c.inputs[2]->dtype), Runtime,
                "[addcdiv] Integer division with addcdiv is no longer supported; convert tensor1 or tensor2 with "
                ".float(), or use (tensor1 // tensor2) for floor division");
-  DType t = result_type(c.inputs, {});
+  DType t = result_type_checked(c, c.inputs, {});
   std::vector<DType> casts(c.inputs.size(), t);
   return {{dense_like(broadcast_inputs(c), t, c.inputs[0])}, casts};
 }

@@ -44,12 +44,16 @@ struct InferContext {
   std::span<const MetaSym> inputs;
   std::span<const Scalar> scalars;
   const Attrs& attrs;
+  /** Set by the strict-dtype helpers (type_promotion.h) when the op converts implicitly (Note [Strict dtype
+   * mode] in type_promotion.cpp); an output of inference, hence mutable. */
+  mutable bool implicit_conversion = false;
 };
 
 /** Result of inference: output metas and the dtype each input is converted to first. */
 struct InferResult {
   std::vector<MetaSym> outputs;
   std::vector<DType> input_dtypes;  // empty: inputs are used as they are
+  bool implicit_conversion = false;  // the op converts implicitly: a cached result is re-checked in strict mode
 };
 
 /** Shape/dtype inference of an op. Raises rill::Error for bad arguments. */

@@ -177,7 +177,7 @@ InferResult infer_composite(const InferContext& c) {
     RILL_CHECK(dtype_is_floating(x.dtype), Runtime, "[norm] linalg.vector_norm: Expected a floating point or "
                "complex tensor as input. Got ", dtype_name(x.dtype), "; convert the input with .float()");
   std::vector<bool> mask = reduced_mask(c.attrs.get_ints(0), x.ndim(), c.op.name);
-  DType out = to_floating(x.dtype);
+  DType out = to_floating_checked(c, x.dtype);
   return {{make_contiguous_meta(reduced_shape(x.shape, mask, c.attrs.get_bool(1)), out, x.device)}, {out}};
 }
 

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "rill/ops/op_schema.h"
+#include "rill/ops/type_promotion.h"
 
 namespace rill::ops {
 namespace {
@@ -107,9 +108,16 @@ const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inp
   probe.inputs.clear();
   for (const MetaSym& m : inputs) probe.inputs.push_back(m.get());
   auto it = t_cache.find(probe);
-  if (it != t_cache.end()) return it->second;
+  if (it != t_cache.end()) {
+    // Note [Strict dtype mode] in type_promotion.cpp: a result that converts implicitly was maybe inferred
+    // with strict mode off; inferring again under strict mode raises.
+    if (it->second.implicit_conversion && strict_dtype()) [[unlikely]]
+      op.infer(InferContext{op, inputs, scalars, *attrs});
+    return it->second;
+  }
   InferContext ctx{op, inputs, scalars, *attrs};
   InferResult result = op.infer(ctx);
+  result.implicit_conversion = ctx.implicit_conversion;
   return t_cache.emplace(probe, std::move(result)).first->second;
 }
 

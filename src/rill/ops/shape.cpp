@@ -21,9 +21,8 @@ InferResult infer_cat(const InferContext& c) {
     RILL_CHECK(c.inputs[i]->device == c.inputs[0]->device, Runtime,
                "[cat] expected all tensors on the same device");
   }
-  // Type promotion over every tensor, each taken as a dimensioned operand.
-  DType t = c.inputs[0]->dtype;
-  for (const MetaSym& m : c.inputs) t = promote_types(t, m->dtype);
+  // Type promotion over every tensor (all have dimensions, checked above).
+  DType t = result_type_checked(c);
   const TensorMeta* ref = nullptr;
   for (const MetaSym& m : c.inputs)
     if (!skipped_in_cat(*m)) {

@@ -45,6 +45,8 @@ const std::vector<Knob>& knobs() {
        "VM thread ids, thread 0 included: rill.asyncs.Thread() fails once all are taken (at most 64)"},
       {"RILL_VM_TRACE", "",
        "write a Chrome/Perfetto trace of every VM instruction to this file at exit (tools/vm_trace_summary.py)"},
+      {"RILL_STRICT_DTYPE", "0",
+       "1 turns strict dtype mode on for every thread that does not set its own (rill.set_strict_dtype)"},
   };
   return table;
 }

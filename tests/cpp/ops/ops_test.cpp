@@ -55,6 +55,54 @@ TEST(InferCache, SameMetasInferOnce) {
   EXPECT_EQ(r1.outputs[0]->shape, (Shape{4, 4}));
 }
 
+TEST(StrictDtype, CachedInferenceIsRecheckedUnderStrictMode) {
+  const OpSchema& add = eager::op("add");
+  const OpSchema& sqrt = eager::op("sqrt");
+  MetaSym f32 = meta({5, 3}, DType::kFloat32), f64 = meta({5, 3}, DType::kFloat64), i8 = meta({5, 3}, DType::kInt8);
+  std::vector<MetaSym> mixed{f32, f64}, same{f32, f32}, ints{i8};
+  {
+    StrictDtypeGuard off(false);
+    EXPECT_EQ(ops::infer_cached(add, mixed, {}, empty_attrs()).outputs[0]->dtype, DType::kFloat64);
+    EXPECT_TRUE(ops::infer_cached(add, mixed, {}, empty_attrs()).implicit_conversion);
+    EXPECT_FALSE(ops::infer_cached(add, same, {}, empty_attrs()).implicit_conversion);
+    EXPECT_EQ(ops::infer_cached(sqrt, ints, {}, empty_attrs()).outputs[0]->dtype, DType::kFloat32);
+  }
+  StrictDtypeGuard on(true);
+  EXPECT_TRUE(strict_dtype());
+  // Cached with the mode off, still rejected with it on.
+  try {
+    ops::infer_cached(add, mixed, {}, empty_attrs());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kType);
+    EXPECT_STREQ(e.what(), "[add] strict dtype mode: operands are float32 and float64; convert explicitly, e.g. "
+                           "input.to(rill.float64)");
+  }
+  EXPECT_THROW(ops::infer_cached(sqrt, ints, {}, empty_attrs()), Error);
+  EXPECT_EQ(ops::infer_cached(add, same, {}, empty_attrs()).outputs[0]->dtype, DType::kFloat32);
+  Scalar half[1] = {Scalar(0.5)};
+  std::vector<MetaSym> one_int{i8};
+  EXPECT_THROW(ops::infer_cached(eager::op("mul_scalar"), one_int, half, empty_attrs()), Error);
+  Scalar two[1] = {Scalar(int64_t{2})};
+  std::vector<MetaSym> one_float{f32};
+  EXPECT_EQ(ops::infer_cached(eager::op("mul_scalar"), one_float, two, empty_attrs()).outputs[0]->dtype,
+            DType::kFloat32);
+}
+
+TEST(StrictDtype, GuardRestoresTheThreadSetting) {
+  EXPECT_EQ(strict_dtype_setting(), -1);
+  {
+    StrictDtypeGuard on(true);
+    EXPECT_EQ(strict_dtype_setting(), 1);
+    {
+      StrictDtypeGuard off(false);
+      EXPECT_FALSE(strict_dtype());
+    }
+    EXPECT_TRUE(strict_dtype());
+  }
+  EXPECT_EQ(strict_dtype_setting(), -1);
+}
+
 TEST(Registry, EveryOpHasACpuKernelAndInference) {
   eager::op("add");  // registers everything
   for (const OpSchema* s : ops::all()) {

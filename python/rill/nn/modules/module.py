@@ -455,6 +455,14 @@ class Module:
                                   f"{_size_str(input_param.shape)} from checkpoint, the shape in current model is "
                                   f"{_size_str(param.shape)}.")
                 continue
+            if input_param.dtype != param.dtype and rill.is_strict_dtype():
+                # TypeError at once (not collected into the RuntimeError below): a conversion to write, not a
+                # mismatch of the checkpoint.
+                have, want = str(input_param.dtype).split(".")[-1], str(param.dtype).split(".")[-1]
+                raise TypeError(f"[load_state_dict] strict dtype mode: {key} is {have} in the state dict and {want} "
+                                f"in the module; convert explicitly, e.g. state_dict['{key}'] = "
+                                f"state_dict['{key}'].to(rill.{want}), or convert the module first with "
+                                f".to(rill.{have})")
             try:
                 with rill.no_grad():
                     if input_param.dtype != param.dtype:

@@ -175,7 +175,11 @@ void forward_kernel(const KernelContext& c) {
         if (map_dense_float32(c.outputs[0], c.inputs[0], [&f](V v) { return f.vec(v); })) return;
       }
 #endif
-      map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [&f](T x) { return T(f.forward(static_cast<A>(x))); });
+      if constexpr (std::is_same_v<T, Half>) {
+        map_float16<T>(c.outputs[0], std::array{&c.inputs[0]}, [&f](float x) { return f.forward(x); });
+      } else {
+        map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [&f](T x) { return T(f.forward(static_cast<A>(x))); });
+      }
     }
   });
 }
@@ -194,9 +198,14 @@ void backward_kernel(const KernelContext& c) {
         return;
     }
 #endif
-    map_elements<T, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1]}, [&f](T g, T x) {
-      return T(f.backward(static_cast<A>(g), static_cast<A>(x)));
-    });
+    if constexpr (std::is_same_v<T, Half>) {
+      map_float16<T>(c.outputs[0], std::array{&c.inputs[0], &c.inputs[1]},
+                     [&f](float g, float x) { return f.backward(g, x); });
+    } else {
+      map_elements<T, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1]}, [&f](T g, T x) {
+        return T(f.backward(static_cast<A>(g), static_cast<A>(x)));
+      });
+    }
   });
 }
 

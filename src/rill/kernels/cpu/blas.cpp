@@ -4,10 +4,17 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "rill/util/error.h"
 #include "rill/util/fork.h"
+
+// oneDNN's bfloat16 gemm (row-major, like dnnl_sgemm; bfloat16_t is a uint16_t's bits): libdnnl 2.6 exports it
+// as a C function but declares it only in its internal headers (later versions declare it in dnnl.h).
+extern "C" dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
+                                                float alpha, const uint16_t* a, dnnl_dim_t lda, const uint16_t* b,
+                                                dnnl_dim_t ldb, float beta, float* c, dnnl_dim_t ldc);
 
 namespace rill::cpu {
 namespace {
@@ -37,6 +44,34 @@ std::mutex* openblas_mutex() {
 
 CBLAS_TRANSPOSE trans(bool t) { return t ? CblasTrans : CblasNoTrans; }
 
+// Note [oneDNN gemm and fork]
+// oneDNN generates a gemm's JIT kernels in its first call for each data type. A
+// child forked by another thread while a VM thread was inside that first call
+// inherited the generation half done and crashed (SIGSEGV) at its own first
+// matmul: tests/cpp/vm/fork_test.cpp, NativeThreadForksWhileTheVmIsBusy, failed
+// in about one run in three (and in one in thirty when the test first warmed the
+// gemm up). So each data type's first call runs under a mutex held across fork()
+// (util/fork.h, as Note [oneDNN and fork] does for primitive creation): a fork
+// waits for it (milliseconds, and it waits on no other thread), and a child sees
+// the kernels either complete or not started, and then generates them itself.
+std::mutex* first_call_mutex() {
+  static std::mutex* m = [] {
+    auto* fresh = new std::mutex();  // leaked, like openblas_mutex()
+    fork::guard_mutex(fresh);
+    return fresh;
+  }();
+  return m;
+}
+
+template <typename Call>
+dnnl_status_t first_call_guarded(std::atomic<bool>& done, const Call& call) {
+  if (done.load(std::memory_order_acquire)) return call();  // acquire: pairs with the release below
+  std::lock_guard<std::mutex> lock(*first_call_mutex());
+  dnnl_status_t s = call();
+  done.store(true, std::memory_order_release);  // before unlocking: a fork after it sees the kernels made
+  return s;
+}
+
 void one_openmp_thread() {
   thread_local bool done = [] {
     omp_set_num_threads(1);
@@ -50,9 +85,25 @@ void one_openmp_thread() {
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   one_openmp_thread();
-  dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  static std::atomic<bool> generated{false};
+  dnnl_status_t s = first_call_guarded(generated, [&] {
+    return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  });
   RILL_CHECK(s == dnnl_success, Runtime, "[matmul] oneDNN sgemm failed (status ", static_cast<int>(s), ") for a ",
              m, "x", k, " by ", k, "x", n, " product");
+}
+
+bool blas_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda,
+                    const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  one_openmp_thread();
+  static std::atomic<bool> generated{false};
+  dnnl_status_t s = first_call_guarded(generated, [&] {
+    return dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  });
+  if (s == dnnl_unimplemented) return false;  // no AVX-512 here: the caller converts to float32 instead
+  RILL_CHECK(s == dnnl_success, Runtime, "[matmul] oneDNN bfloat16 gemm failed (status ", static_cast<int>(s),
+             ") for a ", m, "x", k, " by ", k, "x", n, " product");
+  return true;
 }
 
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,

@@ -12,6 +12,10 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 /** C = alpha op(A) op(B) + beta C (m x n, inner size k). */
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
                const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+/** C = alpha op(A) op(B) + beta C with bfloat16 A and B (raw bits) and a float32 C, accumulating in float32.
+ * Returns false, computing nothing, where the CPU has no bfloat16 gemm (oneDNN needs AVX-512). */
+bool blas_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda,
+                    const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc);
 /** y = op(A) x, A stored rows x cols with rows lda apart. */
 void blas_gemv(bool t, int64_t rows, int64_t cols, const float* a, int64_t lda, const float* x, int64_t incx,
                float* y, int64_t incy);

@@ -265,6 +265,8 @@ void unary_kernel(const KernelContext& c) {
     if constexpr (std::is_same_v<T, bool> && !std::is_same_v<F, Abs> && !std::is_same_v<F, Relu> &&
                   !std::is_same_v<F, Sign> && !std::is_same_v<F, BitNot>) {
       RILL_FAIL(Type, "[", c.op.name, "] is not supported for bool tensors");
+    } else if constexpr (std::is_same_v<T, Half>) {
+      map_float16<T>(c.outputs[0], std::array{&c.inputs[0]}, [](float a) { return F()(a); });
     } else {
       map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T a) { return T(F()(M<T>(a))); });
     }
@@ -295,7 +297,11 @@ void unary_float_kernel(const KernelContext& c) {
   if (unary_float32_vector<F>(c)) return;
   visit_floating_dtype(c.inputs[0].meta->dtype, c.op.name.c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T a) { return T(F()(M<T>(a))); });
+    if constexpr (std::is_same_v<T, Half>) {
+      map_float16<T>(c.outputs[0], std::array{&c.inputs[0]}, [](float a) { return F()(a); });
+    } else {
+      map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T a) { return T(F()(M<T>(a))); });
+    }
   });
 }
 
@@ -305,8 +311,13 @@ void binary_kernel(const KernelContext& c) {
   visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Out = std::conditional_t<kCompare, bool, T>;
-    map_elements<Out, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1]},
-                            [](T a, T b) { return Out(F()(M<T>(a), M<T>(b))); });
+    if constexpr (std::is_same_v<T, Half>) {
+      map_float16<Out>(c.outputs[0], std::array{&c.inputs[0], &c.inputs[1]},
+                       [](float a, float b) { return F()(a, b); });
+    } else {
+      map_elements<Out, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1]},
+                              [](T a, T b) { return Out(F()(M<T>(a), M<T>(b))); });
+    }
   });
 }
 
@@ -330,7 +341,11 @@ void binary_scalar_kernel(const KernelContext& c) {
                  "allowed; convert the base to float first");
     }
     const M<T> s = kScalarInOpMath<F> ? c.scalars[0].to<M<T>>() : static_cast<M<T>>(c.scalars[0].to<T>());
-    if constexpr (kReverse) {
+    if constexpr (std::is_same_v<T, Half> && kReverse) {
+      map_float16<Out>(c.outputs[0], std::array{&c.inputs[0]}, [s](float a) { return F()(s, a); });
+    } else if constexpr (std::is_same_v<T, Half>) {
+      map_float16<Out>(c.outputs[0], std::array{&c.inputs[0]}, [s](float a) { return F()(a, s); });
+    } else if constexpr (kReverse) {
       map_elements<Out, T>(c.outputs[0], {&c.inputs[0]}, [s](T a) { return Out(F()(s, M<T>(a))); });
     } else {
       map_elements<Out, T>(c.outputs[0], {&c.inputs[0]}, [s](T a) { return Out(F()(M<T>(a), s)); });
