@@ -128,6 +128,25 @@ def workloads():
                 torch.nn.functional.conv2d(tx, tw, tb, padding=1).backward(tgy)
             return run
         return setup
+    def fwd_bwd(fn, shape, backward=True):
+        # fn(F, x) on a float32 tensor of shape through autograd in both frameworks, then (with backward)
+        # the gradient of a fixed grad_output; x.grad is reset each call so no accumulation is timed.
+        def setup(lib):
+            F = lib.nn.functional
+            rng = np.random.default_rng(2)
+            x = lib.tensor(rng.standard_normal(shape).astype(np.float32)).requires_grad_(backward)
+            gy = lib.tensor(rng.standard_normal(tuple(fn(torch.nn.functional, torch.zeros(shape)).shape))
+                            .astype(np.float32))
+
+            def run():
+                x.grad = None
+                y = fn(F, x)
+                if backward:
+                    y.backward(gy)
+                _sync(lib)
+            return run
+        return setup
+
     def norm_mlp(lib):
         # layer_norm + gelu + linear on 64x512, forward and backward.
         F = lib.nn.functional
@@ -166,7 +185,20 @@ def workloads():
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
         "conv2d fwd+bwd 32x3x32x32 -> 16ch": (conv2d_train(16), 10, 1),
         "conv2d fwd+bwd 32x3x32x32 -> 32ch": (conv2d_train(32), 10, 1),
+        "max_pool2d fwd+bwd 32x16x32x32 k2s2": (fwd_bwd(lambda F, x: F.max_pool2d(x, 2), (32, 16, 32, 32)), 20, 1),
+        "max_pool2d fwd 32x16x32x32 k2s2": (fwd_bwd(lambda F, x: F.max_pool2d(x, 2), (32, 16, 32, 32), False),
+                                            20, 1),
+        "max_pool2d fwd+bwd 32x16x32x32 k3s2p1": (fwd_bwd(lambda F, x: F.max_pool2d(x, 3, 2, 1),
+                                                             (32, 16, 32, 32)), 20, 1),
+        "avg_pool2d fwd+bwd 32x16x32x32 k2s2": (fwd_bwd(lambda F, x: F.avg_pool2d(x, 2), (32, 16, 32, 32)), 20, 1),
+        "avg_pool2d fwd+bwd 32x16x32x32 k3s2p1": (fwd_bwd(lambda F, x: F.avg_pool2d(x, 3, 2, 1),
+                                                             (32, 16, 32, 32)), 20, 1),
+        "adaptive_avg_pool2d fwd+bwd 32x16x32x32->4": (fwd_bwd(lambda F, x: F.adaptive_avg_pool2d(x, 4),
+                                                                  (32, 16, 32, 32)), 20, 1),
+        "adaptive_avg_pool2d fwd+bwd 32x64x8x8->1": (fwd_bwd(lambda F, x: F.adaptive_avg_pool2d(x, 1),
+                                                                (32, 64, 8, 8)), 20, 1),
         "gelu, 1M float32": (unary_1m(lambda lib, a: functional(lib).gelu(a)), 50, 1),
+        "gelu fwd+bwd, 1M float32": (fwd_bwd(lambda F, x: F.gelu(x), (1 << 20,)), 20, 1),
         "gelu tanh, 1M float32": (unary_1m(lambda lib, a: functional(lib).gelu(a, approximate="tanh")), 50, 1),
         "softplus, 1M float32": (unary_1m(lambda lib, a: functional(lib).softplus(a)), 50, 1),
         "var, 1M float32": (unary_1m(lambda lib, a: a.var()), 50, 1),

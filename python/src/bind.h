@@ -71,6 +71,11 @@ void check_no_internal_overlap(const Tensor& out, const std::string& op);
 /** RuntimeError when in shares some but not all of out's memory (PyTorch's rule for in-place inputs). */
 void check_no_partial_overlap(const Tensor& out, const Tensor& in, const std::string& op);
 
+/** Point Tensor's + - * / slots straight at the binary ops (Note [Operator slots]); after every def. */
+void install_number_slots(nb::class_<Tensor>& cls);
+/** Set the Python exception for a rill error (TypeError, ValueError, ... by its kind). */
+void set_python_error(const Error& e);
+
 /** Submodule initialisers, one per C++ area. */
 void init_dtype(nb::module_& m);
 void init_tensor(nb::module_& m);

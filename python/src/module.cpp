@@ -8,13 +8,7 @@ NB_MODULE(_C, m) {
     try {
       std::rethrow_exception(p);
     } catch (const rill::Error& e) {
-      switch (e.kind()) {
-        case rill::ErrorKind::kType: PyErr_SetString(PyExc_TypeError, e.what()); break;
-        case rill::ErrorKind::kValue: PyErr_SetString(PyExc_ValueError, e.what()); break;
-        case rill::ErrorKind::kIndex: PyErr_SetString(PyExc_IndexError, e.what()); break;
-        case rill::ErrorKind::kNotImplemented: PyErr_SetString(PyExc_NotImplementedError, e.what()); break;
-        case rill::ErrorKind::kRuntime: PyErr_SetString(PyExc_RuntimeError, e.what()); break;
-      }
+      rill::py::set_python_error(e);
     }
   });
   rill::py::init_dtype(m);

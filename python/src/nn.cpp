@@ -127,13 +127,15 @@ void init_nn(nb::module_& m) {
 
   // --- pooling ---
   m.def("_max_pool2d", [](const Tensor& x, nb::handle kernel_size, nb::handle stride, nb::handle padding,
-                          nb::handle dilation, bool ceil_mode) {
+                          nb::handle dilation, bool ceil_mode, bool return_indices) -> nb::object {
     const char* op = "max_pool2d";
-    return autograd::max_pool2d(x, ints_from_object(kernel_size, op), ints_or_empty(stride, op),
-                             ints_from_object(padding, op), ints_from_object(dilation, op), ceil_mode);
+    const auto k = ints_from_object(kernel_size, op), s = ints_or_empty(stride, op),
+               p = ints_from_object(padding, op), d = ints_from_object(dilation, op);
+    if (return_indices) return nb::cast(autograd::max_pool2d_with_indices(x, k, s, p, d, ceil_mode));
+    return nb::cast(autograd::max_pool2d(x, k, s, p, d, ceil_mode));
   },
         nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride").none(), nb::arg("padding"),
-        nb::arg("dilation"), nb::arg("ceil_mode"));
+        nb::arg("dilation"), nb::arg("ceil_mode"), nb::arg("return_indices") = false);
   m.def("_max_pool2d_backward", [](const Tensor& gy, const Tensor& indices, nb::handle input_size) {
     return eager::max_pool2d_backward(gy, indices, ints_from_object(input_size, "max_pool2d_backward"));
   }, nb::arg("grad_output"), nb::arg("indices"), nb::arg("input_size"));

@@ -111,6 +111,61 @@ const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle oth
   return a;
 }
 
+void set_python_error(const Error& e) {
+  switch (e.kind()) {
+    case ErrorKind::kType: PyErr_SetString(PyExc_TypeError, e.what()); break;
+    case ErrorKind::kValue: PyErr_SetString(PyExc_ValueError, e.what()); break;
+    case ErrorKind::kIndex: PyErr_SetString(PyExc_IndexError, e.what()); break;
+    case ErrorKind::kNotImplemented: PyErr_SetString(PyExc_NotImplementedError, e.what()); break;
+    case ErrorKind::kRuntime: PyErr_SetString(PyExc_RuntimeError, e.what()); break;
+  }
+}
+
+namespace {
+
+// Note [Operator slots]
+// `a + b` on tensors is the hottest call in the API. Bound as a method named __add__, it reaches C++
+// through CPython's generic slot (a type-dict lookup of __add__, then of __radd__ for the reflected
+// case), a vectorcall and nanobind's overload dispatch, about a quarter of an op's instructions on the
+// client thread. For + - * / the type's number slots are set to the functions below instead, which
+// call the same binary_operator directly; the methods stay in the type dict for explicit
+// `Tensor.__add__(a, b)` calls and for subclasses, which CPython gives the generic slot. A slot
+// receives the operands in source order, so the tensor is the left one unless only the right one is.
+template <const BinaryOp* const* Op>
+PyObject* number_slot(PyObject* a, PyObject* b) noexcept {
+  try {
+    nb::object r = nb::isinstance<Tensor>(a) ? binary_operator(**Op, nb::cast<const Tensor&>(nb::handle(a)), b, false)
+                                             : binary_operator(**Op, nb::cast<const Tensor&>(nb::handle(b)), a, true);
+    return r.release().ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const Error& e) {
+    set_python_error(e);
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+const BinaryOp* g_slot_add = nullptr;
+const BinaryOp* g_slot_sub = nullptr;
+const BinaryOp* g_slot_mul = nullptr;
+const BinaryOp* g_slot_div = nullptr;
+
+}  // namespace
+
+void install_number_slots(nb::class_<Tensor>& cls) {
+  RILL_ASSERT(g_slot_add && g_slot_sub && g_slot_mul && g_slot_div, "install_number_slots before init_ops");
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  type->tp_as_number->nb_add = number_slot<&g_slot_add>;
+  type->tp_as_number->nb_subtract = number_slot<&g_slot_sub>;
+  type->tp_as_number->nb_multiply = number_slot<&g_slot_mul>;
+  type->tp_as_number->nb_true_divide = number_slot<&g_slot_div>;
+  PyType_Modified(type);
+}
+
 void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const BinaryOp& op, bool inplace_method,
                 const char* dunder, const char* rdunder, const char* idunder) {
   const BinaryOp* p = new BinaryOp(op);  // lives as long as the module
@@ -213,6 +268,10 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   static const BinaryOp add = make_binary("add"), sub = make_binary("sub"), mul = make_binary("mul"),
                         div = make_binary("div"), pow = make_binary("pow"), maximum = make_binary("maximum"),
                         minimum = make_binary("minimum");
+  g_slot_add = &add;
+  g_slot_sub = &sub;
+  g_slot_mul = &mul;
+  g_slot_div = &div;
   static const BinaryOp cmp[6] = {make_binary("eq", true, false), make_binary("ne", true, false),
                                   make_binary("lt", true, false), make_binary("le", true, false),
                                   make_binary("gt", true, false), make_binary("ge", true, false)};

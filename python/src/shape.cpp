@@ -270,9 +270,7 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("kthvalue", kthvalue, nb::arg("k"), nb::arg("dim") = -1, nb::arg("keepdim") = false);
   auto unique = [](const Tensor& x, bool /*sorted*/, bool return_inverse, bool return_counts,
                    nb::handle dim) -> nb::object {
-    RILL_CHECK(dim.is_none(), NotImplemented, "[unique] only dim=None is supported; flatten the other dims or use "
-               "sort() along the dim");
-    std::vector<Tensor> r = eager::unique(x);
+    std::vector<Tensor> r = dim.is_none() ? eager::unique(x) : eager::unique_dim(x, nb::cast<int64_t>(dim));
     if (!return_inverse && !return_counts) return nb::cast(r[0]);
     std::vector<Tensor> out = {r[0]};
     if (return_inverse) out.push_back(r[1]);

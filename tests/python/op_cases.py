@@ -32,6 +32,7 @@ VIEWS = {
     "permute": lambda x: x.permute(2, 0, 1),
     "row": lambda x: x[1],
     "permute4": lambda x: x.permute(0, 3, 1, 2),
+    "strided4": lambda x: x[:, :, ::2, 1:],
 }
 
 FLOATS = ("float32", "float64")
@@ -74,6 +75,68 @@ def positive(specs):
 
 def second_positive(specs):
     return [(s[0], In(s[1].shape, s[1].view, positive=True)) for s in specs]
+
+
+# --- nn: pooling (kernels/cpu/pool.cpp, Note [Pooling on oneDNN]) -----------------------------------------
+# float32 and bfloat16 run on oneDNN where it computes what PyTorch does, float16 and float64 on the loops; the
+# comments name the path a float32 row's spec 0 takes (oneDNN from 2048 input elements). Specs after it add
+# layouts (on the loops, being smaller): unbatched, batch 1, channels-last strides (permute4), a strided slice.
+POOL_LAYOUTS = [(In((3, 5, 5)),), (In((1, 4, 6, 6)),), (In((2, 6, 6, 3), "permute4"),),
+                (In((2, 3, 12, 7), "strided4"),)]
+POOL_CASES = [
+    # oneDNN: max without indices, forward and backward (through the saved workspace)
+    case("max_pool2d", lambda m, x: m.nn.functional.max_pool2d(x, 2), [(In((2, 16, 8, 8)),), *POOL_LAYOUTS],
+         dtypes=ALL_FLOATS),
+    case("max_pool2d_pad_ceil", lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+         [(In((2, 16, 8, 8)),), (In((1, 2, 9, 9)),)], dtypes=ALL_FLOATS),
+    case("max_pool2d_dilation", lambda m, x: m.nn.functional.max_pool2d(x, 3, 1, 1, dilation=2),
+         [(In((2, 16, 9, 9)),)], dtypes=ALL_FLOATS),
+    case("max_pool2d_dilation_ceil",
+         lambda m, x: m.nn.functional.max_pool2d(x, (3, 2), 2, 1, dilation=(2, 3), ceil_mode=True),
+         [(In((2, 16, 11, 10)),)], dtypes=ALL_FLOATS),
+    # oneDNN over one piece per thread (64K input elements); not bfloat16, whose gradients where windows
+    # overlap torch sums in bfloat16 (oneDNN in float32, as the float64 sum confirms)
+    case("max_pool2d_large", lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1), [(In((2, 32, 32, 32)),)],
+         dtypes=("float32",)),
+    case("max_pool2d_large_k2", lambda m, x: m.nn.functional.max_pool2d(x, 2), [(In((2, 32, 32, 32)),)],
+         dtypes=("float32", "bfloat16")),
+    # the loops: PyTorch's flat indices (their values, and the indices themselves)
+    case("max_pool2d_return_indices",
+         lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True)[0],
+         [(In((2, 2, 8, 7)),), (In((2, 6, 6, 3), "permute4"),)], dtypes=ALL_FLOATS),
+    case("max_pool2d_indices",
+         lambda m, x: m.nn.functional.max_pool2d(x, (3, 2), 2, 1, dilation=(2, 1), return_indices=True)[1],
+         [(In((2, 3, 9, 8)),)], dtypes=ALL_FLOATS, differentiable=False),
+    # oneDNN: average including the padding, excluding it, ceil_mode without padding (excluding it is the same)
+    # and with count_include_pad=False (extra right padding)
+    case("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1), [(In((2, 16, 9, 9)),), *POOL_LAYOUTS],
+         dtypes=ALL_FLOATS),
+    case("avg_pool2d_exclude_pad", lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+         [(In((2, 16, 9, 9)),)], dtypes=ALL_FLOATS),
+    case("avg_pool2d_ceil_no_pad", lambda m, x: m.nn.functional.avg_pool2d(x, (2, 3), ceil_mode=True),
+         [(In((2, 16, 9, 8)),)], dtypes=ALL_FLOATS),
+    case("avg_pool2d_ceil_exclude_pad",
+         lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+         [(In((2, 16, 8, 8)),)], dtypes=ALL_FLOATS),
+    case("avg_pool2d_large", lambda m, x: m.nn.functional.avg_pool2d(x, 2), [(In((2, 32, 32, 32)),)],
+         dtypes=("float32", "bfloat16")),
+    # the loops: ceil_mode's last window past the right padding (PyTorch divides by less than the kernel size),
+    # divisor_override, a backward with windows 16 wide (where the loops are faster)
+    case("avg_pool2d_ceil_include_pad", lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+         [(In((2, 16, 8, 8)),)], dtypes=ALL_FLOATS),
+    case("avg_pool2d_divisor", lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, divisor_override=5),
+         [(In((2, 16, 9, 9)),), (In((2, 6, 6, 3), "permute4"),)], dtypes=ALL_FLOATS),
+    case("avg_pool2d_wide", lambda m, x: m.nn.functional.avg_pool2d(x, (2, 16)), [(In((2, 4, 8, 32)),)],
+         dtypes=ALL_FLOATS),
+    # oneDNN: uniform windows (the output size divides the input size), global pooling among them
+    case("adaptive_avg_pool2d_uniform", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (4, 3)),
+         [(In((2, 16, 8, 9)),), (In((2, 8, 6, 3), "permute4"),)], dtypes=ALL_FLOATS),
+    case("adaptive_avg_pool2d_global", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, 1),
+         [(In((2, 32, 7, 7)),), (In((3, 5, 5)),)], dtypes=ALL_FLOATS),
+    # the loops: windows of different sizes
+    case("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
+         [(In((2, 3, 7, 8)),), (In((1, 2, 5, 7)),)], dtypes=ALL_FLOATS),
+]
 
 
 # --- nn: rill.nn.functional (ops-nn) ---------------------------------------------------------------------
@@ -324,13 +387,7 @@ CASES = [
     case("conv_transpose2d", lambda m, x, w, b: m.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1,
                                                                                   output_padding=1),
          [(In((2, 4, 4, 4)), In((4, 3, 3, 3)), In((3,)))]),
-    case("max_pool2d", lambda m, x: m.nn.functional.max_pool2d(x, 2), [(In((2, 3, 6, 6)),), (In((3, 5, 5)),)]),
-    case("max_pool2d_pad_ceil", lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True),
-         [(In((2, 2, 8, 7)),)]),
-    case("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
-         [(In((2, 3, 7, 7)),)]),
-    case("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
-         [(In((2, 3, 7, 8)),)]),
+    *POOL_CASES,
     # --- nn: rill.nn.functional (ops-nn) -----------------------------------------------------------------
     *NN_CASES,
     # --- not differentiable ---
@@ -742,4 +799,13 @@ CASES += [
          differentiable=False),
     case("unique_counts", lambda m, x: m.unique(x, return_inverse=True, return_counts=True)[2], [(In((4, 5)),)],
          dtypes=("int64",), differentiable=False),
+    # slices along a dim (values in [-1, 1) as int64 or bool repeat, so slices do too)
+    case("unique_dim", lambda m, x: m.unique(x, dim=1), [(In((2, 6, 2)),), (In((6, 4), "t"),)],
+         dtypes=("int64", "float32", "bool"), differentiable=False),
+    case("unique_dim_empty", lambda m, x: m.unique(x, dim=0), [(In((0, 3)),)], dtypes=("int64", "float32"),
+         differentiable=False),
+    case("unique_dim_inverse", lambda m, x: m.unique(x, dim=0, return_inverse=True)[1], [(In((8, 2)),)],
+         dtypes=("int64", "bool"), differentiable=False),
+    case("unique_dim_counts", lambda m, x: x.unique(dim=-1, return_inverse=True, return_counts=True)[2],
+         [(In((2, 3, 7)),)], dtypes=("int64", "bool"), differentiable=False),
 ]

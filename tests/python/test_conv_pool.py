@@ -237,6 +237,41 @@ def test_max_pool2d_non_contiguous_and_nan():
     assert_close(ri, ti)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float64"])
+@pytest.mark.parametrize("shape", [(2, 16, 8, 8), (32, 16, 16, 16)])  # oneDNN in one piece; one per thread
+def test_max_pool2d_nan_and_negative_infinity(shape, dtype):
+    # Note [Pooling on oneDNN]: oneDNN's max ignores NaN and starts from the lowest finite value; PyTorch's
+    # maximum of a window holding NaN is NaN, and of a window of -inf is -inf.
+    arr = np.random.default_rng(0).uniform(-1, 1, size=shape)
+    arr[0, 0, 1, 2] = np.nan
+    arr[-1, -1, 4:6, 4:6] = -np.inf
+    arr[0, 1, 0, 0] = np.inf
+    arr[-1, 0, 3:5, 6:] = np.nan
+    for kwargs in [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)]:
+        rx = rill.tensor(arr).to(getattr(rill, dtype))
+        tx = torch.tensor(arr).to(getattr(torch, dtype))
+        assert_close(F.max_pool2d(rx, **kwargs), TF.max_pool2d(tx, **kwargs))
+
+
+def test_max_pool2d_workspace_outlives_a_thread_count_change():
+    # The workspace saved for backward is read by the path that wrote it, and its planes are laid out the
+    # same whichever pieces the threads cut (Note [Pooling on oneDNN]).
+    arr = np.random.default_rng(3).standard_normal((32, 16, 16, 16)).astype(np.float32)
+    tx = torch.tensor(arr, requires_grad=True)
+    TF.max_pool2d(tx, 3, 2, 1).sum().backward()
+    threads = rill.get_num_threads()
+    try:
+        for forward, backward in [(2, 1), (1, 2), (3, 2)]:
+            rill.set_num_threads(forward)
+            rx = rill.tensor(arr).requires_grad_()
+            y = F.max_pool2d(rx, 3, 2, 1)
+            rill.set_num_threads(backward)
+            y.sum().backward()
+            assert_close(rx.grad, tx.grad)
+    finally:
+        rill.set_num_threads(threads)
+
+
 AVG_POOL = {
     "k2": ((2, 3, 8, 8), dict(kernel_size=2)),
     "k3_s2_p1": ((2, 3, 9, 9), dict(kernel_size=3, stride=2, padding=1)),
@@ -351,10 +386,14 @@ def test_unsupported_dtypes_raise_type_error(dtype):
     x = rill.ones(1, 2, 5, 5, dtype=getattr(rill, dtype))
     with pytest.raises(TypeError, match=r"\[conv2d\].*float32"):
         F.conv2d(x, rill.ones(2, 2, 3, 3, dtype=getattr(rill, dtype)))
+    if dtype != "int64":
+        return  # pooling takes the 16-bit floats (op_cases.POOL_CASES)
     with pytest.raises(TypeError, match=r"\[max_pool2d\]"):
         F.max_pool2d(x, 2)
     with pytest.raises(TypeError, match=r"\[avg_pool2d\]"):
         F.avg_pool2d(x, 2)
+    with pytest.raises(TypeError, match=r"\[adaptive_avg_pool2d\]"):
+        F.adaptive_avg_pool2d(x, 2)
 
 
 def test_backward_shape_errors():
@@ -387,7 +426,9 @@ FORK_SCRIPT = textwrap.dedent("""
         y = F.conv2d(x, w, padding=1)
         gx = rill._C._conv2d_backward_input(gy, w, (32, 3, 32, 32), 1, 1, 1, 1)
         gw = rill._C._conv2d_backward_weight(gy, x, (16, 3, 3, 3), 1, 1, 1, 1)
-        return y.numpy(), gx.numpy(), gw.numpy()
+        xr = x.detach().requires_grad_()
+        (F.max_pool2d(xr, 2).sum() + F.avg_pool2d(xr, 3, 2, 1).sum()).backward()  # pooling is on oneDNN too
+        return y.numpy(), gx.numpy(), gw.numpy(), xr.grad.numpy()
 
     expected = compute()                # the parent ran convolutions (and its pools exist) before any fork
 

@@ -248,8 +248,27 @@ def test_unique_variants():
         else:
             assert_close(ro, to)
     assert sorted(r.unique(sorted=False).tolist()) == [1, 2, 3]
-    with pytest.raises(NotImplementedError):
-        rill.unique(r, dim=0)
+
+
+def test_unique_dim():
+    # op_cases has the parity rows; here NaN slices (never equal, not even to themselves), -0.0 == 0.0, and
+    # PyTorch's errors for empty and 0-d tensors.
+    data = np.array([[1.0, 2, np.nan], [1, 2, np.nan], [0, 5, 1], [0, 5, 1], [-0.0, 5, 1]])
+    r, t = pair(data)
+    for a, b in zip(rill.unique(r, dim=0, return_inverse=True, return_counts=True),
+                    torch.unique(t, dim=0, return_inverse=True, return_counts=True)):
+        assert_close(a, b)
+    for shape, dim in [((2, 0), 0), ((0, 0), 0)]:
+        r, t = pair(np.zeros(shape))
+        with pytest.raises(RuntimeError) as t_err:
+            torch.unique(t, dim=dim)
+        with pytest.raises(RuntimeError, match=r"\[unique\] ") as r_err:
+            rill.unique(r, dim=dim)
+        assert str(t_err.value).strip() in str(r_err.value)
+    with pytest.raises(IndexError, match=r"\[unique\] Dimension specified as 0"):
+        rill.unique(rill.tensor(3.0), dim=0)
+    with pytest.raises(IndexError, match=r"\[unique\] Dimension out of range"):
+        rill.unique(rill.ones(2, 3), dim=2)
 
 
 def test_unique_nan():

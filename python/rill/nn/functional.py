@@ -595,8 +595,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     index of each maximum within its (H * W) input plane."""
     if stride is not None and not isinstance(stride, int) and len(stride) == 0:
         stride = None  # torch accepts stride=[] for "same as kernel_size"
-    values, indices = _C._max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (values, indices) if return_indices else values
+    return _C._max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, bool(return_indices))
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,

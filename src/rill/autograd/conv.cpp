@@ -77,8 +77,22 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::op
   return y;
 }
 
-std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, const Ints& kernel_size, const Ints& stride,
-                                     const Ints& padding, const Ints& dilation, bool ceil_mode) {
+Tensor max_pool2d(const Tensor& input, const Ints& kernel_size, const Ints& stride, const Ints& padding,
+                  const Ints& dilation, bool ceil_mode) {
+  auto [values, workspace] = eager::max_pool2d_with_workspace(input, kernel_size, stride, padding, dilation, ceil_mode);
+  const Shape size = input.shape();
+  record_composite(
+      "MaxPool2DBackward0", {&input, 1}, {&values, 1}, {&workspace, 1},
+      [=](const std::vector<Tensor>& sv, const std::vector<Tensor>& grads, const std::vector<bool>&) {
+        if (!grads[0].defined()) return std::vector<Tensor>(1);
+        return std::vector<Tensor>{eager::max_pool2d_with_workspace_backward(grads[0], sv[0], size, kernel_size, stride,
+                                                                             padding, dilation, ceil_mode)};
+      });
+  return values;
+}
+
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Ints& kernel_size, const Ints& stride,
+                                                  const Ints& padding, const Ints& dilation, bool ceil_mode) {
   auto [values, indices] = eager::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
   const Tensor outputs[] = {values, indices};
   const Tensor saved[] = {indices};

@@ -114,10 +114,14 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::op
                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                         const std::vector<int64_t>& output_padding, int64_t groups,
                         const std::vector<int64_t>& dilation);
-/** max_pool2d with indices, recorded (the indices get no gradient). */
-std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
-                                     const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                                     const std::vector<int64_t>& dilation, bool ceil_mode);
+/** max_pool2d's values, recorded (MaxPool2DBackward0, which saves the workspace). */
+Tensor max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool ceil_mode);
+/** max_pool2d with indices (return_indices=True), recorded (the indices get no gradient). */
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const std::vector<int64_t>& kernel_size,
+                                                  const std::vector<int64_t>& stride,
+                                                  const std::vector<int64_t>& padding,
+                                                  const std::vector<int64_t>& dilation, bool ceil_mode);
 /** avg_pool2d, recorded. */
 Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,

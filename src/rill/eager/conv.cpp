@@ -296,19 +296,63 @@ Tensor conv_transpose2d_backward_weight(const Tensor& grad_output, const Tensor&
 
 // --- pooling -------------------------------------------------------------------------------
 
+namespace {
+
+// max_pool2d's attrs, from `first_attrs` on (input_size before them in the backward ops).
+std::vector<AttrValue> max_attrs(const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                                 const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                                 bool ceil_mode, const char* op) {
+  const auto k = pool_pair(kernel_size, op, "kernel_size");
+  return attrs_of(k, pool_stride(stride, k, op), pool_pair(padding, op, "padding"), pool_pair(dilation, op, "dilation"),
+                  ceil_mode)
+      ->values;
+}
+
+// A max_pool2d forward op on input (3-D or 4-D): its two outputs.
+std::pair<Tensor, Tensor> max_pool2d_call(const OpSchema& o, const Tensor& input,
+                                          const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                                          const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                                          bool ceil_mode) {
+  constexpr const char* name = "max_pool2d";  // what the user called, whichever op runs
+  RILL_CHECK(input.defined(), Value, "[", name, "] got an undefined tensor");
+  const bool unbatched = unbatched_2d(input, name);
+  AttrsSym a = make_attrs(max_attrs(kernel_size, stride, padding, dilation, ceil_mode, name));
+  Tensor x = batch(contiguous(input), unbatched);
+  std::vector<Tensor> out = call(o, {&x, 1}, {}, a);
+  return {unbatch(out[0], unbatched), unbatch(out[1], unbatched)};
+}
+
+}  // namespace
+
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
                                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                                      const std::vector<int64_t>& dilation, bool ceil_mode) {
   static const OpSchema& o = op("max_pool2d");
-  constexpr const char* name = "max_pool2d";
-  RILL_CHECK(input.defined(), Value, "[max_pool2d] got an undefined tensor");
-  const bool unbatched = unbatched_2d(input, name);
-  const auto k = pool_pair(kernel_size, name, "kernel_size");
-  AttrsSym a = attrs_of(k, pool_stride(stride, k, name), pool_pair(padding, name, "padding"),
-                           pool_pair(dilation, name, "dilation"), ceil_mode);
-  Tensor x = batch(contiguous(input), unbatched);
-  std::vector<Tensor> out = call(o, {&x, 1}, {}, a);
-  return {unbatch(out[0], unbatched), unbatch(out[1], unbatched)};
+  return max_pool2d_call(o, input, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+std::pair<Tensor, Tensor> max_pool2d_with_workspace(const Tensor& input, const std::vector<int64_t>& kernel_size,
+                                                    const std::vector<int64_t>& stride,
+                                                    const std::vector<int64_t>& padding,
+                                                    const std::vector<int64_t>& dilation, bool ceil_mode) {
+  static const OpSchema& o = op("max_pool2d_with_workspace");
+  return max_pool2d_call(o, input, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+Tensor max_pool2d_with_workspace_backward(const Tensor& grad_output, const Tensor& workspace, const Shape& input_size,
+                                          const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                                          const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                                          bool ceil_mode) {
+  static const OpSchema& o = op("max_pool2d_with_workspace_backward");
+  constexpr const char* name = "max_pool2d_with_workspace_backward";
+  bool unbatched = false;
+  const Shape size = batched_size(input_size, name, unbatched);
+  RILL_CHECK(grad_output.defined() && workspace.defined(), Value, "[", name, "] got an undefined tensor");
+  std::vector<AttrValue> values = {size};
+  for (AttrValue& v : max_attrs(kernel_size, stride, padding, dilation, ceil_mode, name))
+    values.push_back(std::move(v));
+  Tensor in[2] = {batch(contiguous(grad_output), unbatched), batch(contiguous(workspace), unbatched)};
+  return unbatch(call1(o, in, {}, make_attrs(std::move(values))), unbatched);
 }
 
 Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& indices, const Shape& input_size) {

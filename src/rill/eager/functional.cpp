@@ -44,13 +44,13 @@ const InferResult& infer(const OpSchema& op, std::span<const Tensor> inputs, std
 }
 
 void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
-            std::vector<Tensor> outputs) {
+            std::span<const Tensor> outputs) {
   RILL_CHECK(op.cpu_kernel != nullptr, NotImplemented, "[", op.name, "] has no CPU kernel");
-  auto instr = std::make_unique<vm::Instruction>();
+  auto instr = vm::new_instruction();
   instr->op = &op;
   instr->kernel = op.cpu_kernel;
   instr->inputs.assign(inputs.begin(), inputs.end());
-  instr->outputs = std::move(outputs);
+  instr->outputs.assign(outputs.begin(), outputs.end());
   instr->attrs = attrs;
   instr->scalars.assign(scalars.begin(), scalars.end());
   instr->location = vm::capture_location();
@@ -89,9 +89,8 @@ std::vector<Tensor> call(const OpSchema& op, std::span<const Tensor> inputs, std
   std::vector<Tensor> outputs;
   outputs.reserve(r.outputs.size());
   for (const MetaSym& m : r.outputs) outputs.push_back(Tensor::empty(m));
-  std::vector<Tensor> result = outputs;
-  submit(op, args, scalars, attrs, std::move(outputs));
-  return result;
+  submit(op, args, scalars, attrs, outputs);
+  return outputs;
 }
 
 Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs) {
@@ -101,7 +100,7 @@ Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const
   std::vector<Tensor> converted;
   std::span<const Tensor> args = convert_inputs(inputs, r, converted);
   Tensor out = Tensor::empty(r.outputs[0]);
-  submit(op, args, scalars, attrs, {out});
+  submit(op, args, scalars, attrs, {&out, 1});
   return out;
 }
 
@@ -117,7 +116,7 @@ void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<con
              " can't be cast to the desired output type ", dtype_name(out.dtype()));
   if (m.dtype == out.dtype() && (op.strided_output || out.is_contiguous())) {
     std::vector<Tensor> converted;
-    submit(op, convert_inputs(inputs, r, converted), scalars, attrs, {out});
+    submit(op, convert_inputs(inputs, r, converted), scalars, attrs, {&out, 1});
     return;
   }
   // Compute densely in the op's dtype, then convert into out.

@@ -149,6 +149,16 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, const std::vector<int6
                                      const std::vector<int64_t>& dilation, bool ceil_mode);
 /** Gradient of max_pool2d: grad_output scattered to indices, in a tensor of size input_size. */
 Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& indices, const Shape& input_size);
+/** max_pool2d for autograd: (values, workspace); the workspace only feeds max_pool2d_with_workspace_backward. */
+std::pair<Tensor, Tensor> max_pool2d_with_workspace(const Tensor& input, const std::vector<int64_t>& kernel_size,
+                                                    const std::vector<int64_t>& stride,
+                                                    const std::vector<int64_t>& padding,
+                                                    const std::vector<int64_t>& dilation, bool ceil_mode);
+/** Gradient of max_pool2d from the workspace of max_pool2d_with_workspace (same window arguments). */
+Tensor max_pool2d_with_workspace_backward(const Tensor& grad_output, const Tensor& workspace, const Shape& input_size,
+                                          const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                                          const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                                          bool ceil_mode);
 /** torch.nn.functional.avg_pool2d; an empty stride means the kernel size. */
 Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& padding, bool ceil_mode, bool count_include_pad,
@@ -187,6 +197,9 @@ Tensor nonzero(const Tensor& x);
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bool stable);
 /** The distinct values of x, sorted, with the inverse map (x's shape) and the counts (a sync point). */
 std::vector<Tensor> unique(const Tensor& x);
+/** torch.unique(dim=): the distinct slices of x along dim, sorted lexicographically, with the inverse map
+ * (x.shape[dim]) and the counts (a sync point). */
+std::vector<Tensor> unique_dim(const Tensor& x, int64_t dim);
 // --- nn ---
 /** (seed, offset) scalars for a random op drawing numel values; advances the default generator. */
 std::pair<Scalar, Scalar> take_random(int64_t numel);

@@ -20,10 +20,42 @@ bool is_one_of(const std::string& name, std::initializer_list<const char*> names
 
 }  // namespace
 
+namespace {
+
+// The attrs of the last reductions this thread issued: a loop calls the same `x.sum()` again and again, and
+// building and interning its attrs cost as much as the rest of the call.
+struct ReduceAttrsMemo {
+  struct Entry {
+    const OpSchema* op = nullptr;
+    std::vector<int64_t> dims;
+    bool keepdim = false;
+    std::optional<DType> dtype;
+    AttrsSym attrs;
+  };
+  static constexpr size_t kEntries = 4;
+  Entry entries[kEntries];
+  size_t next = 0;
+
+  AttrsSym find(const OpSchema& op, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
+    for (const Entry& e : entries)
+      if (e.op == &op && e.keepdim == keepdim && e.dtype == dtype && e.dims == dims) return e.attrs;
+    return {};
+  }
+  void add(const OpSchema& op, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype,
+           AttrsSym attrs) {
+    entries[next] = Entry{&op, dims, keepdim, dtype, attrs};
+    next = (next + 1) % kEntries;
+  }
+};
+
+}  // namespace
+
 Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim,
               std::optional<DType> dtype) {
   const std::string& name = op.name;
   RILL_CHECK(x.defined(), Value, "[", name, "] got an undefined tensor");
+  thread_local ReduceAttrsMemo memo;
+  if (AttrsSym hit = memo.find(op, dims, keepdim, dtype)) return call1(op, {&x, 1}, {}, hit);
   AttrsSym attrs;
   if (is_one_of(name, {"sum", "mean", "prod"})) {
     attrs = make_attrs({dims, keepdim, dtype.value_or(DType::kFloat32), dtype.has_value()});
@@ -37,6 +69,7 @@ Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& d
     RILL_FAIL(Value, "[reduce] '", name, "' is not a reduction; expected sum, mean, prod, amax, amin, max, min, "
               "argmax, argmin, any or all");
   }
+  memo.add(op, dims, keepdim, dtype, attrs);
   return call1(op, {&x, 1}, {}, attrs);
 }
 

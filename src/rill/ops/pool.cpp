@@ -4,6 +4,8 @@
 // and with ceil_mode the last window must start inside the input or the left padding.
 //   max_pool2d(input) -> (values, indices)   indices: int64, flat h * W + w per plane
 //   max_pool2d_backward(grad_output, indices) -> grad_input
+//   max_pool2d_with_workspace(input) -> (values, workspace)
+//   max_pool2d_with_workspace_backward(grad_output, workspace) -> grad_input
 //   avg_pool2d(input) -> output
 //   avg_pool2d_backward(grad_output) -> grad_input
 //   adaptive_avg_pool2d(input) -> output
@@ -12,13 +14,20 @@
 // Attr layout:
 //   max_pool2d:                   kernel_size[2], stride[2], padding[2], dilation[2], ceil_mode
 //   max_pool2d_backward:          input_size[4]
+//   max_pool2d_with_workspace:    max_pool2d's attrs
+//   max_pool2d_with_workspace_backward: input_size[4], then max_pool2d's attrs
 //   avg_pool2d:                   kernel_size[2], stride[2], padding[2], ceil_mode, count_include_pad,
 //                                 divisor_override (0: none; eager rejects a user's 0 as PyTorch does)
 //   avg_pool2d_backward:          input_size[4], then avg_pool2d's attrs
 //   adaptive_avg_pool2d:          output_size[2]
 //   adaptive_avg_pool2d_backward: input_size[4]
-// Inputs must be dense (eager makes them contiguous); outputs are dense. Only
-// float32 and float64 are supported.
+// The workspace is what autograd saves when the indices are not asked for: one
+// uint8 per output (int32 when the window has more than 255 elements), whose
+// meaning belongs to the kernel that wrote it (oneDNN's opaque workspace, or the
+// maximum's offset in its window; Note [Pooling on oneDNN] in
+// kernels/cpu/pool.cpp); only max_pool2d_with_workspace_backward reads it.
+// Inputs must be dense (eager makes them contiguous); outputs are dense. The
+// floating dtypes are supported (float16, bfloat16, float32, float64).
 #include "rill/ops/op_schema.h"
 
 namespace rill {
@@ -31,9 +40,8 @@ struct PoolGeometry {
 };
 
 void check_pool_input(const char* op, const TensorMeta& x, const char* what = "input") {
-  RILL_CHECK(x.dtype == DType::kFloat32 || x.dtype == DType::kFloat64, Type, "[", op,
-             "] supports float32 and float64 tensors, got ", what, " of dtype ", dtype_name(x.dtype),
-             "; convert it with .float()");
+  RILL_CHECK(dtype_is_floating(x.dtype), Type, "[", op, "] supports floating-point tensors, got ", what,
+             " of dtype ", dtype_name(x.dtype), "; convert it with .float()");
   RILL_CHECK(x.shape.size() == 4, Runtime, "[", op, "] expected a 4-D ", what, " (N, C, H, W), got size ",
              shape_str(x.shape), "; eager::", op, " maps 3-D (unbatched) tensors onto this op");
 }
@@ -124,6 +132,36 @@ InferResult infer_max_pool2d_backward(const InferContext& c) {
   return {{make_contiguous_meta(in, gy.dtype, gy.device)}, {}};
 }
 
+// The workspace's dtype for a window of kernel[0] x kernel[1] elements.
+DType workspace_dtype(const PoolGeometry& g) {
+  return g.kernel[0] * g.kernel[1] <= 255 ? DType::kUInt8 : DType::kInt32;
+}
+
+InferResult infer_max_pool2d_with_workspace(const InferContext& c) {
+  constexpr const char* op = "max_pool2d";  // what the user called
+  const TensorMeta& x = *c.inputs[0];
+  check_pool_input(op, x);
+  const PoolGeometry g = read_pool(op, c.attrs, 0, true);
+  Shape out = pool_output_shape(op, x.shape, g);
+  return {{make_contiguous_meta(out, x.dtype, x.device), make_contiguous_meta(out, workspace_dtype(g), x.device)},
+          {}};
+}
+
+InferResult infer_max_pool2d_with_workspace_backward(const InferContext& c) {
+  constexpr const char* op = "max_pool2d_with_workspace_backward";
+  const TensorMeta& gy = *c.inputs[0];
+  const TensorMeta& ws = *c.inputs[1];
+  check_pool_input(op, gy, "grad_output");
+  const Shape& in = read_input_size(op, c.attrs);
+  const PoolGeometry g = read_pool(op, c.attrs, 1, true);
+  Shape out = pool_output_shape(op, in, g);
+  check_grad(op, gy, out, gy);
+  RILL_CHECK(ws.dtype == workspace_dtype(g) && ws.shape == out, Runtime, "[", op, "] expected a ",
+             dtype_name(workspace_dtype(g)), " workspace of size ", shape_str(out), ", got ", ws.str(),
+             "; pass the workspace max_pool2d_with_workspace returned for this input and window");
+  return {{make_contiguous_meta(in, gy.dtype, gy.device)}, {}};
+}
+
 InferResult infer_avg_pool2d(const InferContext& c) {
   const TensorMeta& x = *c.inputs[0];
   check_pool_input("avg_pool2d", x);
@@ -170,9 +208,13 @@ void register_pool_ops() {
                                         "ceil_mode",   "count_include_pad", "divisor_override"};
   std::vector<std::string> avg_backward = {"input_size"};
   avg_backward.insert(avg_backward.end(), avg.begin(), avg.end());
-  ops::define({"max_pool2d", 1, 0, {"kernel_size", "stride", "padding", "dilation", "ceil_mode"},
-               infer_max_pool2d});
+  const std::vector<std::string> max = {"kernel_size", "stride", "padding", "dilation", "ceil_mode"};
+  std::vector<std::string> max_backward = {"input_size"};
+  max_backward.insert(max_backward.end(), max.begin(), max.end());
+  ops::define({"max_pool2d", 1, 0, max, infer_max_pool2d});
   ops::define({"max_pool2d_backward", 2, 0, {"input_size"}, infer_max_pool2d_backward});
+  ops::define({"max_pool2d_with_workspace", 1, 0, max, infer_max_pool2d_with_workspace});
+  ops::define({"max_pool2d_with_workspace_backward", 2, 0, max_backward, infer_max_pool2d_with_workspace_backward});
   ops::define({"avg_pool2d", 1, 0, avg, infer_avg_pool2d});
   ops::define({"avg_pool2d_backward", 1, 0, avg_backward, infer_avg_pool2d_backward});
   ops::define({"adaptive_avg_pool2d", 1, 0, {"output_size"}, infer_adaptive_avg_pool2d});

@@ -26,6 +26,18 @@ namespace {
 
 thread_local bool t_inside_parallel = false;
 
+// Note [Waiting beside a parallel region]
+// A parallel region takes num_threads() cores. A VM thread or a client that polls
+// for work or for a sync point (Note [Staying online]) while one runs takes a core
+// from it: on this 2-core machine a client spinning on synchronize() beside a
+// 2-thread add of 1M floats made the add 2x slower. Pool::run counts the regions
+// in flight; pollers read the count (relaxed: a stale answer costs only a little
+// latency or a little CPU) and, rather than sleep at once, first lend their core
+// to the region: help() runs chunks of it that no pool thread has claimed yet
+// (a pool thread that is slow to wake no longer delays the region, and the
+// waiter, still polling, sees the result without a futex wake-up).
+std::atomic<int> g_regions_running{0};
+
 // RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS, re-read only after an override changes.
 int64_t online_microseconds() {
   thread_local uint64_t generation = ~uint64_t{0};
@@ -47,11 +59,11 @@ struct Job {
   std::mutex error_mutex;
   std::exception_ptr error;
 
-  // Claims and runs chunks until none is left.
-  void work() {
-    for (;;) {
+  // Claims and runs chunks until none is left; true if it ran any.
+  bool work() {
+    for (bool ran = false;; ran = true) {
       int64_t c = next.fetch_add(1, std::memory_order_relaxed);  // chunk order does not matter
-      if (c >= num_chunks) return;
+      if (c >= num_chunks) return ran;
       int64_t b = begin + c * chunk;
       int64_t e = std::min(end, b + chunk);
       try {
@@ -86,10 +98,12 @@ class Pool {
     // Sleepers register under mutex_ and re-check generation_ before waiting, so one that
     // is not counted yet cannot miss the job.
     if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
+    g_regions_running.fetch_add(1, std::memory_order_relaxed);
     t_inside_parallel = true;
     job.work();
     t_inside_parallel = false;
     while (job.pending.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    g_regions_running.fetch_sub(1, std::memory_order_relaxed);
     {
       // No worker can pick the job up after this; the ones that did are counted in active_.
       std::lock_guard<std::mutex> lock(mutex_);
@@ -98,6 +112,24 @@ class Pool {
     // Wait until every worker has left the job before it goes out of scope.
     while (active_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     return true;
+  }
+
+  // A thread that only waits runs chunks of the region in flight, if one is (Note [Waiting beside a
+  // parallel region]). Registered in active_ under mutex_ like a worker, so the job outlives its use.
+  bool help() {
+    Job* job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job = job_;
+      if (!job) return false;
+      active_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    bool outer = t_inside_parallel;
+    t_inside_parallel = true;
+    bool ran = job->work();
+    t_inside_parallel = outer;
+    active_.fetch_sub(1, std::memory_order_acq_rel);  // release: the caller may now destroy the job
+    return ran;
   }
 
  private:
@@ -168,6 +200,18 @@ int num_threads() {
     g_num_threads.store(n, std::memory_order_relaxed);
   }
   return n;
+}
+
+bool busy() { return g_regions_running.load(std::memory_order_relaxed) > 0; }
+
+bool help() {
+  if (!busy() || t_inside_parallel) return false;
+  Pool* pool;
+  {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    pool = g_pool;
+  }
+  return pool && pool->help();  // pools are never freed (Note [Pool and fork]), so pool stays valid
 }
 
 void set_num_threads(int n) {

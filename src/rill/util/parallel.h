@@ -14,6 +14,14 @@ int num_threads();
 /** Set the intra-op thread count (>= 1). */
 void set_num_threads(int n);
 
+/** True while some thread runs a parallel region on the pool: every core is taken, so a thread
+ * that only waits should sleep rather than poll (Note [Waiting beside a parallel region]). */
+bool busy();
+
+/** Run unclaimed chunks of the parallel region in flight, if any: a thread that only waits lends its core.
+ * True if it ran any. */
+bool help();
+
 /** Type-erased body: fn(ctx, begin, end). */
 using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);
 

@@ -2,10 +2,14 @@
 
 #include "rill/vm/virtual_machine.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <sstream>
+
+#include "rill/util/fork.h"
 
 namespace rill::vm {
 namespace {
@@ -16,6 +20,107 @@ void fill_args(const std::vector<Tensor>& tensors, TensorArg* out) {
   for (size_t i = 0; i < tensors.size(); ++i) out[i] = {tensors[i].data_ptr(), tensors[i].meta().get()};
 }
 }  // namespace
+
+// Note [Instruction pool]
+// An op's instruction is built on the client thread and retired on the scheduler
+// thread. Allocated with new and freed with delete, each one cost four mallocs
+// (the instruction and its operand vectors) on one thread and four cross-thread
+// frees on the other, more than the rest of the hand-off. Retired instructions
+// are instead emptied (their operands released, their vectors' capacity kept)
+// and cached: each thread keeps a small cache, and moves batches of kBatch to or
+// from a global list under one mutex, so the scheduler's retired instructions
+// flow back to the clients that build new ones with a lock taken once per batch.
+// The global list is bounded; past kMaxPooled instructions are deleted. The
+// mutex is held across fork() (util/fork.h): a child inherits a consistent list.
+namespace {
+
+constexpr size_t kBatch = 64;
+constexpr size_t kMaxPooled = 16384;
+
+struct GlobalPool {
+  std::mutex mutex;
+  std::vector<Instruction*> free;
+};
+
+GlobalPool& global_pool() {
+  static GlobalPool* pool = [] {
+    auto* p = new GlobalPool();  // leaked: threads may recycle during static destruction
+    fork::guard_mutex(&p->mutex);
+    return p;
+  }();
+  return *pool;
+}
+
+struct LocalPool {
+  std::vector<Instruction*> free;
+  LocalPool() { free.reserve(2 * kBatch); }
+  ~LocalPool() {
+    GlobalPool& g = global_pool();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    for (Instruction* i : free) {
+      if (g.free.size() < kMaxPooled) {
+        g.free.push_back(i);
+      } else {
+        delete i;
+      }
+    }
+  }
+};
+
+LocalPool& local_pool() {
+  thread_local LocalPool pool;
+  return pool;
+}
+
+}  // namespace
+
+std::unique_ptr<Instruction> new_instruction() {
+  LocalPool& local = local_pool();
+  if (local.free.empty()) {
+    GlobalPool& g = global_pool();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    size_t n = std::min(kBatch, g.free.size());
+    local.free.insert(local.free.end(), g.free.end() - static_cast<std::ptrdiff_t>(n), g.free.end());
+    g.free.resize(g.free.size() - n);
+  }
+  if (local.free.empty()) return std::make_unique<Instruction>();
+  Instruction* i = local.free.back();
+  local.free.pop_back();
+  return std::unique_ptr<Instruction>(i);
+}
+
+void recycle(Instruction* i) {
+  i->kind = Instruction::Kind::kKernel;
+  i->op = nullptr;
+  i->kernel = nullptr;
+  i->stream = Stream{};
+  i->inputs.clear();  // releases the operands: memory dropped by Python returns to the allocator here
+  i->outputs.clear();
+  i->attrs = AttrsSym{};
+  i->scalars.clear();
+  i->location = SourceLocation{};
+  i->signal.reset();
+  i->sync_all = false;
+  i->reusable = false;
+  i->times = nullptr;
+  i->trace_id = 0;
+  i->pending = 0;
+  i->successors.clear();
+  LocalPool& local = local_pool();
+  local.free.push_back(i);
+  if (local.free.size() < 2 * kBatch) return;
+  GlobalPool& g = global_pool();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  for (size_t k = 0; k < kBatch; ++k) {
+    Instruction* spill = local.free.back();
+    local.free.pop_back();
+    if (g.free.size() < kMaxPooled) {
+      g.free.push_back(spill);
+    } else {
+      delete spill;
+    }
+  }
+}
 
 void set_location_hooks(LocationCapture capture, LocationFormatter format) {
   g_capture.store(capture, std::memory_order_release);

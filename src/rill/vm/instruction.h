@@ -84,6 +84,12 @@ struct Instruction {
   void run_or_throw() const;
 };
 
+/** An empty kernel instruction, from the calling thread's pool when it has one (Note [Instruction pool]).
+ * Hand it to submit(); if it is dropped instead, `delete` frees it. */
+std::unique_ptr<Instruction> new_instruction();
+/** Release a retired instruction's operands and keep it, with its vectors' capacity, for new_instruction(). */
+void recycle(Instruction* instruction);
+
 /** The message of a kernel error: the op, its inputs' metas and where it was issued. */
 std::string describe_failure(const Instruction& instruction, const char* what);
 

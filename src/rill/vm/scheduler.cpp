@@ -215,7 +215,7 @@ void Scheduler::retire(Instruction* instr) {
     instr->trace_id = 0;  // the next read is traced only if a trace records then
   } else {
     signal = std::move(instr->signal);
-    delete instr;  // releases the operands: memory dropped by Python returns to the allocator here
+    recycle(instr);  // releases the operands; the emptied instruction is reused (Note [Instruction pool])
   }
   int64_t left = in_flight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
   if (signal) {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "rill/util/parallel.h"
 #include "rill/vm/config.h"
 #include "rill/vm/fork.h"
 #include "rill/vm/park.h"
@@ -100,9 +101,9 @@ bool admit_here(Instruction& instr) {
 
 // A sync marker on tensors (all: after every earlier instruction too).
 std::unique_ptr<Instruction> make_sync(const std::vector<Tensor>& tensors, bool all) {
-  auto instr = std::make_unique<Instruction>();
+  auto instr = new_instruction();
   instr->kind = Instruction::Kind::kSync;
-  instr->inputs = tensors;
+  instr->inputs.assign(tensors.begin(), tensors.end());
   instr->sync_all = all;
   instr->signal = std::make_shared<SyncSignal>();
   return instr;
@@ -151,7 +152,11 @@ ReadSlot& read_slot() {
 
 void submit(std::unique_ptr<Instruction> instr) {
   rill_odb_anchor_client(Range::kSubmit, instr.get());  // Note [odb anchors] in trace.h
-  if (admit_here(*instr)) hand_over(instr.release());
+  if (admit_here(*instr)) {
+    hand_over(instr.release());
+  } else {
+    recycle(instr.release());  // ran here (synchronous mode)
+  }
 }
 
 SyncSignal* submit_read(const Tensor& t, void* dst) {
@@ -233,6 +238,10 @@ bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
     if (signal.done.load(std::memory_order_acquire)) return true;
     if (signal.ready.load(std::memory_order_acquire) || scheduler().in_flight() < 2) break;  // short: busy
     if (std::chrono::steady_clock::now() >= poll_until) break;
+    if (parallel::busy()) {  // Note [Waiting beside a parallel region]: help the region, else sleep
+      if (parallel::help()) continue;
+      break;
+    }
     std::this_thread::yield();
   }
   if (!signal.ready.load(std::memory_order_acquire) && scheduler().in_flight() >= 2) {
@@ -287,7 +296,11 @@ void drain_unanchored() {
   if (!Scheduler::started() || scheduler().in_flight() == 0) return;
   auto instr = make_sync({}, true);
   auto signal = instr->signal;
-  if (admit_here(*instr)) hand_over(instr.release());  // submit(), without its anchor
+  if (admit_here(*instr)) {  // submit(), without its anchor
+    hand_over(instr.release());
+  } else {
+    recycle(instr.release());
+  }
   wait_unlocked(*signal, false);
 }
 

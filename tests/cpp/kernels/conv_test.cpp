@@ -83,7 +83,59 @@ TEST_P(ConvTest, PoolingByHand) {
   EXPECT_EQ(values_of(g), (std::vector<double>{5}));
 }
 
+// values repeated n times (one pooling plane per copy).
+std::vector<double> repeat(const std::vector<double>& values, int64_t n) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), values.begin(), values.end());
+  return out;
+}
+
+// max_pool2d_with_workspace and its backward on 256 copies of one plane, enough for oneDNN in float32 (its
+// workspace) and the loops in float64 (theirs; Note [Pooling on oneDNN]): the gradient goes to each maximum.
+TEST_P(ConvTest, MaxPoolWorkspaceByHand) {
+  const DType dt = GetParam();
+  constexpr int64_t n = 256;
+  Tensor x = from_values({1, n, 3, 3}, repeat({1, 9, 3, 4, 5, 6, 7, 8, 2}, n), dt);
+  auto [values, workspace] = eager::max_pool2d_with_workspace(x, {2}, {1}, {0}, {1}, false);
+  EXPECT_EQ(values_of(values), repeat({9, 9, 8, 8}, n));
+  EXPECT_EQ(workspace.dtype(), DType::kUInt8);
+  EXPECT_EQ(workspace.shape(), (Shape{1, n, 2, 2}));
+  Tensor gy = from_values({1, n, 2, 2}, repeat({1, 2, 3, 4}, n), dt);
+  Tensor gx = eager::max_pool2d_with_workspace_backward(gy, workspace, {1, n, 3, 3}, {2}, {1}, {0}, {1}, false);
+  EXPECT_EQ(values_of(gx), repeat({0, 3, 0, 0, 0, 0, 0, 7, 0}, n));
+  // padding 1, ceil_mode: 3x3 windows at stride 2 starting at -1 and 1 (the second past the input's end).
+  auto [v2, ws2] = eager::max_pool2d_with_workspace(x, {3}, {2}, {1}, {1}, true);
+  EXPECT_EQ(values_of(v2), repeat({9, 9, 8, 8}, n));
+  Tensor gx2 = eager::max_pool2d_with_workspace_backward(gy, ws2, {1, n, 3, 3}, {3}, {2}, {1}, {1}, true);
+  EXPECT_EQ(values_of(gx2), repeat({0, 3, 0, 0, 0, 0, 0, 7, 0}, n));
+  // More than 255 elements per window: an int32 workspace.
+  Tensor big = eager::full({1, 16, 16, 16}, 1.0, dt);
+  auto [v3, ws3] = eager::max_pool2d_with_workspace(big, {16}, {}, {0}, {1}, false);
+  EXPECT_EQ(ws3.dtype(), DType::kInt32);
+  Tensor gx3 = eager::max_pool2d_with_workspace_backward(v3, ws3, {1, 16, 16, 16}, {16}, {}, {0}, {1}, false);
+  EXPECT_EQ(values_of(eager::conv_backward_bias(gx3, 2)), std::vector<double>(16, 1.0));  // a 1 per plane
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, ConvTest, ::testing::Values(DType::kFloat32, DType::kFloat64));
+
+TEST(ConvErrors, MaxPoolWorkspaceChecks) {
+  Tensor x = eager::full({1, 2, 4, 4}, 1.0, DType::kFloat64);
+  auto [values, workspace] = eager::max_pool2d_with_workspace(x, {2}, {}, {0}, {1}, false);
+  // A workspace of another window's size.
+  EXPECT_THROW(eager::max_pool2d_with_workspace_backward(values, workspace, {1, 2, 4, 4}, {2}, {1}, {0}, {1}, false),
+               Error);
+  // The loop's workspace holds window offsets; one past the window is an IndexError at run time.
+  Tensor bad = eager::full({1, 2, 2, 2}, 7.0, DType::kUInt8);
+  Tensor gx = eager::max_pool2d_with_workspace_backward(values, bad, {1, 2, 4, 4}, {2}, {}, {0}, {1}, false);
+  try {
+    eager::wait_readable(gx);
+    FAIL() << "expected an index error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIndex);
+    EXPECT_NE(std::string(e.what()).find("[max_pool2d_with_workspace_backward] workspace entry 7"), std::string::npos)
+        << e.what();
+  }
+}
 
 TEST(ConvErrors, MessagesNameTheOp) {
   Tensor x = eager::full({1, 3, 4, 4}, 1.0, DType::kFloat32);

@@ -5,7 +5,9 @@
 // forms on libmvec (Note [Vector math] in elementwise.cpp). The formulas are
 // PyTorch's, so values and gradients agree at ties (x == 0, x == threshold).
 #include <cmath>
+#include <type_traits>
 
+#include "rill/kernels/cpu/erf.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
 #include "rill/kernels/cpu/vector_math.h"
@@ -23,6 +25,14 @@ inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
 inline V div(V a, V b) { return _mm512_div_ps(a, b); }
 #endif
 
+// erf in the compute type: rill's own for float (Note [Vectorised erf]), so every
+// float32 layout and the 16-bit floats agree with the 16-lane path; libm's for double.
+template <typename A>
+A gelu_erf(A x) {
+  if constexpr (std::is_same_v<A, float>) return erf_float(x);
+  else return std::erf(x);
+}
+
 // gelu(x) = x * Phi(x), exact (erf) or with PyTorch's tanh approximation.
 template <typename A>
 struct Gelu {
@@ -33,7 +43,7 @@ struct Gelu {
   static constexpr A kKappa = A(0.044715);
   A forward(A x) const {
     if (tanh_form) return A(0.5) * x * (A(1) + std::tanh(kBeta * (x + kKappa * x * x * x)));
-    return x * A(0.5) * (A(1) + std::erf(x * A(M_SQRT1_2)));
+    return x * A(0.5) * (A(1) + gelu_erf(x * A(M_SQRT1_2)));
   }
   A backward(A g, A x) const {
     if (tanh_form) {
@@ -43,7 +53,7 @@ struct Gelu {
       A right_derivative = left * (A(1) - t * t) * kBeta * (A(1) + A(3) * kKappa * x_sq);
       return g * (A(0.5) * right + right_derivative);
     }
-    A cdf = A(0.5) * (A(1) + std::erf(x * A(M_SQRT1_2)));
+    A cdf = A(0.5) * (A(1) + gelu_erf(x * A(M_SQRT1_2)));
     A pdf = A(M_2_SQRTPI * M_SQRT1_2 * 0.5) * std::exp(x * x * A(-0.5));
     return g * (cdf + x * pdf);
   }
@@ -53,7 +63,7 @@ struct Gelu {
       V inner = mul(splat(kBeta), add(x, mul(splat(kKappa), mul(mul(x, x), x))));
       return mul(mul(splat(0.5f), x), add(splat(1.f), _ZGVeN16v_tanhf(inner)));
     }
-    return mul(mul(x, splat(0.5f)), add(splat(1.f), _ZGVeN16v_erff(mul(x, splat(float(M_SQRT1_2))))));
+    return mul(mul(x, splat(0.5f)), add(splat(1.f), erf_float16(mul(x, splat(float(M_SQRT1_2))))));
   }
   V vec_backward(V g, V x) const {
     if (tanh_form) {
@@ -64,7 +74,7 @@ struct Gelu {
                                add(splat(1.f), mul(splat(3.f * kKappa), x_sq)));
       return mul(g, add(mul(splat(0.5f), right), right_derivative));
     }
-    V cdf = mul(splat(0.5f), add(splat(1.f), _ZGVeN16v_erff(mul(x, splat(float(M_SQRT1_2))))));
+    V cdf = mul(splat(0.5f), add(splat(1.f), erf_float16(mul(x, splat(float(M_SQRT1_2))))));
     V pdf = mul(splat(float(M_2_SQRTPI * M_SQRT1_2 * 0.5)), _ZGVeN16v_expf(mul(mul(x, x), splat(-0.5f))));
     return mul(g, add(cdf, mul(x, pdf)));
   }

@@ -22,7 +22,7 @@ namespace {
 // about one training run in eight (tests/python/test_train.py). So:
 //   - float32 products, the hot path, run on oneDNN's sgemm: thread-safe, JIT
 //     kernels, executed on the calling thread with one OpenMP thread (Note
-//     [oneDNN threads] in conv.cpp);
+//     [oneDNN threads] in onednn.cpp);
 //   - every other OpenBLAS call runs under one mutex, so it is correct but not
 //     parallel (float64 products and matrix-vector products). The mutex is held
 //     across fork() (util/fork.h), so a child never inherits it locked.

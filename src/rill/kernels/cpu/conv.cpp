@@ -2,51 +2,28 @@
 // (Debian's libdnnl 2.6) with primitives cached per geometry; float64, which
 // oneDNN lacks, and any geometry oneDNN refuses run on im2col + BLAS gemm. Both
 // paths split the batch over rill's intra-op pool and run each piece on one
-// thread (Note [oneDNN threads]).
+// thread (Note [oneDNN threads] in onednn.cpp).
 #include <cblas.h>
-#include <omp.h>
 
 #include <dnnl.hpp>
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "rill/kernels/cpu/blas.h"
 #include "rill/kernels/cpu/kernels.h"
+#include "rill/kernels/cpu/onednn.h"
 #include "rill/ops/op_schema.h"
-#include "rill/util/fork.h"
 #include "rill/util/parallel.h"
 
 namespace rill::cpu {
 namespace {
 
-// Note [oneDNN threads]
-// Debian builds libdnnl 2.6.3 with the OpenMP CPU runtime (DNNL_CPU_RUNTIME ==
-// DNNL_RUNTIME_OMP in dnnl_config.h; libdnnl.so needs libgomp.so.1). GNU
-// OpenMP's thread pool does not survive fork(): a child forked after the parent
-// ran a parallel region inherits a team whose threads do not exist there, and
-// its next parallel region can wait for them forever (DataLoader workers are
-// such children). So rill never lets oneDNN start OpenMP threads: every thread
-// that runs a primitive first sets its OpenMP thread count to 1
-// (omp_set_num_threads is per thread in libgomp; oneDNN then runs primitives
-// inline and never enters GOMP_parallel, so libgomp creates no threads at all).
-// Parallelism comes from rill's own intra-op pool, which a forked child rebuilds
-// (Note [Pool and fork] in util/parallel.cpp), exactly as for BLAS (Note [BLAS
-// threads] in matmul.cpp): the batch is cut into one piece per thread and each
-// piece is one single-threaded primitive execution (the backward-weight pass
-// sums the pieces' partial gradients). A batch smaller than the thread count
-// uses that many threads only. tests/python/test_conv_pool.py forks during and
-// after convolutions and computes one in the child: with oneDNN left at its
-// default (2 OpenMP threads here) every child hung, including one forked when
-// no convolution was running; with one OpenMP thread per caller all pass.
-//
 // Note [oneDNN layouts]
 // Tensors are plain NCHW / OIHW in rill. Created on plain descriptors, oneDNN 2.6
 // falls back to its gemm-based convolution; with format_tag::any it picks its
@@ -148,17 +125,7 @@ void add_bias(T* dst, const T* bias, int64_t n0, int64_t n1, int64_t channels, i
 enum class Pass : int64_t { kForward, kForwardBias, kBackwardData, kBackwardWeights };
 
 // A cache key: the pass and the geometry with the piece's batch size.
-struct PrimKey {
-  std::array<int64_t, 19> v;
-  bool operator==(const PrimKey&) const = default;
-};
-struct PrimKeyHash {
-  size_t operator()(const PrimKey& k) const {
-    size_t h = 0;
-    for (int64_t x : k.v) h = h * 1000003u ^ static_cast<size_t>(x);
-    return h;
-  }
-};
+using PrimKey = onednn::Key<19>;
 
 PrimKey make_key(Pass pass, const ConvDims& c, int64_t n) {
   return {{static_cast<int64_t>(pass), n, c.ic, c.ih, c.iw, c.oc, c.oh, c.ow, c.kh, c.kw, c.groups, c.stride[0],
@@ -181,10 +148,7 @@ struct Prim {
   std::optional<dnnl::reorder> reorder[kNumSlots];
 };
 
-dnnl::engine& engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);  // leaked: used until exit
-  return *e;
-}
+using onednn::engine;
 
 // The plain descriptors of one convolution for a batch of n.
 struct PlainDescs {
@@ -271,86 +235,32 @@ Prim create_prim(Pass pass, const ConvDims& c, int64_t n) {
   return p;
 }
 
-// Per-thread state for running primitives: the OpenMP thread count set to 1
-// (Note [oneDNN threads]), a stream, and buffers for the scratchpad and reorders.
-struct ThreadState {
-  dnnl::stream stream;
-  struct Buffer {
-    std::unique_ptr<char, decltype(&std::free)> data{nullptr, &std::free};
-    size_t bytes = 0;
-  };
-  Buffer buffers[kNumSlots + 1];  // one per slot, then the scratchpad
-
-  ThreadState() : stream(engine()) { omp_set_num_threads(1); }
-  void* buffer(int i, size_t bytes) {
-    Buffer& b = buffers[i];
-    if (bytes > b.bytes) {
-      b.data.reset(static_cast<char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-      RILL_CHECK(b.data != nullptr, Runtime, "[conv2d] out of memory allocating a ", bytes,
-                 "-byte oneDNN buffer");
-      b.bytes = bytes;
-    }
-    return b.data.get();
-  }
-};
-
-// The calling thread's state; creating it sets the thread's OpenMP thread count
-// to 1, which must happen before the thread creates primitives too (oneDNN sizes
-// its work split by the creating thread's count).
-ThreadState& thread_state() {
-  thread_local ThreadState state;
-  return state;
-}
-
-// Primitives by geometry. oneDNN caches primitives itself, but creating the
-// primitive descriptor (implementation dispatch) costs tens of microseconds
-// per call; this cache skips it. Bounded: cleared when it grows past kMaxPrims.
-//
-// Note [oneDNN and fork]
-// Creating a primitive takes oneDNN's own locks (its primitive cache, JIT code
-// generation). A child forked by another thread while a VM thread was creating
-// one inherited those locks held and hung at its first convolution
-// (tests/python/test_fork.py, conv case, about one run in ten). So primitives are
-// created under this cache's mutex, which is held across fork() (util/fork.h):
-// the fork waits for a creation in progress (milliseconds; creation never waits
-// on another thread), and the child never sees oneDNN mid-creation. Running a
-// primitive takes no global lock.
-constexpr size_t kMaxPrims = 512;
+// ThreadState buffers: one per slot (reorders), then the scratchpad.
+constexpr int kScratchpadBuffer = kNumSlots;
+static_assert(kScratchpadBuffer < onednn::ThreadState::kNumBuffers);
 
 std::shared_ptr<const Prim> get_prim(Pass pass, const ConvDims& c, int64_t n) {
-  static std::mutex* mu = [] {
-    auto* m = new std::mutex();  // leaked, like the cache
-    fork::guard_mutex(m);
-    return m;
-  }();
-  static auto* cache = new std::unordered_map<PrimKey, std::shared_ptr<const Prim>, PrimKeyHash>();
-  const PrimKey key = make_key(pass, c, n);
-  thread_state();  // one OpenMP thread before creating (Note [oneDNN threads])
-  std::lock_guard<std::mutex> lock(*mu);
-  auto it = cache->find(key);
-  if (it != cache->end()) return it->second;
-  auto prim = std::make_shared<const Prim>(create_prim(pass, c, n));
-  if (cache->size() >= kMaxPrims) cache->clear();  // callers keep their entries alive
-  return cache->emplace(key, prim).first->second;
+  static auto* cache = new onednn::PrimitiveCache<Prim, 19>();  // leaked: used until exit
+  return cache->get(make_key(pass, c, n), [&] { return create_prim(pass, c, n); });
 }
 
 // Runs one primitive on a batch piece of n samples; ptr[slot] are the plain
 // tensors, already offset to the piece.
 void run_prim(const Prim& p, Pass pass, const ConvDims& c, int64_t n, const float* const ptr[kNumSlots],
               const float* bias) {
-  ThreadState& ts = thread_state();
+  onednn::ThreadState& ts = onednn::thread_state();
   const PlainDescs plain = plain_descs(c, n);
   const Slot out = pass == Pass::kBackwardData ? kSrc : pass == Pass::kBackwardWeights ? kWei : kDst;
   dnnl::memory user[kNumSlots], used[kNumSlots];
   for (int s = 0; s < kNumSlots; ++s) {
     user[s] = dnnl::memory(plain.md[s], engine(), const_cast<float*>(ptr[s]));
-    used[s] = p.reorder[s] ? dnnl::memory(p.md[s], engine(), ts.buffer(s, p.md[s].get_size())) : user[s];
+    used[s] = p.reorder[s] ? dnnl::memory(p.md[s], engine(), ts.buffer(s, p.md[s].get_size(), "conv2d")) : user[s];
     if (p.reorder[s] && s != out) p.reorder[s]->execute(ts.stream, user[s], used[s]);
   }
   std::unordered_map<int, dnnl::memory> args;
   args.reserve(5);
   args.emplace(DNNL_ARG_SCRATCHPAD,
-               dnnl::memory(p.scratchpad_md, engine(), ts.buffer(kNumSlots, p.scratchpad_bytes)));
+               dnnl::memory(p.scratchpad_md, engine(), ts.buffer(kScratchpadBuffer, p.scratchpad_bytes, "conv2d")));
   switch (pass) {
     case Pass::kForwardBias:
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(plain.bias, engine(), const_cast<float*>(bias)));

@@ -132,6 +132,19 @@ __attribute__((noinline)) void dense_row(Out* __restrict o, int64_t n, const F& 
 template <typename Out, typename... In, typename F>
 void map_elements(const TensorArg& out, const std::array<const TensorArg*, sizeof...(In)>& ins, const F& f) {
   constexpr size_t N = sizeof...(In) + 1;
+  // Every operand dense, row-major and of the output's size (so of its shape, up to leading 1s): one flat
+  // row, with no plan to build (the common case, and the per-op cost of small tensors).
+  const int64_t numel = out.meta->numel;
+  bool flat = out.meta->contiguous;
+  for (const TensorArg* in : ins) flat = flat && in->meta->contiguous && in->meta->numel == numel;
+  if (flat) {
+    parallel::parallel_for(0, numel, kParallelGrain, [&](int64_t b, int64_t e) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        detail::dense_row<Out>(out.ptr<Out>() + b, e - b, f, (static_cast<const In*>(ins[I]->data) + b)...);
+      }(std::index_sequence_for<In...>{});
+    });
+    return;
+  }
   std::array<const TensorArg*, N> ops;
   ops[0] = &out;
   for (size_t i = 0; i < sizeof...(In); ++i) ops[i + 1] = ins[i];

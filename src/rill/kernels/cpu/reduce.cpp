@@ -447,6 +447,12 @@ void reduce_plain(const TensorArg& in, const TensorArg& out, const std::vector<b
     for (int64_t i = 0; i < out.meta->numel; ++i) y[i] = finish(Op::identity());
     return;
   }
+  if (out.meta->numel == 1 && in.meta->contiguous && in.meta->numel < 2 * kSegment) {
+    // A small dense input reduced to one value: the plan below would make it one row of one task
+    // anyway, so skip building it (the per-op cost of `x.sum()` on small tensors).
+    y[0] = finish(reduce_row_any<T, Op>(x, in.meta->numel, 1));
+    return;
+  }
   Split p = split_plan(make_plan(*in.meta, mask, /*sort=*/true));
   const int64_t n = p.inner.size, s = p.inner.in_stride;
 
