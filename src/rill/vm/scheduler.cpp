@@ -212,6 +212,7 @@ void Scheduler::retire(Instruction* instr) {
     signal = instr->signal;
     instr->inputs.clear();  // keeps capacity: the next read allocates nothing
     instr->successors.clear();
+    instr->trace_id = 0;  // the next read is traced only if a trace records then
   } else {
     signal = std::move(instr->signal);
     recycle(instr);  // releases the operands; the emptied instruction is reused (Note [Instruction pool])

@@ -38,7 +38,7 @@ class Scheduler {
   void complete(Instruction* instruction);
   /** Instructions submitted and not yet retired. */
   int64_t in_flight() const { return in_flight_.load(std::memory_order_acquire); }
-  /** Block until fewer than limit instructions are in flight; false (at once) if the scheduler is stopped. */
+  /** Block until fewer than limit instructions are in flight; false if the scheduler is stopped meanwhile. */
   bool wait_in_flight_below(int64_t limit);
   /** The scheduler thread's stop switch (rill.odb; Note [Parking] in park.h). */
   ParkGate& scheduler_gate() { return gate_; }

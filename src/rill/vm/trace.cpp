@@ -292,6 +292,17 @@ int64_t stop() {
 
 bool active() { return recording(); }
 
+size_t buffered() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  size_t n = 0;
+  for (auto& log : s.logs) {
+    std::lock_guard<std::mutex> g(log->mutex);
+    n += log->records.size();
+  }
+  return n;
+}
+
 void start_from_env() {
   if (state().env_disabled || recording()) return;
   auto path = env::get_string("RILL_VM_TRACE");

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -83,6 +84,8 @@ void start(const std::string& path);
 int64_t stop();
 /** True while a trace records (for the bindings). */
 bool active();
+/** Events buffered and not yet written (for tests: 0 between traces). */
+size_t buffered();
 /** Start the trace RILL_VM_TRACE names, if any and none records (the VM calls this when it starts). */
 void start_from_env();
 /** Stop and write the trace RILL_VM_TRACE started, if it still records (at exit, after a drain). */

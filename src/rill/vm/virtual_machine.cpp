@@ -296,7 +296,11 @@ void drain_unanchored() {
   if (!Scheduler::started() || scheduler().in_flight() == 0) return;
   auto instr = make_sync({}, true);
   auto signal = instr->signal;
-  if (admit_here(*instr)) hand_over(instr.release());  // submit(), without its anchor
+  if (admit_here(*instr)) {  // submit(), without its anchor
+    hand_over(instr.release());
+  } else {
+    recycle(instr.release());
+  }
   wait_unlocked(*signal, false);
 }
 

@@ -126,5 +126,31 @@ TEST(VM, TraceRecordsEveryInstructionInOrder) {
   std::remove(path.c_str());
 }
 
+// A reused SyncRead traced once must not keep recording after the trace stops.
+TEST(VM, NothingIsBufferedBetweenTraces) {
+  std::string path = ::testing::TempDir() + "rill_vm_trace_reads.json";
+  Tensor one = eager::full({1}, Scalar(1.0), DType::kFloat32);
+  vm::synchronize();
+  auto read_queued = [&](const Tensor& t) -> float {  // the read goes through the VM: its producer is queued
+    vm::stop_scheduler();
+    Tensor x = eager::binary(eager::op("add"), t, one);
+    alignas(16) char value[16];
+    vm::SyncSignal* signal = vm::submit_read(x, value);
+    vm::restart_scheduler();
+    EXPECT_NE(signal, nullptr);
+    if (!signal) return -1.0f;
+    while (!vm::wait_for(*signal, std::chrono::seconds(1))) {
+    }
+    vm::finish_read(value);
+    return *reinterpret_cast<float*>(value);
+  };
+  vm::trace::start(path);
+  EXPECT_EQ(read_queued(one), 2.0f);
+  EXPECT_GE(vm::trace::stop(), 2);
+  EXPECT_EQ(read_queued(one), 2.0f);
+  EXPECT_EQ(vm::trace::buffered(), 0u);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace rill
