@@ -20,42 +20,11 @@ import numpy as np
 import torch
 
 import rill
-
-
-def _sync(lib):
-    if lib is rill:
-        rill.synchronize()
+from run import _sync, chain_64, item_1k, scalar_loop  # the suite's workloads (bench/run.py), shared
 
 
 def workloads():
     """name -> (setup(lib) -> fn, calls per timing, ops per call). fn ends with its own sync."""
-    def scalar_loop(lib):
-        y = lib.ones(1)
-
-        def run():
-            x = lib.ones(1)
-            for _ in range(20000):
-                x = x + y
-            _sync(lib)
-        return run
-
-    def chain_64(lib):
-        a = lib.tensor(np.random.rand(64, 64).astype(np.float32))
-        b = lib.tensor(np.random.rand(64, 64).astype(np.float32))
-
-        def run():
-            x = a
-            for _ in range(10):  # 30 elementwise ops
-                x = x * b
-                x = x + a
-                x = x.tanh()
-            _sync(lib)
-        return run
-
-    def item_1k(lib):
-        v = lib.tensor(np.random.rand(1000).astype(np.float32))
-        return lambda: (v * 2).sum().item()
-
     def item_loop(lib):
         def run():
             x = lib.zeros(1)

@@ -263,12 +263,9 @@ void gemv(CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, const double* a, int64_
   blas_gemv(t == CblasTrans, rows, cols, a, lda, x, incx, y, incy);
 }
 
-// float32 / float64: one BLAS call per piece, operands packed only when their
-// strides fit neither BLAS layout. A piece with one column (or one row) of C is
-// a matrix-vector product: gemv is several times faster than gemm there.
+// The BLAS layouts of A and B, packing into a_buf/b_buf an operand whose strides fit none.
 template <typename T>
-void matmul_blas(Problem& p) {
-  std::unique_ptr<T[]> a_buf, b_buf;
+std::pair<BlasLayout, BlasLayout> blas_layouts(Problem& p, std::unique_ptr<T[]>& a_buf, std::unique_ptr<T[]>& b_buf) {
   BlasLayout la = blas_layout(p.a);
   if (!la.ok) {
     pack_dense(p.a, p.batch, a_buf);
@@ -280,6 +277,16 @@ void matmul_blas(Problem& p) {
     lb = blas_layout(p.b);
   }
   RILL_ASSERT(la.ok && lb.ok, "[matmul] packed operand without a BLAS layout");
+  return {la, lb};
+}
+
+// float32 / float64: one BLAS call per piece, operands packed only when their
+// strides fit neither BLAS layout. A piece with one column (or one row) of C is
+// a matrix-vector product: gemv is several times faster than gemm there.
+template <typename T>
+void matmul_blas(Problem& p) {
+  std::unique_ptr<T[]> a_buf, b_buf;
+  auto [la, lb] = blas_layouts(p, a_buf, b_buf);
   const int64_t n = p.n, k = p.k;
   const int64_t a_rs = p.a.rs, b_cs = p.b.cs;
   // Vector strides; a stride of a length-1 vector is arbitrary (maybe 0), BLAS wants >= 1.
@@ -311,17 +318,7 @@ void matmul_blas(Problem& p) {
 // is rounded once from a float32 buffer, as PyTorch's oneDNN matmul does.
 void matmul_bf16(Problem& p) {
   std::unique_ptr<BFloat16[]> a_buf, b_buf;
-  BlasLayout la = blas_layout(p.a);
-  if (!la.ok) {
-    pack_dense(p.a, p.batch, a_buf);
-    la = blas_layout(p.a);
-  }
-  BlasLayout lb = blas_layout(p.b);
-  if (!lb.ok) {
-    pack_dense(p.b, p.batch, b_buf);
-    lb = blas_layout(p.b);
-  }
-  RILL_ASSERT(la.ok && lb.ok, "[matmul] packed operand without a BLAS layout");
+  auto [la, lb] = blas_layouts(p, a_buf, b_buf);
   const int64_t n = p.n, k = p.k;
   const int64_t a_rs = p.a.rs, b_cs = p.b.cs;
   for_each_piece<BFloat16>(
