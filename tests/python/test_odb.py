@@ -16,13 +16,12 @@ import rill
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ODB = REPO / "tools" / "odb" / "odb.py"
-RILL_PATH = str(pathlib.Path(rill.__file__).resolve().parents[1])
 STEPPING = {"RILL_VM_COMPUTE_ON_WORKER_THREAD": "0", "RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS": "0"}
 
 
 def run_script(code, env=None, timeout=60):
-    """Run code in a fresh interpreter with this rill; returns the CompletedProcess."""
-    full_env = dict(os.environ, PYTHONPATH=RILL_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
+    """Run code in a fresh interpreter (which finds rill as this one did); returns the CompletedProcess."""
+    full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -182,8 +181,7 @@ def run_gdb(script, commands, tmp_path, env=None, timeout=180):
     for c in commands:
         args += ["-ex", c]
     args += ["--args", sys.executable, str(path)]
-    full_env = {**os.environ, "PYTHONPATH": RILL_PATH + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                **STEPPING, **(env or {})}
+    full_env = {**os.environ, **STEPPING, **(env or {})}
     r = subprocess.run(args, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout)
     return r.stdout + r.stderr
 
