@@ -18,9 +18,8 @@ def _as_list(x, what):
 
 def _check_create_graph(create_graph, api):
     if create_graph:
-        raise NotImplementedError(f"[{api}] create_graph=True (gradients of gradients) is not supported yet "
-                                  "(issue 5 asks for create_graph=False; double backward stays open there); "
-                                  "call it with create_graph=False")
+        raise NotImplementedError(f"[{api}] create_graph=True (gradients of gradients) is not supported: rill's "
+                                  "backward records no graph of its own; call it with create_graph=False")
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
@@ -44,7 +43,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     allow_unused=True; zeros when materialize_grads=True)."""
     _check_create_graph(create_graph, "grad")
     if is_grads_batched:
-        raise NotImplementedError("[grad] is_grads_batched=True is not supported yet (open under issue 5); "
+        raise NotImplementedError("[grad] is_grads_batched=True is not supported; "
                                   "call grad once per grad_outputs entry")
     outputs = _as_list(outputs, "outputs")
     inputs = _as_list(inputs, "inputs")

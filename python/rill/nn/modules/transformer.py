@@ -67,10 +67,10 @@ class MultiheadAttention(Module):
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
         if add_bias_kv:
-            raise NotImplementedError("[MultiheadAttention] add_bias_kv=True is not supported yet (issue 6)")
+            raise NotImplementedError("[MultiheadAttention] add_bias_kv=True is not supported; build the module without it")
         self.bias_k = self.bias_v = None
         if add_zero_attn:
-            raise NotImplementedError("[MultiheadAttention] add_zero_attn=True is not supported yet (issue 6)")
+            raise NotImplementedError("[MultiheadAttention] add_zero_attn=True is not supported; build the module without it")
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
