@@ -91,7 +91,9 @@ def test_every_instruction_has_ordered_events_and_the_summary_counts_them(tmp_pa
     assert busy and 0 < busy[0]["utilisation"] <= 1.0, summary["threads"]
 
 
-def test_async_thread_instructions_run_on_their_worker(tmp_path):
+@pytest.mark.parametrize("on_worker", [0, 1])
+def test_async_thread_instructions_run_on_their_worker(tmp_path, on_worker):
+    rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", str(on_worker))
     t = rill.asyncs.Thread()
     tid = t.id
     try:
@@ -104,11 +106,15 @@ def test_async_thread_instructions_run_on_their_worker(tmp_path):
             c.sum().item()
     finally:
         t.close()
+        rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", None)
     recs = instructions(tmp_path / "t.json")
     check_ordered(recs)
     threads = thread_names(tmp_path / "t.json")
     by_name = {r["name"]: threads[r["run_tid"]] for r in recs.values()}
-    assert by_name["mul_scalar"] == f"rill-worker-{tid}" and by_name["add_scalar"] == "rill-scheduler", by_name
+    thread0 = "rill-worker-0" if on_worker else "rill-scheduler"
+    assert by_name["mul_scalar"] == f"rill-worker-{tid}" and by_name["add_scalar"] == thread0, by_name
+    # The read follows thread 0's sum only: whatever runs thread 0 completes it (Note [Markers on a worker]).
+    assert by_name["sum"] == thread0 and by_name["sync_read"] == thread0, by_name
 
 
 def test_summary_script_prints_a_table(tmp_path):

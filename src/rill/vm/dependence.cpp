@@ -5,9 +5,13 @@
 namespace rill::vm {
 namespace {
 
+// A marker that runs on the scheduler waits for every edge; one a worker completes (Note [Markers on a worker]
+// in scheduler.cpp) is ordered on its thread like a kernel.
+bool runs_on_scheduler(const Instruction* i) { return i->is_sync() && !i->on_worker; }
+
 bool must_wait(const Instruction* pred, const Instruction* succ) {
   if (pred == succ) return false;
-  if (succ->is_sync() || pred->is_sync()) return true;
+  if (runs_on_scheduler(succ) || runs_on_scheduler(pred)) return true;
   return pred->stream.thread_id != succ->stream.thread_id;  // same thread: program order suffices
 }
 

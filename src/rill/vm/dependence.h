@@ -10,7 +10,9 @@
 // that thread runs its instructions in submission order, so the later one
 // cannot start before the earlier one ends (this keeps a chain of ops flowing
 // without a round trip through the scheduler per op). Sync markers run on the
-// scheduler itself, so every edge into them counts.
+// scheduler itself, so every edge into them counts, unless the scheduler queued
+// the marker on the one VM thread it waits for (Note [Markers on a worker] in
+// scheduler.cpp): it is then ordered like a kernel of that thread.
 // Only the scheduler thread links and retires, so none of this is locked.
 #pragma once
 

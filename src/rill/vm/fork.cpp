@@ -24,7 +24,9 @@ namespace rill::vm {
 //     parent once fork() returns (Note [Parking] in park.h).
 //   - Child: the scheduler is forgotten (leaked, its threads cannot be joined);
 //     the first op starts a fresh one. Instructions queued in the parent are never
-//     run in the child.
+//     run in the child; the forking thread's SyncRead markers still queued there
+//     (a read completed by a worker but not yet retired, Note [Markers on a
+//     worker]) are free again.
 //   - A storage records the fork epoch in which the VM last saw it. The first use
 //     in a later epoch clears the access list (its instructions belong to the
 //     parent's VM) — unless a write was still in flight at the fork: that value
@@ -52,6 +54,7 @@ void stop_again_in_parent(void*) {
 
 void forget_vm_in_child(void*) {
   Scheduler::forget_after_fork();
+  forget_reads_after_fork();
   t_submitted = false;
 }
 

@@ -102,6 +102,7 @@ void recycle(Instruction* i) {
   i->signal.reset();
   i->sync_all = false;
   i->reusable = false;
+  i->on_worker = false;
   i->times = nullptr;
   i->trace_id = 0;
   i->pending = 0;
@@ -158,6 +159,7 @@ void SyncSignal::notify_done() {
 void SyncSignal::reset() {
   ready.store(false, std::memory_order_relaxed);
   done.store(false, std::memory_order_relaxed);
+  retired.store(false, std::memory_order_relaxed);
   error.reset();
 }
 

@@ -37,6 +37,7 @@ struct SyncSignal {
   std::atomic<bool> ready{false};
   std::atomic<bool> done{false};
   std::atomic<bool> blocked{false};  // a waiter sleeps on cv: the VM must wake it
+  std::atomic<bool> retired{true};   // the scheduler is done with the marker (done may come first: Note [Markers on a worker])
   std::mutex mutex;
   std::condition_variable cv;
   std::shared_ptr<const Error> error;  // poison found on the awaited tensors, if any
@@ -44,6 +45,8 @@ struct SyncSignal {
   void notify_ready();
   /** Mark done; wakes a blocked waiter. After this the VM no longer touches the marker. */
   void notify_done();
+  /** Mark retired: the scheduler's last touch of the marker. */
+  void notify_retired() { retired.store(true, std::memory_order_release); }
   /** Make a finished signal reusable. */
   void reset();
 };
@@ -66,6 +69,7 @@ struct Instruction {
   std::shared_ptr<SyncSignal> signal;  // kSync only
   bool sync_all = false;               // kSync: also wait for every earlier instruction
   bool reusable = false;               // owned by a client thread: retired, not deleted (Note [Reused SyncRead])
+  bool on_worker = false;              // a marker the worker of stream.thread_id completes (Note [Markers on a worker])
   alignas(16) unsigned char read_value[16] = {};  // kSyncRead: the element read
   ReadTimes* times = nullptr;                      // kSyncRead: stamps to fill, when profiling
   uint64_t trace_id = 0;                           // its id in the VM trace; 0 when not traced (trace.h)

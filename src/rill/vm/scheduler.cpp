@@ -134,10 +134,44 @@ void Scheduler::loop() {
   }
 }
 
+bool Scheduler::on_a_worker(int thread_id) const { return thread_id != 0 || config().compute_on_worker; }
+
+// Note [Markers on a worker]
+// A sync marker normally waits on the scheduler for the instructions it follows, and the scheduler completes
+// it when the last of them retires. When everything it follows runs on one worker thread, that is one hop too
+// many: the worker hands its last kernel back to the scheduler, which only then completes the marker, and
+// with compute on the worker (RILL_VM_COMPUTE_ON_WORKER_THREAD=1) item() paid both hops. Such a SyncRead is
+// instead queued on that worker behind what it follows (thread order replaces the edges, as between two
+// kernels of one thread, Note [Dependences]); the worker copies the value, completes the signal and hands the
+// marker back to be retired like a kernel. The waiter may therefore see done before the scheduler retires the
+// marker, or the kernels before it: a reused SyncRead is the client's again only once `retired` is set (Note
+// [Reused SyncRead]). Only SyncReads go this way: the other markers (synchronize(), the drain before a fork,
+// numpy()) promise that what they follow has retired, its memory released and its writes counted down.
+void Scheduler::place_marker(Instruction* instr) {
+  int tid = -1;
+  auto on_same_worker = [&](const void* pred) {
+    if (!pred) return true;
+    int t = static_cast<const Instruction*>(pred)->stream.thread_id;  // a kernel: only kernels write
+    if (!on_a_worker(t) || (tid >= 0 && t != tid)) return false;
+    tid = t;
+    return true;
+  };
+  for (const Tensor& t : instr->inputs)
+    if (!on_same_worker(t.storage()->accesses().last_write)) return;
+  if (instr->sync_all) {
+    for (Instruction* last : last_)
+      if (!on_same_worker(last)) return;
+  }
+  if (tid < 0) return;  // it follows nothing in flight: the scheduler completes it at once
+  instr->on_worker = true;
+  instr->stream.thread_id = static_cast<int16_t>(tid);
+}
+
 void Scheduler::admit(Instruction* instr) {
   rill_odb_anchor_scheduler(Range::kSchedule, instr);  // Note [odb anchors] in trace.h
+  if (instr->kind == Instruction::Kind::kSyncRead) place_marker(instr);
   link_dependences(instr);
-  if (instr->is_sync()) {
+  if (instr->is_sync() && !instr->on_worker) {
     if (instr->sync_all) {
       for (Instruction* last : last_)
         if (last) add_edge(last, instr);
@@ -146,7 +180,7 @@ void Scheduler::admit(Instruction* instr) {
     return;
   }
   int tid = instr->stream.thread_id;
-  last_[tid] = instr;
+  if (!instr->is_sync()) last_[tid] = instr;
   fifo_[tid].push_back(instr);
   if (fifo_[tid].size() == 1) pump(tid);
 }
@@ -164,14 +198,14 @@ void Scheduler::pump(int tid) {
 void Scheduler::dispatch(Instruction* instr) {
   rill_odb_anchor_scheduler(Range::kDispatch, instr);
   trace::note(trace::Event::kDispatch, *instr);
-  if (instr->is_sync()) {
+  if (instr->is_sync() && !instr->on_worker) {
     if (instr->times) instr->times->ready = now_ns();
     instr->signal->notify_ready();  // a blocked waiter wakes while the marker finishes
     run_inline(instr);
     retire(instr);
     return;
   }
-  if (instr->stream.thread_id != 0 || config().compute_on_worker) {
+  if (instr->on_worker || on_a_worker(instr->stream.thread_id)) {
     worker(instr->stream.thread_id)->push(instr);
     return;
   }
@@ -199,20 +233,23 @@ void Scheduler::retire(Instruction* instr) {
   }
   for (Instruction* s : instr->successors) {
     if (--s->pending != 0) continue;
-    if (s->is_sync()) {
+    if (s->is_sync() && !s->on_worker) {
       dispatch(s);
     } else if (!fifo_[s->stream.thread_id].empty() && fifo_[s->stream.thread_id].front() == s) {
       pump(s->stream.thread_id);
     }
   }
   std::shared_ptr<SyncSignal> signal;  // outlives the marker: its waiter may free it once done
-  ReadTimes* times = instr->times;
+  bool completed = instr->on_worker;   // its worker completed the signal already (Note [Markers on a worker])
+  ReadTimes* times = completed ? nullptr : instr->times;
   if (instr->reusable) {
     // Note [Reused SyncRead]: the client thread owns this marker; leave it empty for its next read.
     signal = instr->signal;
     instr->inputs.clear();  // keeps capacity: the next read allocates nothing
     instr->successors.clear();
     instr->trace_id = 0;  // the next read is traced only if a trace records then
+    instr->on_worker = false;
+    instr->stream = Stream{};
   } else {
     signal = std::move(instr->signal);
     recycle(instr);  // releases the operands; the emptied instruction is reused (Note [Instruction pool])
@@ -220,7 +257,8 @@ void Scheduler::retire(Instruction* instr) {
   int64_t left = in_flight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
   if (signal) {
     if (times) times->done = now_ns();
-    signal->notify_done();  // last touch of a reused marker
+    if (!completed) signal->notify_done();
+    signal->notify_retired();  // last touch of a reused marker
   }
   if (drained_waiters_.load(std::memory_order_acquire) > 0 && left < config().max_in_flight / 2) {
     std::lock_guard<std::mutex> lock(drained_mutex_);

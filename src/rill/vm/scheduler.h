@@ -1,6 +1,7 @@
 // The scheduler thread ("rill-scheduler"): drains submitted instructions, links
 // their dependences, dispatches those that are ready (running thread 0's inline
-// unless RILL_VM_COMPUTE_ON_WORKER_THREAD=1, and sync markers always), and
+// unless RILL_VM_COMPUTE_ON_WORKER_THREAD=1, and sync markers, unless all they
+// follow runs on one worker: Note [Markers on a worker]), and
 // retires finished ones, which may make others ready.
 #pragma once
 
@@ -49,6 +50,8 @@ class Scheduler {
   void loop();
   void enqueue(std::vector<Instruction*>& queue, Instruction* instruction);
   void admit(Instruction* instruction);
+  void place_marker(Instruction* instruction);
+  bool on_a_worker(int thread_id) const;
   void pump(int thread_id);
   void dispatch(Instruction* instruction);
   void run_inline(Instruction* instruction);

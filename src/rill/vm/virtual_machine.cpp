@@ -62,6 +62,7 @@ void run_here(Instruction& instr) {
   if (instr.is_sync()) {
     instr.run();
     instr.signal->notify_done();
+    instr.signal->notify_retired();
     return;
   }
   instr.run_or_throw();
@@ -117,34 +118,57 @@ void hand_over(Instruction* instr) {
 }
 
 // Note [Reused SyncRead]
-// item() must not allocate between Python and the VM. Each client thread owns one
-// SyncRead marker, created on its first read, with capacity for its one input. The
-// scheduler retires it without deleting it (Instruction::reusable): it clears the
-// input (keeping the vector's capacity) and completes the signal as its very last
-// touch, so once the client sees done the marker is the client's again. The signal
-// is shared: the scheduler holds a reference while it notifies, so a client thread
-// that exits right after its read cannot free the signal under it.
+// item() must not allocate between Python and the VM. Each client thread owns two
+// SyncRead markers, created on its first read, with capacity for their one input.
+// The scheduler retires a marker without deleting it (Instruction::reusable): it
+// clears the input (keeping the vector's capacity) and sets the signal's `retired`
+// as its very last touch, so from then on the marker is the client's again. The
+// value may be ready earlier (`done`, set by a worker: Note [Markers on a worker]
+// in scheduler.cpp); the second marker lets the next read start while the
+// scheduler still retires the first. The signal is shared: the scheduler holds a
+// reference while it notifies, so a client thread that exits right after its read
+// cannot free the signal under it.
 struct ReadSlot {
-  std::unique_ptr<Instruction> instr;
+  std::unique_ptr<Instruction> markers[2];
+  Instruction* current = nullptr;  // the marker of the latest read
   ReadSlot() {
-    instr = std::make_unique<Instruction>();
-    instr->kind = Instruction::Kind::kSyncRead;
-    instr->reusable = true;
-    instr->signal = std::make_shared<SyncSignal>();
-    instr->signal->done.store(true, std::memory_order_relaxed);  // free
-    instr->inputs.reserve(1);
-    instr->successors.reserve(4);
+    for (auto& instr : markers) {
+      instr = std::make_unique<Instruction>();
+      instr->kind = Instruction::Kind::kSyncRead;
+      instr->reusable = true;
+      instr->signal = std::make_shared<SyncSignal>();
+      instr->signal->done.store(true, std::memory_order_relaxed);  // free (retired starts true)
+      instr->inputs.reserve(1);
+      instr->successors.reserve(4);
+    }
+    current = markers[0].get();
   }
   ~ReadSlot() {
-    // An interrupted read may still be queued: it refers to this marker until it retires.
-    if (Scheduler::started()) {
-      while (!instr->signal->done.load(std::memory_order_acquire)) wait_for(*instr->signal, std::chrono::seconds(1));
+    // An interrupted read may still be queued: it refers to its marker until it retires.
+    if (!Scheduler::started()) return;
+    for (auto& instr : markers) {
+      while (!instr->signal->retired.load(std::memory_order_acquire)) {
+        wait_for(*instr->signal, std::chrono::seconds(1));
+        std::this_thread::yield();  // done, and retiring
+      }
     }
+  }
+  // A marker the VM is done with; nullptr if both are still queued (a read interrupted by Ctrl-C, or raised by a
+  // stopped scheduler, stays queued until it retires).
+  Instruction* take() {
+    for (Instruction* instr : {markers[0].get(), markers[1].get()}) {
+      if (instr != current && instr->signal->retired.load(std::memory_order_acquire)) return current = instr;
+    }
+    if (current->signal->retired.load(std::memory_order_acquire)) return current;
+    return nullptr;
   }
 };
 
+thread_local ReadSlot* t_read_slot = nullptr;  // this thread's, once it has one
+
 ReadSlot& read_slot() {
   thread_local ReadSlot slot;
+  t_read_slot = &slot;
   return slot;
 }
 
@@ -170,22 +194,27 @@ SyncSignal* submit_read(const Tensor& t, void* dst) {
     std::memcpy(dst, t.data_ptr(), dtype_itemsize(t.dtype()));
     return nullptr;
   }
-  Instruction* instr = read_slot().instr.get();
-  SyncSignal& signal = *instr->signal;
-  if (!signal.done.load(std::memory_order_acquire)) {
-    // A read interrupted by Ctrl-C (or raised by a stopped scheduler) is still queued: the marker is not ours
-    // until it retires.
+  ReadSlot& slot = read_slot();
+  Instruction* instr = slot.take();
+  while (!instr) {
+    // Both markers are still queued (reads interrupted by Ctrl-C, or raised by a stopped scheduler): wait for
+    // the older to retire.
     struct Wait {
-      SyncSignal* signal;
-      bool done;
-    } wait{&signal, false};
+      ReadSlot* slot;
+      Instruction* instr;
+    } wait{&slot, nullptr};
     run_unlocked([](void* ctx) {
       auto* w = static_cast<Wait*>(ctx);
-      while (!(w->done = wait_for(*w->signal, std::chrono::milliseconds(50))) && !scheduler_stopped()) {
+      Instruction* older = w->slot->markers[0].get() == w->slot->current ? w->slot->markers[1].get()
+                                                                         : w->slot->markers[0].get();
+      while (!(w->instr = w->slot->take()) && !scheduler_stopped()) {
+        if (wait_for(*older->signal, std::chrono::milliseconds(50))) std::this_thread::yield();  // done: retiring
       }
     }, &wait);
-    if (!wait.done) check_not_stalled();
+    if (!wait.instr) check_not_stalled();
+    instr = wait.instr;
   }
+  SyncSignal& signal = *instr->signal;
   signal.reset();
   instr->inputs.push_back(t);
   instr->times = t_read_times;
@@ -203,10 +232,24 @@ SyncSignal* submit_read(const Tensor& t, void* dst) {
 }
 
 void finish_read(void* dst) {
-  Instruction* instr = read_slot().instr.get();
+  Instruction* instr = read_slot().current;
   rill_odb_anchor_client(Range::kReadDone, instr);
   std::memcpy(dst, instr->read_value, sizeof(instr->read_value));
   check(*instr->signal);
+}
+
+void forget_reads_after_fork() {
+  if (!t_read_slot) return;
+  for (auto& instr : t_read_slot->markers) {
+    if (instr->signal->retired.load(std::memory_order_acquire)) continue;
+    // Queued in the parent's VM, which the child does not have: the marker is free again.
+    instr->inputs.clear();
+    instr->successors.clear();
+    instr->on_worker = false;
+    instr->stream = Stream{};
+    instr->signal->done.store(true, std::memory_order_relaxed);
+    instr->signal->retired.store(true, std::memory_order_release);
+  }
 }
 
 void profile_reads(ReadTimes* times) { t_read_times = times; }

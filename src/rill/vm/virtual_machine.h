@@ -22,6 +22,8 @@ void submit(std::unique_ptr<Instruction> instruction);
 SyncSignal* submit_read(const Tensor& t, void* dst);
 /** Copy the value a finished submit_read fetched into dst; raises if the tensor is poisoned. */
 void finish_read(void* dst);
+/** In a forked child: free the calling thread's SyncRead markers still queued in the parent's VM. */
+void forget_reads_after_fork();
 
 /** Record the stamps of this thread's SyncReads into *times (null stops). */
 void profile_reads(ReadTimes* times);

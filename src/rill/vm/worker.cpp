@@ -68,6 +68,10 @@ void Worker::loop() {
       instr->run();
       trace::note(trace::Event::kEnd, *instr);
       running_ = nullptr;
+      if (instr->on_worker) {  // a sync marker queued here (Note [Markers on a worker] in scheduler.cpp)
+        if (instr->times) instr->times->ready = instr->times->done = now_ns();
+        instr->signal->notify_done();
+      }
       scheduler_->complete(instr);
     }
     batch_.clear();

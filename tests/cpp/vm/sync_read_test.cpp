@@ -98,6 +98,57 @@ TEST(SyncRead, PoisonIsRaised) {
   EXPECT_EQ(read<int64_t>(base), 2);  // the VM keeps going
 }
 
+// Note [Markers on a worker]: with compute on the worker, a read that follows only that worker's kernels is
+// completed by the worker; the two reused markers alternate, and each value is the latest.
+TEST(SyncRead, MarkersCompletedOnTheWorker) {
+  env::set_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", "1");
+  const OpSchema& add = eager::op("add");
+  const OpSchema& sum = eager::op("sum");
+  Tensor one = eager::full({1}, Scalar(1.0), DType::kFloat32);
+  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
+  Tensor big = eager::full({1 << 20}, Scalar(1.0), DType::kFloat32);
+  int through_vm = 0;
+  for (int i = 1; i <= 500; ++i) {
+    x = eager::binary(add, x, one);
+    if (i % 50 == 0) (void)eager::reduce(sum, big, {}, false);  // a longer kernel ahead of the read, now and then
+    bool vm_read = false;
+    ASSERT_EQ(read<float>(x, &vm_read), static_cast<float>(i));
+    through_vm += vm_read;
+    if (i % 100 == 0) vm::synchronize();  // a sync_all marker that follows only worker 0
+  }
+  Tensor bad = eager::binary(eager::op("pow"), eager::full({1}, Scalar(int64_t{2}), DType::kInt64),
+                             eager::full({1}, Scalar(int64_t{-1}), DType::kInt64));
+  EXPECT_THROW(read<int64_t>(bad), Error);  // poison reaches a marker the worker completes
+  EXPECT_EQ(read<float>(eager::binary(add, x, one)), 501.0f);
+  env::set_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", std::nullopt);
+  if (vm::config().multi_thread) {
+    EXPECT_GT(through_vm, 0) << "no read went through the VM: the test did not exercise the markers";
+  }
+}
+
+// A marker that follows kernels of two VM threads stays on the scheduler; one that follows an async thread's
+// kernels only goes to that thread's worker whatever RILL_VM_COMPUTE_ON_WORKER_THREAD says.
+TEST(SyncRead, MarkersFollowingTwoThreads) {
+  int tid = vm::reserve_thread_id();
+  const OpSchema& add = eager::op("add");
+  Tensor x = eager::full({4096}, Scalar(1.0), DType::kFloat32);
+  for (int round = 0; round < 50; ++round) {
+    Tensor a = eager::binary(add, x, x);  // thread 0
+    vm::set_current_thread_id(tid);
+    Tensor b = eager::binary(add, a, x);  // tid, after thread 0's a
+    vm::set_current_thread_id(0);
+    Tensor c = eager::binary(add, b, a);  // thread 0, after tid's b
+    EXPECT_EQ(read<float>(eager::select(b, 0, 4095)), 3.0f);
+    EXPECT_EQ(read<float>(eager::select(c, 0, round)), 5.0f);
+    vm::set_current_thread_id(tid);
+    Tensor d = eager::binary(add, x, x);
+    vm::set_current_thread_id(0);
+    vm::synchronize();  // follows thread 0 and tid
+    EXPECT_EQ(read<float>(eager::select(d, 0, 7)), 2.0f);
+  }
+  vm::release_thread_id(tid);
+}
+
 TEST(AsyncThreads, IdsAreTheLowestFreeAndLimited) {
   env::set_override("RILL_VM_WORKER_THREAD_LIMIT", "4");
   int a = vm::reserve_thread_id(), b = vm::reserve_thread_id(), c = vm::reserve_thread_id();
