@@ -5,7 +5,7 @@ report the median time per op (or per iteration) and rill/torch (time ratio:
 lower is better; throughput relative to PyTorch is its inverse). Both
 frameworks use the same intra-op thread count, once per value of --threads.
 Every timed call ends with a sync, so rill's asynchronous VM is measured with
-its work finished.
+its work finished. Each timing is settled first (run.py, SETTLE_S).
 
     python3 bench/bench.py                      # all workloads, 1 and 2 threads
     python3 bench/bench.py --only matmul        # workloads whose name contains 'matmul'
@@ -14,13 +14,12 @@ its work finished.
 """
 import argparse
 import statistics
-import time
 
 import numpy as np
 import torch
 
 import rill
-from run import _sync, chain_64, item_1k, scalar_loop  # the suite's workloads (bench/run.py), shared
+from run import _sync, _time, chain_64, item_1k, scalar_loop  # the suite's workloads and timing (bench/run.py)
 
 
 def workloads():
@@ -191,14 +190,6 @@ def workloads():
         "layer_norm+gelu+linear 64x512 fwd+bwd": (norm_mlp, 50, 1),
         "sdpa 8x4x128x64 fwd+bwd": (attention, 10, 1),
     }
-
-
-def _time(fn, calls):
-    fn()  # warm-up
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - t0) / calls
 
 
 def main():

@@ -6,7 +6,12 @@
     python3 bench/run.py --json out.json --threads 1
 
 Each workload is timed in rill and in PyTorch alternately (so drift hits both), `--repeats` times after a
-warm-up; the table gives median times, rill/torch (time ratio: lower is better) and the bar the workload
+warm-up. Before each timing the framework about to be timed runs the workload untimed for SETTLE_S: the
+other framework's threads stop spinning (PyTorch's OpenMP workers spin for milliseconds after a parallel
+region, rill's VM threads for 200 us) and this one's are awake, as they would be in a loop of its own.
+Without it, at 2 intra-op threads, whichever framework ran second in a pair lost a core to the first one's
+spinning workers for part of its timing: rill's 1M-float add measured 1.5-2.2x PyTorch's time when timed
+right after PyTorch, 1.0-1.1x when settled. The table gives median times, rill/torch (time ratio: lower is better) and the bar the workload
 must meet. Both frameworks use the same intra-op thread count (1 by default: on this 2-core machine more
 intra-op threads oversubscribe the cores); rill's VM threads are its design and count as its own. Every
 timed call ends with a sync point (`item()` or `rill.synchronize()`), so asynchronous work is finished.
@@ -146,7 +151,15 @@ WORKLOADS = {
 }
 
 
+SETTLE_S = 0.01
+
+
 def _time(fn, calls):
+    """Seconds per call of fn over `calls` calls, after running it untimed for SETTLE_S (at least once)."""
+    t0 = time.perf_counter()
+    fn()
+    while time.perf_counter() - t0 < SETTLE_S:
+        fn()
     t0 = time.perf_counter()
     for _ in range(calls):
         fn()

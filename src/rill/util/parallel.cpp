@@ -27,15 +27,20 @@ namespace {
 thread_local bool t_inside_parallel = false;
 
 // Note [Waiting beside a parallel region]
-// A parallel region takes num_threads() cores. A VM thread or a client that polls
-// for work or for a sync point (Note [Staying online]) while one runs takes a core
-// from it: on this 2-core machine a client spinning on synchronize() beside a
-// 2-thread add of 1M floats made the add 2x slower. Pool::run counts the regions
-// in flight; pollers read the count (relaxed: a stale answer costs only a little
-// latency or a little CPU) and, rather than sleep at once, first lend their core
-// to the region: help() runs chunks of it that no pool thread has claimed yet
-// (a pool thread that is slow to wake no longer delays the region, and the
-// waiter, still polling, sees the result without a futex wake-up).
+// A parallel region takes num_threads() cores, and a VM thread or a client that
+// polls for work or for a sync point (Note [Staying online]) while one runs
+// competes with it for them. Pool::run counts the regions in flight; pollers read
+// the count (relaxed: a stale answer costs only a little latency or a little CPU)
+// and lend their core to the region: help() runs chunks of it that nobody has
+// claimed yet. A region is cut into kChunksPerThread chunks per thread, claimed
+// one at a time, so there are chunks left to lend a hand with, and a thread that
+// starts late (a pool thread slow to wake, or one sharing its core with a VM
+// thread) takes fewer instead of holding up the others. A client waiting on a
+// sync point keeps polling (yielding) beside the region rather than sleeping:
+// it sees the result without a futex wake-up. Measured on this 2-core machine,
+// `a + b; synchronize()` on 1M floats at 2 threads, against one chunk per thread
+// and a client that slept: about 17% faster; `a.sum(); synchronize()` about 15%.
+constexpr int64_t kChunksPerThread = 4;
 std::atomic<int> g_regions_running{0};
 
 // RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS, re-read only after an override changes.
@@ -223,7 +228,7 @@ void parallel_for_raw(int64_t begin, int64_t end, int64_t grain, RangeFn fn, voi
   int threads = num_threads();
   grain = std::max<int64_t>(grain, 1);
   int64_t n = end - begin;
-  int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  int64_t chunks = std::min<int64_t>(threads * kChunksPerThread, (n + grain - 1) / grain);
   if (chunks <= 1 || t_inside_parallel) {
     if (n > 0) fn(ctx, begin, end);
     return;

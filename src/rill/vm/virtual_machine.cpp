@@ -281,10 +281,7 @@ bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
     if (signal.done.load(std::memory_order_acquire)) return true;
     if (signal.ready.load(std::memory_order_acquire) || scheduler().in_flight() < 2) break;  // short: busy
     if (std::chrono::steady_clock::now() >= poll_until) break;
-    if (parallel::busy()) {  // Note [Waiting beside a parallel region]: help the region, else sleep
-      if (parallel::help()) continue;
-      break;
-    }
+    if (parallel::help()) continue;  // Note [Waiting beside a parallel region]: lend a hand, keep polling
     std::this_thread::yield();
   }
   if (!signal.ready.load(std::memory_order_acquire) && scheduler().in_flight() >= 2) {

@@ -27,7 +27,6 @@
 // log(n), as with PyTorch's cascade_sum. Other rows are summed pairwise over
 // blocks of kBlock elements.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -49,12 +48,11 @@ constexpr int kCascade = 32;          // additions a cascade level takes (Note [
 constexpr int kLevels = 6;            // cascade levels; the last one takes any number of rows
 
 // Note [Dynamic chunks]
-// parallel_for gives each thread one equal share, so a share whose thread wakes
-// late finishes late. Reductions are short (tens of microseconds) and a sleeping
-// pool thread can take microseconds to wake, so work is cut into ~8 chunks per
-// thread handed out through an atomic counter: whoever is running takes the next
-// chunk, and a late thread simply takes fewer. Which thread runs a chunk never
-// changes what the chunk computes.
+// Work is cut into ~8 chunks per thread, each a fixed range, and parallel_for hands
+// them out a few at a time to whoever is running (Note [Waiting beside a parallel
+// region] in util/parallel.cpp): a thread that wakes late takes fewer, and a
+// client waiting on the result can take some. Which thread runs a chunk never
+// changes what the chunk computes, so results do not depend on timing.
 
 /** Run f(begin, end) over [0, n) in chunks of at least grain, handed out dynamically. */
 template <typename F>
@@ -67,11 +65,8 @@ void parallel_chunks(int64_t n, int64_t grain, const F& f) {
   }
   const int64_t chunk = std::max(grain, (n + 8 * threads - 1) / (8 * threads));
   const int64_t chunks = (n + chunk - 1) / chunk;
-  std::atomic<int64_t> next{0};
-  parallel::parallel_for(0, std::min(threads, chunks), 1, [&](int64_t, int64_t) {
-    // relaxed: the counter only hands out indices; the pool publishes the chunks' writes
-    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
-      f(c * chunk, std::min(n, (c + 1) * chunk));
+  parallel::parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) f(c * chunk, std::min(n, (c + 1) * chunk));
   });
 }
 
