@@ -21,6 +21,30 @@ def _wait(pid, timeout=60):
     pytest.fail(f"child {pid} did not finish within {timeout} s (deadlock?)")
 
 
+@pytest.mark.parametrize("on_worker", [0, 1])
+def test_fork_right_after_item(on_worker):
+    # With compute on a worker, item() may return before the scheduler retires its read marker
+    # (Note [Markers on a worker]); a fork right then leaves the child a marker of the parent's VM,
+    # which the child must treat as free: its own reads work and give the right values.
+    rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", str(on_worker))
+    try:
+        x = rill.zeros(1)
+        for i in range(1, 21):
+            x = x + 1
+            assert x.item() == i
+            pid = os.fork()
+            if pid == 0:
+                y = x
+                ok = True
+                for k in range(1, 6):
+                    y = y + 1
+                    ok = ok and y.item() == i + k
+                os._exit(0 if ok else 1)
+            assert _wait(pid) == 0
+    finally:
+        rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", None)
+
+
 @pytest.mark.parametrize("heavy", ["none", "matmul", "conv"])
 def test_native_thread_forks_while_the_vm_is_busy(heavy):
     # A C++ thread that never used rill forks 8 times while this thread keeps the VM busy (with
