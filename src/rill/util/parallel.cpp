@@ -37,10 +37,13 @@ thread_local bool t_inside_parallel = false;
 // starts late (a pool thread slow to wake, or one sharing its core with a VM
 // thread) takes fewer instead of holding up the others. A client waiting on a
 // sync point keeps polling (yielding) beside the region rather than sleeping:
-// it sees the result without a futex wake-up. Measured on this 2-core machine,
-// `a + b; synchronize()` on 1M floats at 2 threads, against one chunk per thread
-// and a client that slept: about 17% faster; `a.sum(); synchronize()` about 15%.
-constexpr int64_t kChunksPerThread = 4;
+// it sees the result without a futex wake-up. Measured on this 2-core machine at
+// 2 threads, each timing settled (bench/run.py): `a.sum(); synchronize()` on 1M
+// floats was about 15% faster with the client polling than sleeping, and
+// `a + b; synchronize()` fastest with 2 chunks per thread (1: +5-10%, 4: +5-18%;
+// more chunks means more of them change threads from one call to the next, and
+// with them the core whose cache holds them).
+constexpr int64_t kChunksPerThread = 2;
 std::atomic<int> g_regions_running{0};
 
 // RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS, re-read only after an override changes.
