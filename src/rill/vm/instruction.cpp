@@ -89,6 +89,14 @@ std::unique_ptr<Instruction> new_instruction() {
   return std::unique_ptr<Instruction>(i);
 }
 
+void empty_read_marker(Instruction* marker) {
+  marker->inputs.clear();  // keeps capacity: the next read allocates nothing
+  marker->successors.clear();
+  marker->trace_id = 0;  // the next read is traced only if a trace records then
+  marker->on_worker = false;
+  marker->stream = Stream{};
+}
+
 void recycle(Instruction* i) {
   i->kind = Instruction::Kind::kKernel;
   i->op = nullptr;

@@ -91,6 +91,8 @@ struct Instruction {
 /** An empty kernel instruction, from the calling thread's pool when it has one (Note [Instruction pool]).
  * Hand it to submit(); if it is dropped instead, `delete` frees it. */
 std::unique_ptr<Instruction> new_instruction();
+/** Empty a client-owned read marker (Note [Reused SyncRead]) for its next read, keeping its vectors' capacity. */
+void empty_read_marker(Instruction* marker);
 /** Release a retired instruction's operands and keep it, with its vectors' capacity, for new_instruction(). */
 void recycle(Instruction* instruction);
 

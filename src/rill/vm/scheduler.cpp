@@ -245,11 +245,7 @@ void Scheduler::retire(Instruction* instr) {
   if (instr->reusable) {
     // Note [Reused SyncRead]: the client thread owns this marker; leave it empty for its next read.
     signal = instr->signal;
-    instr->inputs.clear();  // keeps capacity: the next read allocates nothing
-    instr->successors.clear();
-    instr->trace_id = 0;  // the next read is traced only if a trace records then
-    instr->on_worker = false;
-    instr->stream = Stream{};
+    empty_read_marker(instr);
   } else {
     signal = std::move(instr->signal);
     recycle(instr);  // releases the operands; the emptied instruction is reused (Note [Instruction pool])

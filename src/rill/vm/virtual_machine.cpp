@@ -128,6 +128,9 @@ void hand_over(Instruction* instr) {
 // scheduler still retires the first. The signal is shared: the scheduler holds a
 // reference while it notifies, so a client thread that exits right after its read
 // cannot free the signal under it.
+struct ReadSlot;
+thread_local ReadSlot* t_read_slot = nullptr;  // this thread's, once it has one (for forget_reads_after_fork)
+
 struct ReadSlot {
   std::unique_ptr<Instruction> markers[2];
   Instruction* current = nullptr;  // the marker of the latest read
@@ -142,8 +145,10 @@ struct ReadSlot {
       instr->successors.reserve(4);
     }
     current = markers[0].get();
+    t_read_slot = this;
   }
   ~ReadSlot() {
+    t_read_slot = nullptr;
     // An interrupted read may still be queued: it refers to its marker until it retires.
     if (!Scheduler::started()) return;
     for (auto& instr : markers) {
@@ -164,11 +169,8 @@ struct ReadSlot {
   }
 };
 
-thread_local ReadSlot* t_read_slot = nullptr;  // this thread's, once it has one
-
 ReadSlot& read_slot() {
   thread_local ReadSlot slot;
-  t_read_slot = &slot;
   return slot;
 }
 
@@ -243,10 +245,7 @@ void forget_reads_after_fork() {
   for (auto& instr : t_read_slot->markers) {
     if (instr->signal->retired.load(std::memory_order_acquire)) continue;
     // Queued in the parent's VM, which the child does not have: the marker is free again.
-    instr->inputs.clear();
-    instr->successors.clear();
-    instr->on_worker = false;
-    instr->stream = Stream{};
+    empty_read_marker(instr.get());
     instr->signal->done.store(true, std::memory_order_relaxed);
     instr->signal->retired.store(true, std::memory_order_release);
   }
