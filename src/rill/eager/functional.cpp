@@ -116,7 +116,7 @@ void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<con
   RILL_CHECK(dtype_can_cast(m.dtype, out.dtype()), Runtime, "[", op.name, "] result type ", dtype_name(m.dtype),
              " can't be cast to the desired output type ", dtype_name(out.dtype()));
   if (m.dtype != out.dtype()) check_strict_store(op.name, m.dtype, out.dtype());
-  if (m.dtype == out.dtype() && (op.strided_output || out.is_contiguous())) {
+  if (m.dtype == out.dtype() && (op.strided_output() || out.is_contiguous())) {
     std::vector<Tensor> converted;
     submit(op, convert_inputs(inputs, r, converted), scalars, attrs, {&out, 1});
     return;

@@ -190,13 +190,16 @@ InferResult infer_conv_transpose2d(const InferContext& c) {
 }  // namespace
 
 void register_conv_ops() {
-  ops::define({"conv2d", -1, 0, {"stride", "padding", "dilation", "groups"}, infer_conv2d});
-  ops::define({"conv2d_backward_input", 2, 0, {"input_size", "stride", "padding", "dilation", "groups"},
-               infer_conv2d_backward_input});
-  ops::define({"conv2d_backward_weight", 2, 0, {"weight_size", "stride", "padding", "dilation", "groups"},
-               infer_conv2d_backward_weight});
-  ops::define({"conv_transpose2d", -1, 0, {"stride", "padding", "output_padding", "dilation", "groups"},
-               infer_conv_transpose2d});
+  const OpFlags k;
+  ops::define("conv2d(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
+              "int groups) -> Tensor", infer_conv2d, k, "2-D convolution (padding: 2 or 4 values)");
+  ops::define("conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[] stride, "
+              "int[] padding, int[] dilation, int groups) -> Tensor", infer_conv2d_backward_input, k, "");
+  ops::define("conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[] stride, "
+              "int[] padding, int[] dilation, int groups) -> Tensor", infer_conv2d_backward_weight, k, "");
+  ops::define("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+              "int[] output_padding, int[] dilation, int groups) -> Tensor", infer_conv_transpose2d, k,
+              "2-D transposed convolution");
 }
 
 }  // namespace rill

@@ -208,61 +208,96 @@ InferResult infer_addc(const InferContext& c) {
   return {{dense_like(broadcast_inputs(c), t, c.inputs[0])}, casts};
 }
 
-void define_all(const std::vector<std::string_view>& names, int inputs, int scalars, InferFn infer) {
+// One signature per name of a family: fmt's "{}" is replaced by each name.
+void define_family(const std::vector<std::string_view>& names, std::string_view fmt, InferFn infer, OpFlags flags,
+                   std::string_view doc) {
+  const size_t at = fmt.find("{}");
   for (std::string_view n : names)
-    ops::define({std::string(n), inputs, scalars, {}, infer, /*strided_output=*/true});
+    ops::define(std::string(fmt.substr(0, at)).append(n).append(fmt.substr(at + 2)), infer, flags, doc);
 }
 
 }  // namespace
 
 void register_elementwise_ops() {
-  define_all(kUnarySameOps, 1, 0, infer_unary_same);
-  define_all(kUnaryFloatOps, 1, 0, infer_unary_float);
-  define_all(kBinaryArithOps, 2, 0, infer_binary_arith);
-  define_all({"div"}, 2, 0, infer_binary_div);
-  define_all(kCompareOps, 2, 0, infer_compare);
-  for (std::string_view n : kBinaryArithOps) {
-    const std::string name(n);
-    ops::define({name + "_scalar", 1, 1, {}, infer_binary_arith, true});
-    ops::define({std::string("r").append(name).append("_scalar"), 1, 1, {}, infer_binary_arith, true});
-  }
-  ops::define({"div_scalar", 1, 1, {}, infer_binary_div, true});
-  ops::define({"rdiv_scalar", 1, 1, {}, infer_binary_div, true});
-  for (std::string_view n : kCompareOps) ops::define({std::string(n) + "_scalar", 1, 1, {}, infer_compare, true});
-  ops::define({"where", 3, 0, {}, infer_where, true});
+  const OpFlags k = {.strided_output = true};  // internal: bound by hand where Python needs it
+  const OpFlags py = {.strided_output = true, .function = true, .method = true, .inplace = true};
+  OpFlags py_out = py;
+  py_out.out = true;
+  OpFlags no_grad = k;
+  no_grad.differentiable = false;
+  define_family(kUnarySameOps, "{}(Tensor self) -> Tensor", infer_unary_same, py, "elementwise, same dtype out");
+  define_family(kUnaryFloatOps, "{}(Tensor self) -> Tensor", infer_unary_float, py,
+                "elementwise, computed in floating point (integers become float32)");
+  define_family(kBinaryArithOps, "{}(Tensor self, Tensor other) -> Tensor", infer_binary_arith, k,
+                "elementwise on the broadcast shape and the promoted dtype");
+  ops::define("div(Tensor self, Tensor other) -> Tensor", infer_binary_div, k, "true division, always floating");
+  define_family(kCompareOps, "{}(Tensor self, Tensor other) -> Tensor", infer_compare, no_grad,
+                "elementwise comparison, bool out");
+  define_family(kBinaryArithOps, "{}_scalar(Tensor self, Scalar other) -> Tensor", infer_binary_arith, k,
+                "tensor op number");
+  define_family(kBinaryArithOps, "r{}_scalar(Tensor self, Scalar other) -> Tensor", infer_binary_arith, k,
+                "number op tensor");
+  ops::define("div_scalar(Tensor self, Scalar other) -> Tensor", infer_binary_div, k, "tensor / number");
+  ops::define("rdiv_scalar(Tensor self, Scalar other) -> Tensor", infer_binary_div, k, "number / tensor");
+  define_family(kCompareOps, "{}_scalar(Tensor self, Scalar other) -> Tensor", infer_compare, no_grad,
+                "tensor compared with a number, bool out");
+  ops::define("where(Tensor condition, Tensor self, Tensor other) -> Tensor", infer_where, k,
+              "self where condition holds, else other");
 
-  define_all(kRoundingOps, 1, 0, infer_rounding);
-  ops::define({"round_decimals", 1, 0, {"decimals"}, infer_rounding, true});
-  for (std::string_view n : kActivationOps) {
-    const int scalars = (n == "softplus" || n == "hardtanh") ? 2 : (n == "leaky_relu" || n == "elu") ? 1 : 0;
-    std::vector<std::string> attrs;
-    if (n == "gelu") attrs.push_back("approximate");
-    ops::define({std::string(n), 1, scalars, attrs, infer_activation, true});
-    ops::define({std::string(n) + "_backward", 2, scalars, attrs, infer_activation_backward, true});
-  }
-  ops::define({"clamp_scalar", 1, 2, {"has_min", "has_max"}, infer_clamp_scalar, true});
-  ops::define({"clamp", 3, 0, {}, infer_binary_arith, true});
-  ops::define({"clamp_min", 2, 0, {}, infer_binary_arith, true});
-  ops::define({"clamp_max", 2, 0, {}, infer_binary_arith, true});
+  define_family({"floor", "ceil", "trunc"}, "{}(Tensor self) -> Tensor", infer_rounding, py,
+                "rounding; integers pass through");
+  ops::define("round(Tensor self) -> Tensor", infer_rounding, k, "round half to even; integers pass through");
+  ops::define("round_decimals(Tensor self, int decimals) -> Tensor", infer_rounding, k,
+              "round half to even at 10^-decimals");
+  ops::define("silu(Tensor self) -> Tensor", infer_activation, k, "x * sigmoid(x)");
+  ops::define("silu_backward(Tensor grad_output, Tensor self) -> Tensor", infer_activation_backward, k, "");
+  ops::define("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", infer_activation, k,
+              "x * Phi(x), or its tanh approximation");
+  ops::define("gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor",
+              infer_activation_backward, k, "");
+  ops::define("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", infer_activation, k,
+              "log(1 + exp(beta * x)) / beta, linear above threshold");
+  ops::define("softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor",
+              infer_activation_backward, k, "");
+  ops::define("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", infer_activation, k,
+              "x, or negative_slope * x below 0");
+  ops::define("leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor",
+              infer_activation_backward, k, "");
+  ops::define("elu(Tensor self, Scalar alpha=1) -> Tensor", infer_activation, k, "x, or alpha * (exp(x) - 1) below 0");
+  ops::define("elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor", infer_activation_backward, k,
+              "");
+  ops::define("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", infer_activation, k,
+              "x clamped to [min_val, max_val]");
+  ops::define("hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor",
+              infer_activation_backward, k, "");
+  ops::define("clamp_scalar(Tensor self, Scalar min, Scalar max, bool has_min, bool has_max) -> Tensor",
+              infer_clamp_scalar, k, "x clamped to number bounds (has_min, has_max: which are given)");
+  ops::define("clamp(Tensor self, Tensor min, Tensor max) -> Tensor", infer_binary_arith, k,
+              "x clamped to tensor bounds");
+  ops::define("clamp_min(Tensor self, Tensor min) -> Tensor", infer_binary_arith, k, "max(x, min)");
+  ops::define("clamp_max(Tensor self, Tensor max) -> Tensor", infer_binary_arith, k, "min(x, max)");
   const std::pair<const std::vector<std::string_view>*, InferFn> families[] = {{&kDivModOps, infer_divmod},
                                                                               {&kBitwiseOps, infer_bitwise}};
   for (const auto& [names, infer] : families) {
-    for (std::string_view n : *names) {
-      const std::string name(n);
-      ops::define({name, 2, 0, {}, infer, true});
-      ops::define({name + "_scalar", 1, 1, {}, infer, true});
-      ops::define({std::string("r").append(name).append("_scalar"), 1, 1, {}, infer, true});
-    }
+    define_family(*names, "{}(Tensor self, Tensor other) -> Tensor", infer, k, "elementwise on the promoted dtype");
+    define_family(*names, "{}_scalar(Tensor self, Scalar other) -> Tensor", infer, k, "tensor op number");
+    define_family(*names, "r{}_scalar(Tensor self, Scalar other) -> Tensor", infer, k, "number op tensor");
   }
-  ops::define({"bitwise_not", 1, 0, {}, infer_bitwise, true});
-  define_all(kLogicalOps, 2, 0, infer_logical);
-  ops::define({"logical_not", 1, 0, {}, infer_logical, true});
-  ops::define({"atan2", 2, 0, {}, infer_binary_div, true});
-  ops::define({"lerp", 3, 0, {}, infer_lerp, true});
-  ops::define({"lerp_scalar", 2, 1, {}, infer_lerp, true});
-  ops::define({"addcmul", 3, 1, {}, infer_addc, true});
-  ops::define({"addcdiv", 3, 1, {}, infer_addc, true});
-  ops::define({"cast", 1, 0, {"dtype"}, infer_cast, true});
+  ops::define("bitwise_not(Tensor self) -> Tensor", infer_bitwise, py, "~x on integer and bool tensors");
+  define_family(kLogicalOps, "{}(Tensor self, Tensor other) -> Tensor", infer_logical, py_out,
+                "elementwise logical op, bool out");
+  ops::define("logical_not(Tensor self) -> Tensor", infer_logical, py, "not x, bool out");
+  ops::define("atan2(Tensor self, Tensor other) -> Tensor", infer_binary_div, py_out,
+              "the angle of (other, self), elementwise");
+  ops::define("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", infer_lerp, k,
+              "self + weight * (end - self)");
+  ops::define("lerp_scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", infer_lerp, k,
+              "self + weight * (end - self), a number weight");
+  ops::define("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", infer_addc, k,
+              "self + value * tensor1 * tensor2");
+  ops::define("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", infer_addc, k,
+              "self + value * tensor1 / tensor2");
+  ops::define("cast(Tensor self, ScalarType dtype) -> Tensor", infer_cast, k, "self converted to dtype");
 }
 
 }  // namespace rill

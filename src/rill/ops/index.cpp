@@ -104,10 +104,14 @@ InferResult infer_scatter(const InferContext& c) {
 }  // namespace
 
 void register_index_ops() {
-  ops::define({"index", -1, 0, {}, infer_index});
-  ops::define({"index_put", -1, 0, {"accumulate"}, infer_index_put, /*strided_output=*/true});
-  ops::define({"gather", 2, 0, {"dim"}, infer_gather});
-  ops::define({"scatter", 3, 0, {"dim", "reduce"}, infer_scatter, /*strided_output=*/true});
+  const OpFlags k, strided = {.strided_output = true};
+  ops::define("index(Tensor self, Tensor[] indices) -> Tensor", infer_index, k,
+              "advanced indexing by integer or bool index tensors");
+  ops::define("index_put(Tensor self, Tensor[] indices, Tensor values, bool accumulate) -> Tensor", infer_index_put,
+              strided, "values written (or added) at the indexed positions of self");
+  ops::define("gather(Tensor self, Tensor index, int dim) -> Tensor", infer_gather, k, "values of self along dim");
+  ops::define("scatter(Tensor self, Tensor index, Tensor src, int dim, str reduce) -> Tensor", infer_scatter, strided,
+              "src written (or reduced) into self along dim");
 }
 
 }  // namespace rill

@@ -40,7 +40,8 @@ InferResult infer_matmul(const InferContext& c) {
 }  // namespace
 
 void register_matmul_ops() {
-  ops::define({"matmul", 2, 0, {}, infer_matmul});
+  ops::define("matmul(Tensor self, Tensor other) -> Tensor", infer_matmul, {},
+              "matrix product with numpy's rules (1-D, 2-D, batched, broadcast)");
 }
 
 }  // namespace rill

@@ -168,18 +168,29 @@ InferResult infer_nll_loss_backward(const InferContext& c) {
 }  // namespace
 
 void register_nn_ops() {
-  ops::define({"softmax", 1, 0, {"dim"}, infer_softmax});
-  ops::define({"log_softmax", 1, 0, {"dim"}, infer_softmax});
-  ops::define({"softmax_backward", 2, 0, {"dim"}, infer_softmax_backward});
-  ops::define({"log_softmax_backward", 2, 0, {"dim"}, infer_softmax_backward});
-  ops::define({"layer_norm", -1, 0, {"axis", "eps"}, infer_layer_norm});
-  ops::define({"layer_norm_backward", -1, 0, {"axis"}, infer_layer_norm_backward});
-  ops::define({"linear", -1, 0, {}, infer_linear});
-  ops::define({"embedding", 2, 0, {"padding_idx"}, infer_embedding});
-  ops::define({"embedding_backward", 2, 0, {"num_weights", "padding_idx"}, infer_embedding_backward});
-  ops::define({"dropout", 1, 2, {"p"}, infer_dropout});
-  ops::define({"nll_loss", -1, 0, {"reduction", "ignore_index"}, infer_nll_loss});
-  ops::define({"nll_loss_backward", -1, 0, {"reduction", "ignore_index", "shape"}, infer_nll_loss_backward});
+  const OpFlags k;
+  for (const char* n : {"softmax", "log_softmax"}) {
+    ops::define(std::string(n) + "(Tensor self, int dim) -> Tensor", infer_softmax, k, "normalised exponentials");
+    ops::define(std::string(n) + "_backward(Tensor grad_output, Tensor output, int dim) -> Tensor",
+                infer_softmax_backward, k, "");
+  }
+  ops::define("layer_norm(Tensor input, Tensor? weight, Tensor? bias, int axis, float eps) -> "
+              "(Tensor output, Tensor mean, Tensor rstd)", infer_layer_norm, k,
+              "normalised over the dims from axis on");
+  ops::define("layer_norm_backward(Tensor grad_output, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, "
+              "int axis) -> (Tensor, Tensor, Tensor)", infer_layer_norm_backward, k, "");
+  ops::define("linear(Tensor input, Tensor weight, Tensor? bias) -> Tensor", infer_linear, k, "x @ weight.T + bias");
+  ops::define("embedding(Tensor weight, Tensor indices, int padding_idx) -> Tensor", infer_embedding, k,
+              "rows of weight");
+  ops::define("embedding_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx) -> Tensor",
+              infer_embedding_backward, k, "");
+  ops::define("dropout(Tensor input, Scalar seed, Scalar offset, float p) -> (Tensor output, Tensor mask)",
+              infer_dropout, k, "zeroes elements with probability p, scaling the others by 1 / (1 - p)");
+  // reduction: 0 none, 1 mean, 2 sum.
+  ops::define("nll_loss(Tensor input, Tensor target, Tensor? weight, int reduction, int ignore_index) -> "
+              "(Tensor output, Tensor total_weight)", infer_nll_loss, k, "negative log likelihood");
+  ops::define("nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, Tensor total_weight, "
+              "int reduction, int ignore_index, int[] shape) -> Tensor", infer_nll_loss_backward, k, "");
 }
 
 }  // namespace rill

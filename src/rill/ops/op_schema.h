@@ -13,6 +13,7 @@
 #include "rill/core/scalar.h"
 #include "rill/core/tensor_meta.h"
 #include "rill/ops/attrs.h"
+#include "rill/ops/signature.h"
 
 namespace rill {
 
@@ -33,6 +34,9 @@ struct KernelContext {
   std::span<const TensorArg> outputs;
   const Attrs& attrs;
   std::span<const Scalar> scalars;
+  /** The attr called name (Note [Arguments of an op call]). */
+  template <typename T>
+  const T& attr(std::string_view name) const;
 };
 
 /** A kernel: reads inputs, writes outputs. Raises rill::Error on bad data. */
@@ -47,6 +51,9 @@ struct InferContext {
   /** Set by the strict-dtype helpers (type_promotion.h) when the op converts implicitly (Note [Strict dtype
    * mode] in type_promotion.cpp); an output of inference, hence mutable. */
   mutable bool implicit_conversion = false;
+  /** The attr called name (Note [Arguments of an op call]). */
+  template <typename T>
+  const T& attr(std::string_view name) const;
 };
 
 /** Result of inference: output metas and the dtype each input is converted to first. */
@@ -59,23 +66,61 @@ struct InferResult {
 /** Shape/dtype inference of an op. Raises rill::Error for bad arguments. */
 using InferFn = InferResult (*)(const InferContext&);
 
+/** What an op is, beyond its arguments. */
+struct OpFlags {
+  bool strided_output = false;  // the kernel writes outputs of any strides (else outputs are dense)
+  bool composite = false;       // computed from other ops by the functional layer, so no kernel (logsumexp)
+  bool function = false;        // rill.<name> is bound from the signature (python/src/schema_bindings.cpp)
+  bool method = false;          // Tensor.<name> too (the first argument is self)
+  bool inplace = false;         // Tensor.<name>_ too, writing into self
+  bool out = false;             // the bound function takes out= (written without autograd, as in PyTorch)
+  bool differentiable = true;   // false: the outputs never require grad (comparisons, argmax)
+};
+
+// Note [Arguments of an op call]
+// A signature lists an op's arguments once, with names, types and defaults; an op
+// call (eager::call, an instruction, a job's op conf) carries them in three lists
+// that follow from the types, each in signature order:
+//   inputs:  the Tensor and Tensor[] arguments (a Tensor? that is None is left out),
+//   scalars: the Scalar arguments (Python numbers, whose kind takes part in promotion),
+//   attrs:   everything else (int, int[], float, bool, ScalarType, str), interned.
+// So kernels, inference and gradient rules read an attr by its signature name
+// (OpSchema::attr_index, the contexts' attr<T>("dim")), and the Python bindings
+// can parse any call from the signature alone.
+
 /** Definition of one op. */
 struct OpSchema {
   std::string name;
-  int num_inputs = 0;                  // -1: any number
+  Signature signature;
+  std::string doc;  // one line: what the op computes
+  OpFlags flags;
+  int num_inputs = 0;                   // -1: any number (Tensor[] or Tensor? arguments)
   int num_scalars = 0;
-  std::vector<std::string> attr_names;  // documents and checks the attrs' positions
+  std::vector<std::string> attr_names;  // the attrs' signature names, in order
   InferFn infer = nullptr;
-  bool strided_output = false;  // kernel writes outputs of any strides (else outputs are dense)
   KernelFn cpu_kernel = nullptr;
-  bool composite = false;  // computed from other ops by the functional layer, so no kernel (e.g. logsumexp)
+  /** Position of the attr called attr in an op call's attrs; RuntimeError (a bug) when there is none. */
+  size_t attr_index(std::string_view attr) const;
+  bool strided_output() const { return flags.strided_output; }
+  bool composite() const { return flags.composite; }
 };
+
+/** The attr called name of an op call, as T (bool, int64_t, double, std::vector<int64_t>, DType, std::string). */
+template <typename T>
+const T& attr_of(const OpSchema& op, const Attrs& attrs, std::string_view name) {
+  return std::get<T>(attrs.values[op.attr_index(name)]);
+}
+template <typename T>
+const T& KernelContext::attr(std::string_view name) const { return attr_of<T>(op, attrs, name); }
+template <typename T>
+const T& InferContext::attr(std::string_view name) const { return attr_of<T>(op, attrs, name); }
 
 namespace ops {
 /** Register every op family's schemas (idempotent, thread-safe). */
 void register_all();
-/** Add a schema; raises RuntimeError on a duplicate name. */
-OpSchema& define(OpSchema schema);
+/** Define an op from its signature (signature.h) and inference; raises RuntimeError on a duplicate name or a
+ * bad signature. */
+OpSchema& define(std::string_view signature, InferFn infer, OpFlags flags = {}, std::string_view doc = {});
 /** Look an op up by name; nullptr when unknown. */
 const OpSchema* find(std::string_view name);
 /** Look an op up by name; raises RuntimeError when unknown. */

@@ -204,21 +204,24 @@ InferResult infer_adaptive_avg_pool2d_backward(const InferContext& c) {
 }  // namespace
 
 void register_pool_ops() {
-  const std::vector<std::string> avg = {"kernel_size", "stride",           "padding",
-                                        "ceil_mode",   "count_include_pad", "divisor_override"};
-  std::vector<std::string> avg_backward = {"input_size"};
-  avg_backward.insert(avg_backward.end(), avg.begin(), avg.end());
-  const std::vector<std::string> max = {"kernel_size", "stride", "padding", "dilation", "ceil_mode"};
-  std::vector<std::string> max_backward = {"input_size"};
-  max_backward.insert(max_backward.end(), max.begin(), max.end());
-  ops::define({"max_pool2d", 1, 0, max, infer_max_pool2d});
-  ops::define({"max_pool2d_backward", 2, 0, {"input_size"}, infer_max_pool2d_backward});
-  ops::define({"max_pool2d_with_workspace", 1, 0, max, infer_max_pool2d_with_workspace});
-  ops::define({"max_pool2d_with_workspace_backward", 2, 0, max_backward, infer_max_pool2d_with_workspace_backward});
-  ops::define({"avg_pool2d", 1, 0, avg, infer_avg_pool2d});
-  ops::define({"avg_pool2d_backward", 1, 0, avg_backward, infer_avg_pool2d_backward});
-  ops::define({"adaptive_avg_pool2d", 1, 0, {"output_size"}, infer_adaptive_avg_pool2d});
-  ops::define({"adaptive_avg_pool2d_backward", 1, 0, {"input_size"}, infer_adaptive_avg_pool2d_backward});
+  const OpFlags k;
+  const std::string max = "int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode";
+  const std::string avg = "int[] kernel_size, int[] stride, int[] padding, bool ceil_mode, bool count_include_pad, "
+                          "int divisor_override";  // divisor_override 0: the window size
+  ops::define("max_pool2d(Tensor self, " + max + ") -> Tensor", infer_max_pool2d, k, "2-D max pooling");
+  ops::define("max_pool2d_backward(Tensor grad_output, Tensor indices, int[] input_size) -> Tensor",
+              infer_max_pool2d_backward, k, "");
+  ops::define("max_pool2d_with_workspace(Tensor self, " + max + ") -> (Tensor output, Tensor workspace)",
+              infer_max_pool2d_with_workspace, k, "2-D max pooling keeping oneDNN's workspace for backward");
+  ops::define("max_pool2d_with_workspace_backward(Tensor grad_output, Tensor workspace, int[] input_size, " + max +
+              ") -> Tensor", infer_max_pool2d_with_workspace_backward, k, "");
+  ops::define("avg_pool2d(Tensor self, " + avg + ") -> Tensor", infer_avg_pool2d, k, "2-D average pooling");
+  ops::define("avg_pool2d_backward(Tensor grad_output, int[] input_size, " + avg + ") -> Tensor",
+              infer_avg_pool2d_backward, k, "");
+  ops::define("adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor", infer_adaptive_avg_pool2d, k,
+              "2-D average pooling to output_size");
+  ops::define("adaptive_avg_pool2d_backward(Tensor grad_output, int[] input_size) -> Tensor",
+              infer_adaptive_avg_pool2d_backward, k, "");
 }
 
 }  // namespace rill

@@ -202,26 +202,38 @@ InferResult infer_cumprod_backward(const InferContext& c) {
 }  // namespace
 
 void register_reduce_ops() {
-  const std::vector<std::string> with_dtype = {"dims", "keepdim", "dtype", "has_dtype"};
-  const std::vector<std::string> dims_keepdim = {"dims", "keepdim"};
-  ops::define({"sum", 1, 0, with_dtype, infer_sum_mean});
-  ops::define({"mean", 1, 0, with_dtype, infer_sum_mean});
-  ops::define({"prod", 1, 0, with_dtype, infer_sum_mean});
-  ops::define({"var", 1, 0, {"dims", "keepdim", "correction"}, infer_var});
-  ops::define({"std", 1, 0, {"dims", "keepdim", "correction"}, infer_var});
-  ops::define({"any", 1, 0, dims_keepdim, infer_any_all});
-  ops::define({"all", 1, 0, dims_keepdim, infer_any_all});
-  ops::define({"logsumexp", 1, 0, dims_keepdim, infer_composite}).composite = true;
-  ops::define({"norm", 1, 0, {"dims", "keepdim", "ord"}, infer_composite}).composite = true;
-  const std::vector<std::string> scan_attrs = {"dim", "reverse", "dtype", "has_dtype"};
-  ops::define({"cumsum", 1, 0, scan_attrs, infer_scan});
-  ops::define({"cumprod", 1, 0, scan_attrs, infer_scan});
-  ops::define({"cumprod_backward", 2, 0, {"dim"}, infer_cumprod_backward});
-  for (const char* n : {"amax", "amin", "max", "min"}) ops::define({n, 1, 0, dims_keepdim, infer_extreme});
-  ops::define({"argmax", 1, 0, dims_keepdim, infer_arg});
-  ops::define({"argmin", 1, 0, dims_keepdim, infer_arg});
-  ops::define({"max_dim", 1, 0, {"dim", "keepdim"}, infer_extreme_dim});
-  ops::define({"min_dim", 1, 0, {"dim", "keepdim"}, infer_extreme_dim});
+  const OpFlags k;
+  OpFlags composite;
+  composite.composite = true;
+  OpFlags no_grad;
+  no_grad.differentiable = false;
+  // dim empty: every dim. has_dtype: dtype is given (else the input's, int64 for integers).
+  for (const char* n : {"sum", "mean", "prod"})
+    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim, ScalarType dtype, bool has_dtype) -> Tensor",
+                infer_sum_mean, k, "reduction over dim (empty: all)");
+  for (const char* n : {"var", "std"})
+    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim, float correction) -> Tensor", infer_var, k,
+                "dividing by max(N - correction, 0)");
+  for (const char* n : {"any", "all"})
+    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_any_all, no_grad,
+                "logical reduction, bool out");
+  ops::define("logsumexp(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_composite, composite,
+              "log(sum(exp(x))) over dim, shifted by the maximum");
+  ops::define("norm(Tensor self, int[] dim, bool keepdim, float ord) -> Tensor", infer_composite, composite,
+              "the vector ord-norm over dim");
+  for (const char* n : {"cumsum", "cumprod"})
+    ops::define(std::string(n) + "(Tensor self, int dim, bool reverse, ScalarType dtype, bool has_dtype) -> Tensor",
+                infer_scan, k, "running reduction along dim (reverse: from the end)");
+  ops::define("cumprod_backward(Tensor self, Tensor grad, int dim) -> Tensor", infer_cumprod_backward, k, "");
+  for (const char* n : {"amax", "amin", "max", "min"})
+    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_extreme, k,
+                "largest / smallest value over dim");
+  for (const char* n : {"argmax", "argmin"})
+    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_arg, no_grad,
+                "index of the largest / smallest value");
+  for (const char* n : {"max_dim", "min_dim"})
+    ops::define(std::string(n) + "(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor indices)",
+                infer_extreme_dim, k, "values and indices of the extremes along dim");
 }
 
 }  // namespace rill

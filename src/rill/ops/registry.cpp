@@ -43,6 +43,32 @@ struct CacheKeyHash {
 thread_local std::unordered_map<CacheKey, InferResult, CacheKeyHash> t_cache;
 thread_local CacheKey t_probe;
 
+bool attr_has_type(const AttrValue& v, ArgType t) {
+  switch (t) {
+    case ArgType::kInt: return std::holds_alternative<int64_t>(v);
+    case ArgType::kIntList: return std::holds_alternative<std::vector<int64_t>>(v);
+    case ArgType::kFloat: return std::holds_alternative<double>(v);
+    case ArgType::kBool: return std::holds_alternative<bool>(v);
+    case ArgType::kScalarType: return std::holds_alternative<DType>(v);
+    case ArgType::kStr: return std::holds_alternative<std::string>(v);
+    default: return false;
+  }
+}
+
+// A call's attrs have the signature's types, in its order (Note [Arguments of an op call]); checked once per
+// inference-cache entry, so a caller that builds them wrong fails at once, not in a kernel.
+void check_attrs(const OpSchema& op, const Attrs& attrs) {
+  RILL_ASSERT(attrs.size() == op.attr_names.size(), "[", op.name, "] called with ", attrs.size(), " attrs, its "
+              "signature has ", op.attr_names.size(), ": ", op.signature.str());
+  size_t i = 0;
+  for (const ArgSpec& a : op.signature.args) {
+    if (a.is_tensor() || a.type == ArgType::kScalar) continue;
+    RILL_ASSERT(attr_has_type(attrs.values[i], a.type), "[", op.name, "] attr '", a.name, "' is not a ",
+                arg_type_name(a.type), ": ", op.signature.str());
+    ++i;
+  }
+}
+
 }  // namespace
 
 void register_all() {
@@ -61,7 +87,27 @@ void register_all() {
   });
 }
 
-OpSchema& define(OpSchema schema) {
+OpSchema& define(std::string_view signature, InferFn infer, OpFlags flags, std::string_view doc) {
+  OpSchema schema;
+  schema.signature = parse_signature(signature);
+  schema.name = schema.signature.name;
+  schema.doc = std::string(doc);
+  schema.flags = flags;
+  schema.infer = infer;
+  // Note [Arguments of an op call]: inputs, scalars and attrs follow from the argument types.
+  for (const ArgSpec& a : schema.signature.args) {
+    if (a.is_tensor()) {
+      if (a.type == ArgType::kTensorList || a.optional) schema.num_inputs = -1;
+      else if (schema.num_inputs >= 0) ++schema.num_inputs;
+    } else if (a.type == ArgType::kScalar) {
+      ++schema.num_scalars;
+    } else {
+      schema.attr_names.push_back(a.name);
+    }
+  }
+  RILL_ASSERT(!(flags.method || flags.inplace) || (!schema.signature.args.empty() &&
+              schema.signature.args[0].type == ArgType::kTensor), "a method's first argument is a Tensor: ",
+              schema.name);
   Registry& r = registry();
   RILL_ASSERT(!r.by_name.count(schema.name), "op defined twice: ", schema.name);
   RILL_ASSERT(schema.infer != nullptr, "op without inference: ", schema.name);
@@ -115,6 +161,7 @@ const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inp
       op.infer(InferContext{op, inputs, scalars, *attrs});
     return it->second;
   }
+  check_attrs(op, *attrs);
   InferContext ctx{op, inputs, scalars, *attrs};
   InferResult result = op.infer(ctx);
   result.implicit_conversion = ctx.implicit_conversion;
@@ -124,3 +171,14 @@ const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inp
 size_t infer_cache_size() { return t_cache.size(); }
 
 }  // namespace rill::ops
+
+namespace rill {
+
+size_t OpSchema::attr_index(std::string_view attr) const {
+  for (size_t i = 0; i < attr_names.size(); ++i)
+    if (attr_names[i] == attr) return i;
+  RILL_ASSERT(false, "[", name, "] has no attr '", std::string(attr), "'");
+  return 0;
+}
+
+}  // namespace rill

@@ -58,9 +58,10 @@ InferResult infer_triangle(const InferContext& c) {
 }  // namespace
 
 void register_shape_ops() {
-  ops::define({"cat", -1, 0, {"dim"}, infer_cat});
-  ops::define({"tril", 1, 0, {"diagonal"}, infer_triangle, /*strided_output=*/true});
-  ops::define({"triu", 1, 0, {"diagonal"}, infer_triangle, /*strided_output=*/true});
+  const OpFlags strided = {.strided_output = true};
+  ops::define("cat(Tensor[] tensors, int dim) -> Tensor", infer_cat, {}, "tensors joined along dim");
+  ops::define("tril(Tensor self, int diagonal) -> Tensor", infer_triangle, strided, "the lower triangle");
+  ops::define("triu(Tensor self, int diagonal) -> Tensor", infer_triangle, strided, "the upper triangle");
 }
 
 }  // namespace rill

@@ -17,6 +17,9 @@ InferResult infer_sort(const InferContext& c) {
 
 }  // namespace
 
-void register_sort_ops() { ops::define({"sort", 1, 0, {"dim", "descending", "stable"}, infer_sort}); }
+void register_sort_ops() {
+  ops::define("sort(Tensor self, int dim, bool descending, bool stable) -> (Tensor values, Tensor indices)",
+              infer_sort, {}, "values sorted along dim, and their indices");
+}
 
 }  // namespace rill

@@ -107,8 +107,62 @@ TEST(Registry, EveryOpHasACpuKernelAndInference) {
   eager::op("add");  // registers everything
   for (const OpSchema* s : ops::all()) {
     EXPECT_NE(s->infer, nullptr) << s->name;
-    EXPECT_NE(s->cpu_kernel != nullptr, s->composite) << s->name;  // composite ops have none
+    EXPECT_NE(s->cpu_kernel != nullptr, s->composite()) << s->name;  // composite ops have none
   }
+}
+
+TEST(Signature, ParsesTypesDefaultsAndKeywordOnlyArguments) {
+  Signature s = parse_signature("softplus(Tensor self, Scalar beta=1, Scalar threshold=20.5, *, int[2] k=[1, 2], "
+                                "ScalarType? dtype=None, str mode=\"mean\", bool flag=True) -> Tensor");
+  EXPECT_EQ(s.name, "softplus");
+  ASSERT_EQ(s.args.size(), 7u);
+  EXPECT_EQ(s.args[0].type, ArgType::kTensor);
+  EXPECT_FALSE(s.args[0].default_value.has_value());
+  EXPECT_EQ(std::get<int64_t>(*s.args[1].default_value), 1);
+  EXPECT_DOUBLE_EQ(std::get<double>(*s.args[2].default_value), 20.5);
+  EXPECT_FALSE(s.args[2].kwarg_only);
+  EXPECT_TRUE(s.args[3].kwarg_only);
+  EXPECT_EQ(s.args[3].type, ArgType::kIntList);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(*s.args[3].default_value), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(s.args[4].optional);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(*s.args[4].default_value));
+  EXPECT_EQ(std::get<std::string>(*s.args[5].default_value), "mean");
+  EXPECT_TRUE(std::get<bool>(*s.args[6].default_value));
+  EXPECT_EQ(s.num_outputs, 1);
+  // str() spells it canonically, and reads back to the same signature.
+  EXPECT_EQ(parse_signature(s.str()).str(), s.str());
+  EXPECT_EQ(parse_signature("max_dim(Tensor self, int dim) -> (Tensor values, Tensor indices)").num_outputs, 2);
+  EXPECT_EQ(parse_signature("split(Tensor self, Tensor[] parts) -> Tensor[]").num_outputs, -1);
+  EXPECT_EQ(parse_signature("split(Tensor self, Tensor[] parts) -> Tensor[]").args[1].type, ArgType::kTensorList);
+}
+
+TEST(Signature, BadTextRaisesNamingTheColumn) {
+  for (const char* bad : {"f(Tensor self", "f(Tensr self) -> Tensor", "f(Tensor self, int k=1, int j) -> Tensor",
+                          "f(int k=None) -> Tensor", "f(Tensor self) -> int", "f(Tensor a, Tensor a) -> Tensor",
+                          "f(Tensor self) Tensor", "f(float[] x) -> Tensor"}) {
+    try {
+      parse_signature(bad);
+      ADD_FAILURE() << "parsed: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("column"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Registry, InputsScalarsAndAttrsFollowFromTheSignature) {
+  eager::op("add");
+  const OpSchema& sp = ops::get("softplus");
+  EXPECT_EQ(sp.num_inputs, 1);
+  EXPECT_EQ(sp.num_scalars, 2);
+  EXPECT_TRUE(sp.attr_names.empty());
+  const OpSchema& sum = ops::get("sum");
+  EXPECT_EQ(sum.attr_names, (std::vector<std::string>{"dim", "keepdim", "dtype", "has_dtype"}));
+  EXPECT_EQ(sum.attr_index("keepdim"), 1u);
+  EXPECT_THROW(sum.attr_index("nope"), Error);
+  EXPECT_EQ(ops::get("conv2d").num_inputs, -1);  // Tensor? bias
+  EXPECT_EQ(ops::get("max_dim").signature.num_outputs, 2);
+  // Every op's signature reads back to itself.
+  for (const OpSchema* s : ops::all()) EXPECT_EQ(parse_signature(s->signature.str()).str(), s->signature.str());
 }
 
 }  // namespace
