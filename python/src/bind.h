@@ -87,6 +87,8 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void init_shape(nb::module_& m, nb::class_<Tensor>& cls);
 void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void init_autograd(nb::module_& m, nb::class_<Tensor>& cls);
+/** rill.<op>, Tensor.<op>, Tensor.<op>_ of every op whose flags ask for them (Note [Bindings from signatures]). */
+void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls);
 void init_runtime(nb::module_& m);
 void init_vm(nb::module_& m);
 void init_odb(nb::module_& m);

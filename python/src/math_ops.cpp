@@ -1,10 +1,9 @@
-// The op library of issue 5: rounding, square, clamp, activations (rill._C.gelu
-// and friends, for rill.nn.functional), floor division and remainders, bitwise and
-// logical ops with their operators, atan2, lerp, addcmul/addcdiv, and the
-// reductions prod, var, std, logsumexp, any, all, norm, cumsum, cumprod: module
-// functions, Tensor methods and in-place forms, with PyTorch's signatures.
-// (The unary ops in kUnarySameOps / kUnaryFloatOps, e.g. sin and sign, are bound
-// by the loop in ops.cpp.)
+// Ops whose Python forms need more than their signature: round(decimals=), square,
+// the activations' inplace= flag (rill.nn.functional), clamp with numbers or tensors,
+// floor division and remainders and the bitwise ops with their operators, lerp,
+// addcmul/addcdiv, and the reductions prod, var, std, logsumexp, any, all, norm,
+// cumsum, cumprod, with PyTorch's signatures. Ops whose signature says it all
+// (sin, floor, logical_and, atan2, ...) are bound from it (schema_bindings.cpp).
 #include <cmath>
 #include <limits>
 
@@ -120,14 +119,6 @@ double norm_order(nb::handle p, const char* op) {
 
 void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   // --- rounding and square ---
-  for (std::string_view name : {"floor", "ceil", "trunc"}) {
-    const OpSchema* s = &eager::op(name);
-    std::string n(name);
-    m.def(n.c_str(), [s](const Tensor& x) { return unary_call(*s, x); }, nb::arg("input"));
-    cls.def(n.c_str(), [s](const Tensor& x) { return unary_call(*s, x); });
-    cls.def((n + "_").c_str(), [s](const Tensor& x) -> const Tensor& { return unary_inplace(*s, x); },
-            nb::rv_policy::reference_internal);
-  }
   m.def("fix", [](const Tensor& x) { return unary_call(eager::op("trunc"), x); }, nb::arg("input"));
   auto round = [](const Tensor& x, int64_t decimals) {
     if (decimals == 0) return unary_call(eager::op("round"), x);
@@ -212,21 +203,12 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   def_binary(m, cls, make_binary("bitwise_and"), true, "__and__", "__rand__", "__iand__");
   def_binary(m, cls, make_binary("bitwise_or"), true, "__or__", "__ror__", "__ior__");
   def_binary(m, cls, make_binary("bitwise_xor"), true, "__xor__", "__rxor__", "__ixor__");
-  for (std::string_view n : kLogicalOps) def_binary(m, cls, make_binary(std::string(n), false), true);
-  def_binary(m, cls, make_binary("atan2", false), true);
   m.def("arctan2", [](const Tensor& a, const Tensor& b) { return autograd::binary(eager::op("atan2"), a, b); },
         nb::arg("input"), nb::arg("other"));
   // remainder(number, tensor)
   m.def("remainder", [](nb::handle a, const Tensor& b) {
     return autograd::binary_scalar(eager::op("rremainder_scalar"), b, number_arg(a, "remainder", "input"));
   }, nb::arg("input"), nb::arg("other"));
-  for (const char* name : {"bitwise_not", "logical_not"}) {
-    const OpSchema* s = &eager::op(name);
-    m.def(name, [s](const Tensor& x) { return unary_call(*s, x); }, nb::arg("input"));
-    cls.def(name, [s](const Tensor& x) { return unary_call(*s, x); });
-    cls.def((std::string(name) + "_").c_str(), [s](const Tensor& x) -> const Tensor& { return unary_inplace(*s, x); },
-            nb::rv_policy::reference_internal);
-  }
   cls.def("__invert__", [](const Tensor& x) {
     RILL_CHECK(!dtype_is_floating(x.dtype()), Type, "[bitwise_not] ~ (operator.invert) is only implemented on "
                "integer and Boolean-type tensors, got ", dtype_name(x.dtype()));

@@ -302,21 +302,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
                                   make_binary("lt", true, false), make_binary("le", true, false),
                                   make_binary("gt", true, false), make_binary("ge", true, false)};
 
-  // --- unary ---
-  // In-place forms return self itself (the same Python object, as x.exp_() is x in PyTorch).
-  for (const auto* names : {&kUnarySameOps, &kUnaryFloatOps}) {
-    for (std::string_view name : *names) {
-      const OpSchema* s = &eager::op(name);
-      std::string n(name);
-      m.def(n.c_str(), [s](const Tensor& x) { return autograd::unary(*s, x); }, nb::arg("input"));
-      cls.def(n.c_str(), [s](const Tensor& x) { return autograd::unary(*s, x); });
-      cls.def((n + "_").c_str(), [s](const Tensor& x) -> const Tensor& {
-        check_no_internal_overlap(x, s->name);
-        autograd::inplace(*s, {&x, 1});
-        return x;
-      }, nb::rv_policy::reference_internal);
-    }
-  }
+  // --- unary: rill.<op>, Tensor.<op> and Tensor.<op>_ come from the signatures (schema_bindings.cpp) ---
   const OpSchema* neg = &eager::op("neg");
   const OpSchema* abs = &eager::op("abs");
   cls.def("__neg__", [neg](const Tensor& x) { return autograd::unary(*neg, x); });

@@ -161,6 +161,7 @@ void init_tensor(nb::module_& m) {
   init_shape(m, cls);
   init_math_ops(m, cls);
   init_autograd(m, cls);
+  init_schema_bindings(m, cls);
   install_number_slots(cls);  // last: a later def of __add__ & co. would reset the slots
 }
 
