@@ -57,6 +57,13 @@ def same(fn):
     return (lambda *xs: fn(rill, *xs)), (lambda *xs: fn(torch, *xs))
 
 
+def pair_of(rill_fn, torch_fn):
+    """Different lambdas for the two frameworks, each fn(m, *inputs)."""
+    import rill
+    import torch
+    return (lambda *xs: rill_fn(rill, *xs)), (lambda *xs: torch_fn(torch, *xs))
+
+
 def case(name, fn, specs, **kw):
     r, t = same(fn)
     return OpCase(name, r, t, tuple(specs), **kw)
@@ -394,6 +401,12 @@ CASES = [
     case("eq", lambda m, a, b: a == b, BINARY[:2], differentiable=False),
     case("lt_scalar", lambda m, x: x < 0.5, UNARY[:2], differentiable=False),
     case("argmax", lambda m, x: x.argmax(1), [(In((3, 4)),)], differentiable=False),
+    case("argmin", lambda m, x: m.argmin(x, dim=1, keepdim=True), [(In((3, 4)),), (In((4, 3), "t"),)],
+         differentiable=False),
+    # rill.minimum / maximum also take a number (torch: clamp)
+    OpCase("minimum_maximum_scalar", *pair_of(lambda m, x: m.minimum(x, 0.25) * m.maximum(x, -0.25),
+                                              lambda m, x: m.clamp(x, max=0.25) * m.clamp(x, min=-0.25)),
+           (UNARY[0], UNARY[1])),
 ]
 
 
@@ -493,6 +506,8 @@ CASES += [
          dtypes=INTS, differentiable=False),
     case("bitwise_ints_scalar", lambda m, a, b: (a & 6) + (5 | b) + (a ^ -3) + m.bitwise_and(a, b), SMALL_INTS,
          dtypes=INTS, differentiable=False),
+    case("bitwise_scalar_reflected", lambda m, a, b: (6 & a) + (a | 5) + (-3 ^ b), SMALL_INTS, dtypes=INTS,
+         differentiable=False),
     case("bitwise_bool", lambda m, a, b: ((a & b) ^ (a | ~b)) | (a ^ True), BOOLS, dtypes=("float32",),
          differentiable=False),
     case("logical", lambda m, a, b: m.logical_and(a, b).int() + m.logical_or(a, b).int() * 2 +

@@ -1,0 +1,55 @@
+"""Coverage from the registry: every op rill registers (rill._C._op_names(), the C++ ops::all()) is exercised
+by some row of op_cases.CASES, which test_op_parity.py checks against PyTorch, or is listed below with the
+reason it is not. The ops a row exercises are read off the VM trace of running it forward and backward, so
+internal ops (add_scalar, softplus_backward, conv2d_backward_input, ...) count through the rows of the public
+ops that use them; composite ops, which issue no instruction of their own, count through a row of their name."""
+import json
+
+import pytest
+
+import rill
+from op_cases import CASES
+from test_op_parity import base_arrays, laid_out, leaves_of
+
+# op -> why no op_cases row exercises it (each checked elsewhere, named here).
+EXEMPT = {
+    "rand": "random values: tests/python/test_creation.py checks ranges, moments and seeding",
+    "randn": "random values: tests/python/test_creation.py checks ranges, moments and seeding",
+    "randint": "random values: tests/python/test_creation.py checks ranges and seeding",
+    "dropout": "random masks: tests/python/test_nn_functional.py checks the kept fraction and scaling",
+    "rmaximum_scalar": "number-first form made with its family; no Python spelling reaches it (torch.maximum "
+                       "takes a tensor first)",
+    "rminimum_scalar": "number-first form made with its family; no Python spelling reaches it (torch.minimum "
+                       "takes a tensor first)",
+    "rfmod_scalar": "number-first form made with its family; no Python spelling reaches it (torch.fmod takes a "
+                    "tensor first, and % is remainder)",
+}
+
+
+def exercised_ops(tmp_path):
+    names = {c.name for c in CASES}
+    trace = tmp_path / "cases.json"
+    with rill.vm_trace(trace):
+        for c in CASES:
+            spec = c.specs[0]
+            arrays = base_arrays(spec, c.dtypes[0], seed=1)
+            leaves = leaves_of(rill, arrays, spec, c.dtypes[0], c.differentiable)
+            out = c.rill_fn(*laid_out(leaves, spec))
+            if c.differentiable:
+                out.sum().backward()
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    return names | {e["name"] for e in events if e.get("cat") == "submit"}
+
+
+def test_every_registered_op_has_an_op_cases_row(tmp_path):
+    ops = rill._C._op_names()
+    assert len(ops) > 100
+    covered = exercised_ops(tmp_path)
+    missing = [op for op in ops if op not in covered and op not in EXEMPT]
+    assert not missing, f"ops without an op_cases.CASES row (add one, or an EXEMPT entry saying why): {missing}"
+
+
+def test_exemptions_name_registered_ops_only():
+    stale = sorted(set(EXEMPT) - set(rill._C._op_names()))
+    assert not stale, f"EXEMPT lists ops that no longer exist: {stale}"
