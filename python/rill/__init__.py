@@ -28,6 +28,9 @@ from rill._C import (  # noqa: F401
     set_num_threads, get_num_threads, synchronize, set_env_override, env_knobs,
 )
 from rill._C import is_grad_enabled  # noqa: F401
+
+# Every op bound from its signature (Note [Bindings from signatures] in python/src/schema_bindings.cpp).
+globals().update({name: getattr(_C, name) for name in _C._schema_functions})
 from rill import asyncs  # noqa: F401
 from rill import odb  # noqa: F401
 from rill._vm_trace import vm_trace  # noqa: F401

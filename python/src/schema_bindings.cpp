@@ -189,7 +189,12 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
           break;
         }
         case ArgType::kScalar: scalars[n_scalars++] = v ? scalar_of(b, i, v) : scalar_of_default(*a.default_value); break;
-        default: attrs.push_back(v ? attr_of_object(b, i, v) : attr_of_default(b, i)); break;
+        default:
+          if (!v && a.optional && (!a.default_value || std::holds_alternative<std::monostate>(*a.default_value)))
+            attrs.push_back(std::monostate{});  // None
+          else
+            attrs.push_back(v ? attr_of_object(b, i, v) : attr_of_default(b, i));
+          break;
       }
     }
     std::span<const Tensor> inputs = inputs_heap.empty() ? std::span<const Tensor>(inputs_buf, n_inputs)
@@ -338,8 +343,8 @@ PyObject* make_bound(const OpSchema& op, Form form) {
   RILL_ASSERT(op.signature.args.size() < 16, "[", op.name, "] more than 15 arguments");
   for (size_t i = 0; i < op.signature.args.size(); ++i) {
     const ArgSpec& a = op.signature.args[i];
-    RILL_ASSERT(a.is_tensor() || a.type == ArgType::kScalar || !a.optional, "[", op.name, "] optional attr '",
-                a.name, "' can't be bound from its signature");
+    RILL_ASSERT(a.type != ArgType::kScalar || !a.optional, "[", op.name, "] an optional Scalar ('", a.name,
+                "') can't be passed in an op call; make it a float? or int? attr");
     // self of a method is never a keyword.
     b->kw_names.push_back(i == 0 && form != Form::kFunction ? nullptr
                                                             : PyUnicode_InternFromString(py_arg_name(op, i, form).c_str()));
@@ -357,11 +362,19 @@ void install(nb::handle owner, const std::string& name, PyObject* fn) {
 }  // namespace
 
 void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
+  nb::list functions, nn_functional;  // what rill and rill.nn.functional export
   for (const OpSchema* op : ops::all()) {
-    if (op->flags.function) install(m, op->name, make_bound(*op, Form::kFunction));
+    RILL_ASSERT(!op->flags.nn_functional || op->flags.function, "[", op->name, "] nn_functional needs function");
+    if (op->flags.function) {
+      install(m, op->name, make_bound(*op, Form::kFunction));
+      functions.append(op->name);
+    }
+    if (op->flags.nn_functional) nn_functional.append(op->name);
     if (op->flags.method) install(cls, op->name, make_bound(*op, Form::kMethod));
     if (op->flags.inplace) install(cls, op->name + "_", make_bound(*op, Form::kInplace));
   }
+  m.attr("_schema_functions") = nb::tuple(functions);
+  m.attr("_schema_nn_functional") = nb::tuple(nn_functional);
 }
 
 }  // namespace rill::py

@@ -17,6 +17,9 @@ from rill._C import Tensor
 
 _nn = _C._nn
 
+# The ops whose signature makes them rill.nn.functional functions too (OpFlags::nn_functional).
+globals().update({name: getattr(_C, name) for name in _C._schema_nn_functional})
+
 # ---------------------------------------------------------------------------------------------------------
 # activations
 # ---------------------------------------------------------------------------------------------------------

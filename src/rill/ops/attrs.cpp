@@ -15,6 +15,8 @@ size_t Attrs::hash() const {
             for (int64_t e : x) hash_combine(h, std::hash<int64_t>()(e));
           } else if constexpr (std::is_same_v<T, DType>) {
             hash_combine(h, static_cast<size_t>(x));
+          } else if constexpr (std::is_same_v<T, std::monostate>) {
+            hash_combine(h, size_t{0x9e37});
           } else {
             hash_combine(h, std::hash<T>()(x));
           }

@@ -1,5 +1,6 @@
 // Op attributes: the non-tensor, non-scalar arguments of an op (dims, keepdim,
-// dtype, ...). Positional per op schema, interned so they can key the inference cache.
+// dtype, ...), in signature order (Note [Arguments of an op call] in op_schema.h),
+// interned so they can key the inference cache.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +14,8 @@
 
 namespace rill {
 
-/** One attribute value. */
-using AttrValue = std::variant<bool, int64_t, double, std::vector<int64_t>, DType, std::string>;
+/** One attribute value; monostate is None, for an optional argument not given. */
+using AttrValue = std::variant<bool, int64_t, double, std::vector<int64_t>, DType, std::string, std::monostate>;
 
 /** The attributes of one op call, in the order its schema lists them. */
 struct Attrs {

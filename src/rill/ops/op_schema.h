@@ -74,6 +74,7 @@ struct OpFlags {
   bool method = false;          // Tensor.<name> too (the first argument is self)
   bool inplace = false;         // Tensor.<name>_ too, writing into self
   bool out = false;             // the bound function takes out= (written without autograd, as in PyTorch)
+  bool nn_functional = false;   // rill.nn.functional.<name> too (the function form)
   bool differentiable = true;   // false: the outputs never require grad (comparisons, argmax)
 };
 
@@ -109,6 +110,11 @@ struct OpSchema {
 template <typename T>
 const T& attr_of(const OpSchema& op, const Attrs& attrs, std::string_view name) {
   return std::get<T>(attrs.values[op.attr_index(name)]);
+}
+/** The optional attr called name as T, or null when it is None. */
+template <typename T>
+const T* optional_attr_of(const OpSchema& op, const Attrs& attrs, std::string_view name) {
+  return std::get_if<T>(&attrs.values[op.attr_index(name)]);
 }
 template <typename T>
 const T& KernelContext::attr(std::string_view name) const { return attr_of<T>(op, attrs, name); }

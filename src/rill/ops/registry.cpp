@@ -63,7 +63,8 @@ void check_attrs(const OpSchema& op, const Attrs& attrs) {
   size_t i = 0;
   for (const ArgSpec& a : op.signature.args) {
     if (a.is_tensor() || a.type == ArgType::kScalar) continue;
-    RILL_ASSERT(attr_has_type(attrs.values[i], a.type), "[", op.name, "] attr '", a.name, "' is not a ",
+    RILL_ASSERT(attr_has_type(attrs.values[i], a.type) ||
+                (a.optional && std::holds_alternative<std::monostate>(attrs.values[i])), "[", op.name, "] attr '", a.name, "' is not a ",
                 arg_type_name(a.type), ": ", op.signature.str());
     ++i;
   }
