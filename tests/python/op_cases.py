@@ -518,6 +518,7 @@ CASES += [
          differentiable=False),
     # atan2, lerp, addcmul, addcdiv
     case("atan2", lambda m, a, b: m.atan2(a, b), BINARY, dtypes=ALL_FLOATS),
+    case("logaddexp", lambda m, a, b: m.logaddexp(a, b) + a.logaddexp(other=b * 3), BINARY, dtypes=ALL_FLOATS),
     case("atan2_ints", lambda m, a, b: m.atan2(a, b), SMALL_INTS, dtypes=INTS, differentiable=False),
     case("lerp", lambda m, a, b, w: m.lerp(a, b, w),
          [(In((3, 4)), In((3, 4)), In((3, 4), low=-0.5, high=1.5)), (In((3, 1)), In((4,)), In(())),

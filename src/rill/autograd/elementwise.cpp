@@ -226,6 +226,15 @@ std::vector<Tensor> atan2_backward(const GradContext& c) {
           c.needs_grad(1) ? binary("mul", unary("neg", r), a) : Tensor()};
 }
 
+// logaddexp: d/da = 1 / (1 + e^(b - a)), d/db = 1 / (1 + e^(a - b)).
+std::vector<Tensor> logaddexp_backward(const GradContext& c) {
+  Tensor a = c.input(0), b = c.input(1);
+  auto part = [&](const Tensor& x, const Tensor& y) {
+    return binary("div", c.grad(), binary("add_scalar", unary("exp", binary("sub", y, x)), Scalar(1.0)));
+  };
+  return {c.needs_grad(0) ? part(a, b) : Tensor(), c.needs_grad(1) ? part(b, a) : Tensor()};
+}
+
 // lerp(start, end, w) = start + w (end - start)
 std::vector<Tensor> lerp_backward(const GradContext& c) {
   Tensor g = c.grad(), w = c.input(2);
@@ -389,6 +398,7 @@ void register_elementwise_rules() {
   define_rule("fmod", {"FmodBackward1", fmod_backward, kIn0 | kIn1});
   define_rule("fmod_scalar", {"FmodBackward0", identity_backward});
   define_rule("atan2", {"Atan2Backward0", atan2_backward, kIn0 | kIn1});
+  define_rule("logaddexp", {"LogaddexpBackward0", logaddexp_backward, kIn0 | kIn1});
   define_rule("lerp", {"LerpBackward1", lerp_backward, kIn0 | kIn1 | kIn2});
   define_rule("lerp_scalar", {"LerpBackward0", lerp_scalar_backward});
   define_rule("addcmul", {"AddcmulBackward0", addcmul_backward, kIn1 | kIn2});

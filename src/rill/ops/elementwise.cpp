@@ -289,6 +289,10 @@ void register_elementwise_ops() {
   ops::define("logical_not(Tensor self) -> Tensor", infer_logical, py, "not x, bool out");
   ops::define("atan2(Tensor self, Tensor other) -> Tensor", infer_binary_div, py_out,
               "the angle of (other, self), elementwise");
+  OpFlags no_inplace = py_out;
+  no_inplace.inplace = false;
+  ops::define("logaddexp(Tensor self, Tensor other) -> Tensor", infer_binary_div, no_inplace,
+              "log(exp(self) + exp(other)), without overflow");
   ops::define("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", infer_lerp, k,
               "self + weight * (end - self)");
   ops::define("lerp_scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", infer_lerp, k,

@@ -242,6 +242,13 @@ struct BitNot {
 };
 struct LogicalXor { template <typename T> T operator()(T a, T b) const { return a != b; } };
 struct Atan2 { template <typename T> T operator()(T a, T b) const { return std::atan2(a, b); } };
+// log(e^a + e^b) = max + log1p(e^-|a - b|); two equal infinities give that infinity, not NaN.
+struct LogAddExp {
+  template <typename T> T operator()(T a, T b) const {
+    if (std::isinf(a) && a == b) return a;
+    return (a > b ? a : b) + std::log1p(std::exp(-std::abs(a - b)));
+  }
+};
 // clamp_min / clamp_max with a tensor bound: NaN in x stays NaN.
 struct ClampMin {
   template <typename T> T operator()(T a, T lo) const { return a < lo ? lo : a; }
@@ -551,6 +558,7 @@ void register_elementwise_kernels() {
   ops::set_cpu_kernel("logical_xor", binary_kernel<LogicalXor, false>);
   ops::set_cpu_kernel("logical_not", logical_not_kernel);
   ops::set_cpu_kernel("atan2", binary_kernel<Atan2, false>);
+  ops::set_cpu_kernel("logaddexp", binary_kernel<LogAddExp, false>);
   ops::set_cpu_kernel("lerp", lerp_kernel);
   ops::set_cpu_kernel("lerp_scalar", lerp_scalar_kernel);
   ops::set_cpu_kernel("addcmul", addc_kernel<false>);
