@@ -468,6 +468,8 @@ CASES += [
     fcase("gelu_tanh", "gelu", UNARY, approximate="tanh"),
     fcase("silu", "silu", UNARY),
     fcase("softplus", "softplus", UNARY),
+    case("hardshrink", lambda m, x: m.nn.functional.hardshrink(x, 0.3) + x.hardshrink(lambd=0.6) + m.hardshrink(x),
+         UNARY, dtypes=ALL_FLOATS),
     fcase("softplus_beta_threshold", "softplus", UNARY[:3], 2.0, 1.0, dtypes=FLOATS),
     fcase("leaky_relu", "leaky_relu", UNARY),
     fcase("leaky_relu_slope", "leaky_relu", UNARY[:3], 0.2, dtypes=FLOATS),

@@ -226,6 +226,12 @@ std::vector<Tensor> atan2_backward(const GradContext& c) {
           c.needs_grad(1) ? binary("mul", unary("neg", r), a) : Tensor()};
 }
 
+// hardshrink: the gradient passes where |x| > lambd.
+std::vector<Tensor> hardshrink_backward(const GradContext& c) {
+  Tensor kept = binary("gt_scalar", unary("abs", c.input(0)), c.scalars()[0]);
+  return {choose(kept, c.grad(), zero_like(c.grad()))};
+}
+
 // logaddexp: d/da = 1 / (1 + e^(b - a)), d/db = 1 / (1 + e^(a - b)).
 std::vector<Tensor> logaddexp_backward(const GradContext& c) {
   Tensor a = c.input(0), b = c.input(1);
@@ -398,6 +404,7 @@ void register_elementwise_rules() {
   define_rule("fmod", {"FmodBackward1", fmod_backward, kIn0 | kIn1});
   define_rule("fmod_scalar", {"FmodBackward0", identity_backward});
   define_rule("atan2", {"Atan2Backward0", atan2_backward, kIn0 | kIn1});
+  define_rule("hardshrink", {"HardshrinkBackward0", hardshrink_backward, kIn0});
   define_rule("logaddexp", {"LogaddexpBackward0", logaddexp_backward, kIn0 | kIn1});
   define_rule("lerp", {"LerpBackward1", lerp_backward, kIn0 | kIn1 | kIn2});
   define_rule("lerp_scalar", {"LerpBackward0", lerp_scalar_backward});

@@ -270,6 +270,9 @@ void register_elementwise_ops() {
               "x clamped to [min_val, max_val]");
   ops::define("hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor",
               infer_activation_backward, k, "");
+  OpFlags functional = {.strided_output = true, .function = true, .method = true, .nn_functional = true};
+  ops::define("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", infer_activation, functional,
+              "x where |x| > lambd, else 0");
   ops::define("clamp_scalar(Tensor self, Scalar min, Scalar max, bool has_min, bool has_max) -> Tensor",
               infer_clamp_scalar, k, "x clamped to number bounds (has_min, has_max: which are given)");
   ops::define("clamp(Tensor self, Tensor min, Tensor max) -> Tensor", infer_binary_arith, k,

@@ -161,6 +161,15 @@ struct Hardtanh {
   A backward(A g, A x) const { return (x <= lo || x >= hi) ? A(0) : g; }
 };
 
+// hardshrink(x) = x where |x| > lambd, else 0 (its gradient rule is composed of other ops).
+template <typename A>
+struct Hardshrink {
+  static constexpr bool kIntegers = false;
+  A lambd;
+  explicit Hardshrink(const KernelContext& c) : lambd(c.scalars[0].to<A>()) {}
+  A forward(A x) const { return (x > lambd || x < -lambd) ? x : A(0); }
+};
+
 template <template <typename> class F>
 void forward_kernel(const KernelContext& c) {
   visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
@@ -224,6 +233,7 @@ void register_activation_kernels() {
   set_activation<LeakyRelu>("leaky_relu");
   set_activation<Elu>("elu");
   set_activation<Hardtanh>("hardtanh");
+  ops::set_cpu_kernel("hardshrink", forward_kernel<Hardshrink>);
 }
 
 }  // namespace rill::cpu
