@@ -468,6 +468,11 @@ CASES += [
     fcase("gelu_tanh", "gelu", UNARY, approximate="tanh"),
     fcase("silu", "silu", UNARY),
     fcase("softplus", "softplus", UNARY),
+    # NaN and infinities put in by where, whose backward sends them no gradient (a product would turn it into NaN)
+    case("nan_to_num", lambda m, x: m.nan_to_num(m.where(x > 0.5, m.tensor(float("inf")), m.where(
+        x < -0.5, m.tensor(float("nan")), x)), posinf=3.0) + m.where(x > 0, m.tensor(-float("inf")), x).nan_to_num(
+        nan=1.5, neginf=-2.0), [(In((3, 4), low=-1.0, high=1.0),), (In((4, 3), "t", low=-1.0, high=1.0),)],
+         dtypes=ALL_FLOATS),
     case("hardshrink", lambda m, x: m.nn.functional.hardshrink(x, 0.3) + x.hardshrink(lambd=0.6) + m.hardshrink(x),
          UNARY, dtypes=ALL_FLOATS),
     fcase("softplus_beta_threshold", "softplus", UNARY[:3], 2.0, 1.0, dtypes=FLOATS),

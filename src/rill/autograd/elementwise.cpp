@@ -5,6 +5,7 @@
 // strictly inside, rounding ops and sign give zeros, and floor_divide's
 // backward raises as PyTorch's does. Activations run their `<name>_backward` op.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -226,6 +227,12 @@ std::vector<Tensor> atan2_backward(const GradContext& c) {
           c.needs_grad(1) ? binary("mul", unary("neg", r), a) : Tensor()};
 }
 
+// nan_to_num: the gradient passes where x is finite (|x| < inf), as in PyTorch.
+std::vector<Tensor> nan_to_num_backward(const GradContext& c) {
+  Tensor finite = binary("lt_scalar", unary("abs", c.input(0)), Scalar(std::numeric_limits<double>::infinity()));
+  return {choose(finite, c.grad(), zero_like(c.grad()))};
+}
+
 // hardshrink: the gradient passes where |x| > lambd.
 std::vector<Tensor> hardshrink_backward(const GradContext& c) {
   Tensor kept = binary("gt_scalar", unary("abs", c.input(0)), c.scalars()[0]);
@@ -404,6 +411,7 @@ void register_elementwise_rules() {
   define_rule("fmod", {"FmodBackward1", fmod_backward, kIn0 | kIn1});
   define_rule("fmod_scalar", {"FmodBackward0", identity_backward});
   define_rule("atan2", {"Atan2Backward0", atan2_backward, kIn0 | kIn1});
+  define_rule("nan_to_num", {"NanToNumBackward0", nan_to_num_backward, kIn0});
   define_rule("hardshrink", {"HardshrinkBackward0", hardshrink_backward, kIn0});
   define_rule("logaddexp", {"LogaddexpBackward0", logaddexp_backward, kIn0 | kIn1});
   define_rule("lerp", {"LerpBackward1", lerp_backward, kIn0 | kIn1 | kIn2});

@@ -270,6 +270,8 @@ void register_elementwise_ops() {
               "x clamped to [min_val, max_val]");
   ops::define("hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor",
               infer_activation_backward, k, "");
+  ops::define("nan_to_num(Tensor self, float? nan=0.0, float? posinf=None, float? neginf=None) -> Tensor",
+              infer_unary_same, py_out, "NaN, +inf and -inf replaced (defaults: 0, the dtype's largest and lowest)");
   OpFlags functional = {.strided_output = true, .function = true, .method = true, .nn_functional = true};
   ops::define("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", infer_activation, functional,
               "x where |x| > lambd, else 0");

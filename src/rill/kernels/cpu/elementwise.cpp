@@ -393,6 +393,31 @@ void clamp_scalar_kernel(const KernelContext& c) {
   });
 }
 
+// nan_to_num: NaN -> nan, +inf -> posinf, -inf -> neginf (None: 0, the dtype's largest and lowest finite
+// values); integer and bool tensors are copied.
+void nan_to_num_kernel(const KernelContext& c) {
+  visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!kIsFloating<T>) {
+      map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T v) { return v; });
+    } else {
+      double largest = std::numeric_limits<double>::max();
+      if constexpr (std::is_same_v<T, float>) largest = std::numeric_limits<float>::max();
+      if constexpr (kDTypeOf<T> == DType::kFloat16) largest = 65504.0;
+      if constexpr (kDTypeOf<T> == DType::kBFloat16) largest = 3.3895313892515355e38;
+      auto given = [&](const char* name, double fallback) {
+        const double* v = optional_attr_of<double>(c.op, c.attrs, name);
+        return static_cast<M<T>>(Scalar(v ? *v : fallback).to<T>());
+      };
+      const M<T> nan = given("nan", 0.0), posinf = given("posinf", largest), neginf = given("neginf", -largest);
+      map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [=](T v) {
+        const M<T> a = static_cast<M<T>>(v);
+        return T(a != a ? nan : std::isinf(a) ? (a > 0 ? posinf : neginf) : a);
+      });
+    }
+  });
+}
+
 // clamp(x, min, max) with tensor bounds: min(max(x, min), max), as in PyTorch (max wins when min > max).
 void clamp_kernel(const KernelContext& c) {
   visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
@@ -559,6 +584,7 @@ void register_elementwise_kernels() {
   ops::set_cpu_kernel("logical_not", logical_not_kernel);
   ops::set_cpu_kernel("atan2", binary_kernel<Atan2, false>);
   ops::set_cpu_kernel("logaddexp", binary_kernel<LogAddExp, false>);
+  ops::set_cpu_kernel("nan_to_num", nan_to_num_kernel);
   ops::set_cpu_kernel("lerp", lerp_kernel);
   ops::set_cpu_kernel("lerp_scalar", lerp_scalar_kernel);
   ops::set_cpu_kernel("addcmul", addc_kernel<false>);
