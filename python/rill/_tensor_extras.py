@@ -51,10 +51,23 @@ def _fill_(t, values):
     return t
 
 
-def _uniform_(self, from_=0.0, to=1.0, generator=None):
-    """Fill with values drawn from U(from_, to) (in place); generator: a rill.Generator to draw from."""
+def _uniform_(self, *args, **kwargs):
+    """uniform_(from=0, to=1, *, generator=None): fill with values drawn from U(from, to) (in place); generator:
+    a rill.Generator to draw from. (`from` is PyTorch's keyword name, a Python keyword: pass it as **{"from": v}
+    or positionally.)"""
     from rill._generator import _samples
-    return _fill_(self, _samples("uniform", self._shape, _sample_dtype(self), generator) * (to - from_) + from_)
+    names = ["from", "to", "generator"]
+    values = {"from": 0.0, "to": 1.0, "generator": None}
+    if len(args) > 3:
+        raise TypeError(f"[uniform_] takes at most 3 arguments, got {len(args)}")
+    for name, v in zip(names, args):
+        values[name] = v
+    for name, v in kwargs.items():
+        if name not in values or name in names[:len(args)]:
+            raise TypeError(f"[uniform_] got an unexpected or repeated keyword argument '{name}'")
+        values[name] = v
+    lo, hi = values["from"], values["to"]
+    return _fill_(self, _samples("uniform", self._shape, _sample_dtype(self), values["generator"]) * (hi - lo) + lo)
 
 
 def _normal_(self, mean=0.0, std=1.0, generator=None):

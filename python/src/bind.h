@@ -30,6 +30,8 @@ std::optional<DType> dtype_from_object(nb::handle obj);
 std::optional<Scalar> scalar_from_object(nb::handle obj);
 /** Sizes from f(2, 3), f((2, 3)) or f([2, 3]); TypeError naming op otherwise. */
 Shape shape_from_args(const nb::args& args, const char* op);
+/** Sizes from f(2, 3), f((2, 3)) or f(name=(2, 3)) (PyTorch's keyword for them); TypeError naming op otherwise. */
+Shape sizes_from(const nb::args& args, const nb::kwargs& kwargs, const char* name, const char* op);
 /** A list of ints from an int or a sequence of ints; TypeError naming op otherwise. */
 std::vector<int64_t> ints_from_object(nb::handle obj, const char* op);
 /** A device from None, "cpu" or a rill.device. */
@@ -52,6 +54,7 @@ struct BinaryOp {
   const OpSchema* scalar = nullptr;   // null: the other operand must be a tensor
   const OpSchema* rscalar = nullptr;  // null: no number-first form (comparisons: Python reflects them)
   bool integer_division = false;      // a zero integer divisor raises at the call (floor_divide, ...)
+  const char* other_name = "other";   // the Python name of the second argument (pow: exponent)
 };
 /** The schemas of name (numbers: name_scalar; reversible: rname_scalar too). */
 BinaryOp make_binary(const std::string& name, bool numbers = true, bool reversible = true);

@@ -71,6 +71,13 @@ std::vector<int64_t> ints_from_object(nb::handle obj, const char* op) {
   return {int_from(obj, op)};
 }
 
+Shape sizes_from(const nb::args& args, const nb::kwargs& kwargs, const char* name, const char* op) {
+  if (kwargs.size() == 0) return shape_from_args(args, op);
+  RILL_CHECK(args.size() == 0 && kwargs.size() == 1 && kwargs.contains(name), Type, "[", op, "] takes the sizes "
+             "either as arguments or as the keyword argument '", name, "', not both and nothing else");
+  return ints_from_object(kwargs[name], op);
+}
+
 Shape shape_from_args(const nb::args& args, const char* op) {
   if (args.size() == 1 && (PyTuple_Check(args[0].ptr()) || PyList_Check(args[0].ptr())))
     return ints_from_object(args[0], op);
@@ -100,7 +107,7 @@ void init_dtype(nb::module_& m) {
     m.attr(std::string(dtype_name(t)).c_str()) = obj;
     g_dtype_objects[i] = obj;
   }
-  m.def("promote_types", [](DType a, DType b) { return promote_types(a, b); },
+  m.def("promote_types", [](DType a, DType b) { return promote_types(a, b); }, nb::arg("type1"), nb::arg("type2"),
         "The dtype both operands are converted to, PyTorch's promotion table.");
 
   // Strict dtype mode (Note [Strict dtype mode] in ops/type_promotion.cpp); rill.strict_dtype() is in

@@ -197,9 +197,10 @@ void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const BinaryOp& op, boo
     if (out.is_none()) return nb::cast(binary(*p, a, b));
     binary_out(*p, a, b, nb::cast<const Tensor&>(out));
     return nb::borrow(out);
-  }, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("out") = nb::none());
-  cls.def(p->name.c_str(), fn, nb::arg("other"));
-  if (inplace_method) cls.def((p->name + "_").c_str(), inplace, nb::arg("other"), nb::rv_policy::reference_internal);
+  }, nb::arg("input"), nb::arg(p->other_name), nb::kw_only(), nb::arg("out") = nb::none());
+  cls.def(p->name.c_str(), fn, nb::arg(p->other_name));
+  if (inplace_method)
+    cls.def((p->name + "_").c_str(), inplace, nb::arg(p->other_name), nb::rv_policy::reference_internal);
   if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
   if (rdunder) cls.def(rdunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, true); });
   if (idunder) cls.def(idunder, inplace, nb::rv_policy::reference_internal);
@@ -315,7 +316,9 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   // --- binary: functions, methods, operators, in-place ---
   def_binary(m, cls, mul, true, "__mul__", "__rmul__", "__imul__");
   def_binary(m, cls, div, true, "__truediv__", "__rtruediv__", "__itruediv__");
-  def_binary(m, cls, pow, true, "__pow__", "__rpow__", "__ipow__");
+  BinaryOp pow_named = pow;
+  pow_named.other_name = "exponent";  // PyTorch's name for pow's second argument
+  def_binary(m, cls, pow_named, true, "__pow__", "__rpow__", "__ipow__");
   def_binary(m, cls, maximum, false);
   def_binary(m, cls, minimum, false);
   cls.def("__add__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, false); });
@@ -340,16 +343,21 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       if (nb::isinstance<Tensor>(b)) check_no_partial_overlap(a, nb::cast<const Tensor&>(b), p->name);
       return binary_inplace(*p, a, scaled(*p, mul, a, b, alpha));
     };
-    m.def(p->name.c_str(), fn_out, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none(),
-          nb::arg("out") = nb::none());
+    for (const char* name : {p->name.c_str(), p == &sub ? "subtract" : nullptr}) {
+      if (name)
+        m.def(name, fn_out, nb::arg("input"), nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none(),
+              nb::arg("out") = nb::none());
+    }
     cls.def(p->name.c_str(), fn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none());
     cls.def((p->name + "_").c_str(), ifn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none(),
             nb::rv_policy::reference_internal);
   }
-  m.def("subtract", [](const Tensor& a, nb::handle b) { return binary(sub, a, b); });
-  m.def("multiply", [](const Tensor& a, nb::handle b) { return binary(mul, a, b); });
-  m.def("divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); });
-  m.def("true_divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); });
+  m.def("multiply", [](const Tensor& a, nb::handle b) { return binary(mul, a, b); }, nb::arg("input"),
+        nb::arg("other"));
+  m.def("divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); }, nb::arg("input"),
+        nb::arg("other"));
+  m.def("true_divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); }, nb::arg("input"),
+        nb::arg("other"));
   // pow(number, tensor)
   m.def("pow", [](nb::handle a, const Tensor& b) {
     auto s = scalar_from_object(a);
@@ -362,7 +370,9 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     const BinaryOp* p = &cmp[i];
     m.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("input"),
           nb::arg("other"));
-    if (cmp_alias[i]) m.def(cmp_alias[i], [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); });
+    if (cmp_alias[i])
+      m.def(cmp_alias[i], [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("input"),
+            nb::arg("other"));
     cls.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("other"));
     cls.def(cmp_dunders[i], [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
   }
@@ -495,10 +505,10 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       return autograd::matmul(a, b);
     };
   };
-  m.def("mm", mm2("mm", 2));
-  cls.def("mm", mm2("mm", 2));
-  m.def("bmm", mm2("bmm", 3));
-  cls.def("bmm", mm2("bmm", 3));
+  m.def("mm", mm2("mm", 2), nb::arg("input"), nb::arg("mat2"));
+  cls.def("mm", mm2("mm", 2), nb::arg("mat2"));
+  m.def("bmm", mm2("bmm", 3), nb::arg("input"), nb::arg("mat2"));
+  cls.def("bmm", mm2("bmm", 3), nb::arg("mat2"));
 
   // --- creation ---
   auto filled = [](const char* name, int value) {
@@ -574,7 +584,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       }
     }
     return result_type(metas, scalars);
-  });
+  }, nb::arg("tensor"), nb::arg("other"));
 }
 
 }  // namespace rill::py

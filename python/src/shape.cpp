@@ -25,8 +25,6 @@ nb::tuple to_tuple(const std::vector<Tensor>& ts) {
   return nb::tuple(l);
 }
 
-// Sizes from f(x, 2, 3) or f(x, (2, 3)).
-std::vector<int64_t> dims_from(const nb::args& args, const char* op) { return shape_from_args(args, op); }
 
 std::string reduce_arg(nb::handle reduce, const char* op) {
   if (reduce.is_none()) return "";
@@ -109,13 +107,19 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
     m.def(n, movedim, nb::arg("input"), nb::arg("source"), nb::arg("destination"));
     cls.def(n, movedim, nb::arg("source"), nb::arg("destination"));
   }
-  cls.def("repeat", [](const Tensor& x, nb::args reps) { return autograd::repeat(x, dims_from(reps, "repeat")); });
+  cls.def("repeat", [](const Tensor& x, nb::args reps, nb::kwargs kw) {
+    return autograd::repeat(x, sizes_from(reps, kw, "repeats", "repeat"));
+  });
   m.def("tile", [](const Tensor& x, nb::handle dims) { return autograd::tile(x, ints_from_object(dims, "tile")); },
         nb::arg("input"), nb::arg("dims"));
-  cls.def("tile", [](const Tensor& x, nb::args dims) { return autograd::tile(x, dims_from(dims, "tile")); });
+  cls.def("tile", [](const Tensor& x, nb::args dims, nb::kwargs kw) {
+    return autograd::tile(x, sizes_from(dims, kw, "dims", "tile"));
+  });
   m.def("flip", [](const Tensor& x, nb::handle dims) { return autograd::flip(x, ints_from_object(dims, "flip")); },
         nb::arg("input"), nb::arg("dims"));
-  cls.def("flip", [](const Tensor& x, nb::args dims) { return autograd::flip(x, dims_from(dims, "flip")); });
+  cls.def("flip", [](const Tensor& x, nb::args dims, nb::kwargs kw) {
+    return autograd::flip(x, sizes_from(dims, kw, "dims", "flip"));
+  });
   auto fliplr = [](const Tensor& x) {
     RILL_CHECK(x.ndim() >= 2, Runtime, "[fliplr] Input must be >= 2-d.");
     return autograd::flip(x, {1});

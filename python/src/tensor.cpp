@@ -85,14 +85,18 @@ void init_tensor(nb::module_& m) {
       .def("_is_same", [](const Tensor& a, const Tensor& b) { return a.is_same(b); })
       .def("_shares_storage", [](const Tensor& a, const Tensor& b) { return a.storage() == b.storage(); })
       // --- views ---
-      .def("view", [](const Tensor& t, nb::args a) {
+      .def("view", [](const Tensor& t, nb::args a, nb::kwargs kw) {
             if (a.size() == 1 && dtype_from_object(a[0]))
               RILL_FAIL(NotImplemented, "[view] reinterpreting as another dtype is not supported; use .to(dtype)");
-            return autograd::view(t, shape_from_args(a, "view"));
+            return autograd::view(t, sizes_from(a, kw, "size", "view"));
           })
-      .def("reshape", [](const Tensor& t, nb::args a) { return autograd::reshape(t, shape_from_args(a, "reshape")); })
-      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return autograd::transpose(t, d0, d1); })
-      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) { return autograd::transpose(t, d0, d1); })
+      .def("reshape", [](const Tensor& t, nb::args a, nb::kwargs kw) {
+            return autograd::reshape(t, sizes_from(a, kw, "shape", "reshape"));
+          })
+      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return autograd::transpose(t, d0, d1); },
+           nb::arg("dim0"), nb::arg("dim1"))
+      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) { return autograd::transpose(t, d0, d1); },
+           nb::arg("axis0"), nb::arg("axis1"))
       .def("t", [](const Tensor& t) {
             RILL_CHECK(t.ndim() <= 2, Runtime, "[t] expects a tensor with <= 2 dimensions, but self is ", t.ndim(),
                        "D; use .transpose(dim0, dim1) or .mT");
@@ -108,14 +112,24 @@ void init_tensor(nb::module_& m) {
                        "matrices. Got ", t.ndim(), "-D tensor.");
             return autograd::transpose(t, -2, -1);
           })
-      .def("permute", [](const Tensor& t, nb::args a) { return autograd::permute(t, shape_from_args(a, "permute")); })
-      .def("expand", [](const Tensor& t, nb::args a) { return autograd::expand(t, shape_from_args(a, "expand")); })
-      .def("expand_as", [](const Tensor& t, const Tensor& o) { return autograd::expand(t, o.shape()); })
+      .def("permute", [](const Tensor& t, nb::args a, nb::kwargs kw) {
+            return autograd::permute(t, sizes_from(a, kw, "dims", "permute"));
+          })
+      .def("expand", [](const Tensor& t, nb::args a, nb::kwargs kw) {
+            if (kw.contains("implicit")) {  // PyTorch's tracing flag: no effect on the result
+              RILL_CHECK(nb::isinstance<nb::bool_>(kw["implicit"]), Type, "[expand] implicit must be a bool");
+              nb::del(kw["implicit"]);
+            }
+            return autograd::expand(t, sizes_from(a, kw, "size", "expand"));
+          })
+      .def("expand_as", [](const Tensor& t, const Tensor& o) { return autograd::expand(t, o.shape()); },
+           nb::arg("other"))
       .def("narrow", [](const Tensor& t, int64_t dim, int64_t start, int64_t len) {
             return autograd::narrow(t, dim, start, len);
-          })
-      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return autograd::select(t, dim, index); })
-      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return autograd::unsqueeze(t, dim); })
+          }, nb::arg("dim"), nb::arg("start"), nb::arg("length"))
+      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return autograd::select(t, dim, index); },
+           nb::arg("dim"), nb::arg("index"))
+      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return autograd::unsqueeze(t, dim); }, nb::arg("dim"))
       .def("squeeze", [](const Tensor& t, nb::object dim) {
             if (dim.is_none()) return autograd::squeeze(t, std::nullopt);
             return autograd::squeeze(t, ints_from_object(dim, "squeeze"));
@@ -125,11 +139,11 @@ void init_tensor(nb::module_& m) {
       .def("contiguous", [](const Tensor& t) { return autograd::contiguous(t); })
       .def("clone", [](const Tensor& t) { return autograd::clone(t); })
             // In-place methods return self (the same Python object), as in PyTorch.
-      .def("copy_", [](const Tensor& t, const Tensor& src) -> const Tensor& {
+      .def("copy_", [](const Tensor& t, const Tensor& src, bool) -> const Tensor& {
             check_strict_store("copy_", src.dtype(), t.dtype(), "src", "src");
             return autograd::copy_(t, src);
-          },
-           nb::arg("src"), nb::rv_policy::reference_internal)
+          },  // non_blocking: a CPU copy is ordered by the VM either way
+           nb::arg("src"), nb::arg("non_blocking") = false, nb::rv_policy::reference_internal)
       .def("fill_", [](const Tensor& t, nb::handle v) -> const Tensor& {
             auto s = scalar_from_object(v);
             if (!s && nb::isinstance<Tensor>(v)) {

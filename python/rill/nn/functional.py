@@ -140,22 +140,22 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return out
 
 
-def one_hot(tensor, num_classes=-1):
-    """int64 tensor of shape tensor.shape + (num_classes,) with a 1 at each value's position. num_classes=-1
+def one_hot(input, num_classes=-1):
+    """int64 tensor of shape input.shape + (num_classes,) with a 1 at each value's position. num_classes=-1
     infers it from the largest value (a sync point)."""
-    if not isinstance(tensor, Tensor) or tensor.dtype != rill.int64:
+    if not isinstance(input, Tensor) or input.dtype != rill.int64:
         raise RuntimeError("[one_hot] one_hot is only applicable to index tensor of type LongTensor.")
-    if tensor.numel() > 0:
-        if tensor.min().item() < 0:
+    if input.numel() > 0:
+        if input.min().item() < 0:
             raise RuntimeError("[one_hot] Class values must be non-negative.")
-        top = tensor.max().item()
+        top = input.max().item()
         if num_classes == -1:
             num_classes = top + 1
         elif top >= num_classes:
             raise RuntimeError("[one_hot] Class values must be smaller than num_classes.")
     elif num_classes == -1:
         raise RuntimeError("[one_hot] Can not infer total number of classes from empty tensor.")
-    return (tensor.unsqueeze(-1) == rill.arange(num_classes)).long()
+    return (input.unsqueeze(-1) == rill.arange(num_classes)).long()
 
 
 # ---------------------------------------------------------------------------------------------------------
