@@ -10,7 +10,7 @@ its work finished. Each timing is settled first (run.py, SETTLE_S).
     python3 bench/bench.py                      # all workloads, 1 and 2 threads
     python3 bench/bench.py --only matmul        # workloads whose name contains 'matmul'
     python3 bench/bench.py --compute-on-worker 0 1   # the VM knob, both values
-    python3 bench/bench.py --only float16            # the float16 / bfloat16 workloads (issue 7)
+    python3 bench/bench.py --only float16            # the float16 / bfloat16 workloads
 """
 import argparse
 import statistics
@@ -73,7 +73,7 @@ def workloads():
         return run
 
     def elementwise_1m(fn, dtype):
-        """fn(a, b) on two 1M tensors of dtype (issue 7's 16-bit workloads)."""
+        """fn(a, b) on two 1M tensors of dtype (the 16-bit workloads)."""
         def setup(lib):
             a = lib.tensor(np.random.rand(1 << 20).astype(np.float32)).to(getattr(lib, dtype))
             b = lib.tensor(np.random.rand(1 << 20).astype(np.float32)).to(getattr(lib, dtype))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The eager performance suite (issue 9): rill vs PyTorch 2.13, side by side in one process run.
+"""The eager performance suite: rill vs PyTorch 2.13, side by side in one process run.
 
     python3 bench/run.py                       # every workload; table on stdout, JSON in bench/results.json
     python3 bench/run.py --only mlp --repeats 11

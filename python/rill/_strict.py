@@ -1,4 +1,4 @@
-"""Strict dtype mode (DESIGN.md §4, issue 7): every implicit dtype conversion raises TypeError.
+"""Strict dtype mode (DESIGN.md §4): every implicit dtype conversion raises TypeError.
 
     rill.set_strict_dtype(True)        # this thread, until turned off (None: back to the process default)
     with rill.strict_dtype():          # a block (also a decorator: @rill.strict_dtype())
@@ -71,7 +71,7 @@ class strict_dtype:
 
 
 def _name(dtype):
-    return "rill." + str(dtype).split(".")[-1]
+    return "rill." + dtype.name
 
 
 def check_number_kinds(data):
@@ -96,11 +96,3 @@ def check_number_kinds(data):
         target = {"float": "rill.float32", "int": "rill.int64", "bool": "rill.bool"}[order[-1]]
         raise TypeError(f"[tensor] strict dtype mode: data mixes Python {' and '.join(k + 's' for k in order)}; "
                         f"pass dtype= explicitly, e.g. rill.tensor(data, dtype={target})")
-
-
-def check_same_dtype(op, what, value_dtype, dest_dtype, fix):
-    """Under strict mode, TypeError naming op when value_dtype differs from dest_dtype."""
-    if value_dtype != dest_dtype and _C.is_strict_dtype():
-        raise TypeError(f"[{op}] strict dtype mode: {what} is {str(value_dtype).split('.')[-1]} and the "
-                        f"destination is {str(dest_dtype).split('.')[-1]}; convert explicitly, e.g. "
-                        f"{fix}.to({_name(dest_dtype)})")

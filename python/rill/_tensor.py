@@ -86,7 +86,7 @@ def _cuda(self, *args, **kwargs):
 def _convert(dt):
     def method(self):
         return self._to_dtype(dt, False)
-    method.__name__ = builtins.str(dt).split(".")[-1]
+    method.__name__ = dt.name
     return method
 
 

@@ -16,10 +16,10 @@ def _rebuild_tensor(array, dtype_name, requires_grad):
 
 
 def _reduce_ex(self, protocol):
-    from rill.serialization import _dtype_name, _tensor_bytes
+    from rill.serialization import _tensor_bytes
     if self.grad_fn is not None:
         raise RuntimeError("[pickle] can't pickle a non-leaf tensor that requires grad; pickle t.detach()")
-    return (_rebuild_tensor, (_tensor_bytes(self), _dtype_name(self.dtype), bool(self.requires_grad)))
+    return (_rebuild_tensor, (_tensor_bytes(self), self.dtype.name, bool(self.requires_grad)))
 
 
 def _deepcopy(self, memo):

@@ -42,14 +42,10 @@ _DTYPES = {
 }
 
 
-def _dtype_name(dtype):
-    return str(dtype).split(".")[-1]
-
-
 def _tensor_bytes(t):
     """The values of t, contiguous and little-endian, as a numpy array of the carrier dtype."""
     t = t.detach()
-    name = _dtype_name(t.dtype)
+    name = t.dtype.name
     if name == "bfloat16":
         f = np.asarray(t.float().numpy(), order="C")  # (ascontiguousarray would make a 0-dim array 1-dim)
         return (f.view(np.uint32) >> 16).astype("<u2")
@@ -92,7 +88,7 @@ class _Writer:
         self.memo[key] = ref
         self._keep = getattr(self, "_keep", [])
         self._keep.append(t)  # ids stay unique while saving
-        return {"t": "tensor", "id": ref, "dtype": _dtype_name(t.dtype), "shape": list(t.shape), "offset": offset,
+        return {"t": "tensor", "id": ref, "dtype": t.dtype.name, "shape": list(t.shape), "offset": offset,
                 "nbytes": len(raw), "requires_grad": bool(t.requires_grad), "param": isinstance(t, Parameter)}
 
     def node(self, obj, depth=0):
@@ -113,7 +109,7 @@ class _Writer:
         if isinstance(obj, (np.integer, np.floating, np.bool_)):
             return self.node(obj.item(), depth)
         if isinstance(obj, _C.dtype):
-            return {"t": "dtype", "v": _dtype_name(obj)}
+            return {"t": "dtype", "v": obj.name}
         if isinstance(obj, dict):
             kind = "odict" if isinstance(obj, collections.OrderedDict) else "dict"
             out = {"t": kind, "items": [[self.node(k, depth + 1), self.node(v, depth + 1)] for k, v in obj.items()]}

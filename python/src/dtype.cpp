@@ -96,6 +96,8 @@ Device device_from_object(nb::handle obj, const char* op) {
 
 void init_dtype(nb::module_& m) {
   nb::class_<PyDType>(m, "dtype", "A tensor element type, e.g. rill.float32.")
+      .def_prop_ro("name", [](const PyDType& d) { return std::string(dtype_name(d.value)); },
+                   "The dtype's name without the module: \"float32\".")
       .def_prop_ro("is_floating_point", [](const PyDType& d) { return dtype_is_floating(d.value); })
       .def_prop_ro("is_signed", [](const PyDType& d) { return dtype_is_signed(d.value); })
       .def_prop_ro("itemsize", [](const PyDType& d) { return dtype_itemsize(d.value); })

@@ -1,4 +1,4 @@
-"""The op-parity table (issue 5): one row per op case, driving test_op_parity.py.
+"""The op-parity table: one row per op case, driving test_op_parity.py.
 
 A row names the op, gives the same computation as a rill callable and a torch callable (each takes the input
 tensors, already laid out, and the module), the input specs to try, the dtypes, and whether gradients flow.
@@ -411,7 +411,7 @@ CASES = [
 
 
 
-# --- issue 5 op library: elementwise ops, reductions and scans (branch ops-ew) -----------------------------
+# --- the op library: elementwise ops, reductions and scans -------------------------------------------------
 # Inputs with exact zeros that still carry a gradient of 1 (x minus a detached copy of its small entries):
 # prod and cumprod gradients at zeros. Finite differences can't see through detach, so those rows skip them.
 def _with_zeros(x):
@@ -623,7 +623,7 @@ def _mul_view(a, b):
 
 
 # ======================================================================================================
-# Shape, indexing and sorting ops (issue 5, branch ops-shape). Index arguments are built inside the row's
+# Shape, indexing and sorting ops. Index arguments are built inside the row's
 # function from fixed data (m.tensor([...])), so the same indices go to rill and torch.
 # ======================================================================================================
 

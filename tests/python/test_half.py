@@ -1,4 +1,4 @@
-"""float16 and bfloat16 everywhere (issue 7): every row of the op-parity table (op_cases.CASES) that
+"""float16 and bfloat16 everywhere: every row of the op-parity table (op_cases.CASES) that
 test_op_parity.py runs in float32/float64 only, run here in both 16-bit dtypes -- values and gradients
 against PyTorch within half-precision tolerances; long reductions, softmax, norms, matmul and losses
 accumulate in float32 (as PyTorch's do); Module.to(rill.bfloat16) converts and trains.
@@ -22,7 +22,7 @@ GRAD_TOL = {"float16": (1e-2, 2e-3), "bfloat16": (5e-2, 1.6e-2)}
 
 # Rows not run here, with the reason.
 EXCLUDED = {
-    # Convolution runs on oneDNN / im2col in float32 and float64 (issue 7 covers elementwise, reduction,
+    # Convolution runs on oneDNN / im2col in float32 and float64 (16-bit support covers elementwise, reduction,
     # matmul, normalisation and loss ops); it raises a TypeError that says so.
     "conv": "convolution is float32/float64",
     # A precision stress test (layer_norm of x + 1000): PyTorch's float16 gradient is 100x further from the

@@ -2,7 +2,7 @@
 initialisation, and every layer's forward and backward from the same weights (loaded through
 load_state_dict from the torch module).
 
-Layers whose forward needs a function that rill.nn.functional does not have yet (conv, pooling: issue 5) are
+Layers whose forward needs a function that rill.nn.functional does not have yet (conv, pooling) are
 skipped until it lands; the others run on rill.nn.functional or, meanwhile, on composites of existing ops."""
 import copy
 import math
@@ -558,7 +558,7 @@ def test_transformer_encoder_stack():
     _check_forward_backward(r, t, (5, 2, 8))
 
 
-# --- layers that need conv/pool from the op library (issue 5) ---
+# --- layers that need conv/pool from the op library ---
 
 def test_conv1d():
     need("conv1d")

@@ -1,4 +1,4 @@
-"""The op library of issue 5 beyond the parity table (op_cases.py): errors of PyTorch's types, integer
+"""The op library beyond the parity table (op_cases.py): errors of PyTorch's types, integer
 division by zero, result dtypes, in-place forms and operators, edge values (ties, NaN, signs), and large
 tensors that take the vectorised and multi-threaded kernel paths."""
 import math

@@ -1,4 +1,4 @@
-"""Type promotion against PyTorch, exhaustively (issue 7): for every pair of the 10 dtypes and every kind of
+"""Type promotion against PyTorch, exhaustively: for every pair of the 10 dtypes and every kind of
 operand pair -- tensor-tensor, tensor-0-dim, 0-dim-tensor, 0-dim-0-dim -- and for a tensor (or 0-dim tensor)
 with a Python bool, int or float on either side, the result dtype (and values) of add, sub, mul, div, eq,
 where and maximum equal what torch returns, and where torch raises rill raises too.

@@ -345,7 +345,7 @@ def test_getitem_negative_step():
 ])
 @pytest.mark.filterwarnings("ignore:indexing with dtype torch.uint8 is now deprecated")
 def test_advanced_indexing_matches_torch(index):
-    # Advanced indexing (tensors, lists, bools; issue 5) gives torch's values, for reads and writes.
+    # Advanced indexing (tensors, lists, bools) gives torch's values, for reads and writes.
     # (A 0-dim uint8 tensor is a mask in torch, not an int: it must not be taken for one.)
     r, t = pair(3, 4)
     assert_close(r[index(rill)], t[index(torch)])

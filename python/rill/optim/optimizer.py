@@ -16,10 +16,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-def _dtype_name(dtype):
-    return str(dtype).split(".")[-1]
-
-
 class Optimizer:
     """Base class: Optimizer(params, defaults) where params is an iterable of tensors or of dicts (param groups)."""
 
@@ -47,8 +43,8 @@ class Optimizer:
                 g = p.grad
                 if g is not None and g.dtype != p.dtype:
                     raise TypeError(f"[{type(self).__name__}.step] strict dtype mode: parameter {pi} of group {gi} "
-                                    f"is {_dtype_name(p.dtype)} and its gradient is {_dtype_name(g.dtype)}; "
-                                    f"convert explicitly, e.g. p.grad = p.grad.to(rill.{_dtype_name(p.dtype)})")
+                                    f"is {p.dtype.name} and its gradient is {g.dtype.name}; "
+                                    f"convert explicitly, e.g. p.grad = p.grad.to(rill.{p.dtype.name})")
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -181,8 +177,8 @@ class Optimizer:
                 if (param.is_floating_point() and value.is_floating_point() and value.dtype != param.dtype
                         and rill.is_strict_dtype()):
                     raise TypeError(f"[{type(self).__name__}.load_state_dict] strict dtype mode: state '{key}' is "
-                                    f"{_dtype_name(value.dtype)} and its parameter is {_dtype_name(param.dtype)}; "
-                                    f"convert the state explicitly with .to(rill.{_dtype_name(param.dtype)})")
+                                    f"{value.dtype.name} and its parameter is {param.dtype.name}; "
+                                    f"convert the state explicitly with .to(rill.{param.dtype.name})")
                 return value.to(param.dtype) if param.is_floating_point() and value.is_floating_point() \
                     else value.clone()
             if isinstance(value, dict):

@@ -58,7 +58,7 @@ DType result_type(std::span<const MetaSym> tensors, std::span<const Scalar> scal
 // mark the InferContext (implicit_conversion); the cache stores the mark with the result, and a hit on a
 // marked result re-runs inference when strict mode is on, which raises.
 //
-// What counts as a conversion (issue 7): tensor operands of different dtypes (0-dim ones included); an int
+// What counts as a conversion: tensor operands of different dtypes (0-dim ones included); an int
 // or bool input made floating (true division, sqrt, exp, logsumexp); a Python number of a higher category
 // than the tensors (a float with an int tensor, an int with a bool tensor); a value stored into a tensor of
 // another dtype (in-place ops, copy_, x[i] = v, out=). Not conversions: explicit .to() / dtype= arguments,

@@ -458,7 +458,7 @@ class Module:
             if input_param.dtype != param.dtype and rill.is_strict_dtype():
                 # TypeError at once (not collected into the RuntimeError below): a conversion to write, not a
                 # mismatch of the checkpoint.
-                have, want = str(input_param.dtype).split(".")[-1], str(param.dtype).split(".")[-1]
+                have, want = input_param.dtype.name, param.dtype.name
                 raise TypeError(f"[load_state_dict] strict dtype mode: {key} is {have} in the state dict and {want} "
                                 f"in the module; convert explicitly, e.g. state_dict['{key}'] = "
                                 f"state_dict['{key}'].to(rill.{want}), or convert the module first with "
@@ -549,7 +549,7 @@ def _as_rill_tensor(value):
         return value
     if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
         t = value.detach().cpu()
-        name = str(t.dtype).split(".")[-1]
+        name = str(t.dtype).split(".")[-1]  # a torch.dtype, which has no .name
         if name == "bfloat16":
             return rill.tensor(t.float().numpy()).to(rill.bfloat16)
         return rill.tensor(t.numpy()).to(getattr(rill, name))

@@ -15,9 +15,9 @@ def _stack(tensors):
     if stack is not None:
         return stack(tensors, 0)
     # until rill.stack exists: through numpy (a copy)
-    from rill.serialization import _dtype_name, _tensor_bytes, _tensor_from_array
-    name = _dtype_name(tensors[0].dtype)
-    if any(_dtype_name(t.dtype) != name for t in tensors):
+    from rill.serialization import _tensor_bytes, _tensor_from_array
+    name = tensors[0].dtype.name
+    if any(t.dtype.name != name for t in tensors):
         raise TypeError(f"[stack] expected tensors of one dtype, got {sorted({str(t.dtype) for t in tensors})}")
     if any(tuple(t.shape) != tuple(tensors[0].shape) for t in tensors):
         raise RuntimeError("stack expects each tensor to be equal size, but got "
