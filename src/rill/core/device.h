@@ -1,6 +1,7 @@
 // Devices. Only the CPU exists today; the type leaves room for CUDA.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -8,6 +9,8 @@ namespace rill {
 
 /** Kind of device. */
 enum class DeviceType : uint8_t { kCPU = 0, kCUDA = 1 };
+/** Number of device types (the columns of an op's kernel table). */
+inline constexpr size_t kNumDeviceTypes = 2;
 
 /** A device: type and index. */
 struct Device {

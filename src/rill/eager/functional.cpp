@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "rill/kernels/cpu/kernels.h"
+#include "rill/kernels/registry.h"
 #include "rill/ops/type_promotion.h"
 #include "rill/ops/view.h"
 #include "rill/vm/virtual_machine.h"
@@ -46,10 +46,16 @@ const InferResult& infer(const OpSchema& op, std::span<const Tensor> inputs, std
 
 void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
             std::span<const Tensor> outputs) {
-  RILL_CHECK(op.cpu_kernel != nullptr, NotImplemented, "[", op.name, "] has no CPU kernel");
+  const Device device = !outputs.empty() ? outputs[0].device() : inputs.empty() ? Device{} : inputs[0].device();
+  KernelFn kernel = op.kernel(device.type);
+  if (kernel == nullptr) [[unlikely]] {
+    RILL_CHECK(device.type == DeviceType::kCPU, Runtime, "[", op.name, "] has no kernel for ", device.str(),
+               ": this build of rill has CPU kernels only");
+    RILL_FAIL(NotImplemented, "[", op.name, "] has no CPU kernel");
+  }
   auto instr = vm::new_instruction();
   instr->op = &op;
-  instr->kernel = op.cpu_kernel;
+  instr->kernel = kernel;
   instr->inputs.assign(inputs.begin(), inputs.end());
   instr->outputs.assign(outputs.begin(), outputs.end());
   instr->attrs = attrs;
@@ -77,7 +83,7 @@ void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const 
 }  // namespace
 
 const OpSchema& op(std::string_view name) {
-  cpu::register_cpu_kernels();
+  kernels::register_all();
   return ops::get(name);
 }
 

@@ -5,6 +5,7 @@
 // layer fills them in at start-up.
 #pragma once
 
+#include <array>
 #include <span>
 #include <string>
 #include <string_view>
@@ -99,7 +100,9 @@ struct OpSchema {
   int num_scalars = 0;
   std::vector<std::string> attr_names;  // the attrs' signature names, in order
   InferFn infer = nullptr;
-  KernelFn cpu_kernel = nullptr;
+  std::array<KernelFn, kNumDeviceTypes> kernels{};  // per device type; null where the op has no kernel
+  /** The kernel for a device type, or null. */
+  KernelFn kernel(DeviceType t) const { return kernels[static_cast<size_t>(t)]; }
   /** Position of the attr called attr in an op call's attrs; RuntimeError (a bug) when there is none. */
   size_t attr_index(std::string_view attr) const;
   bool strided_output() const { return flags.strided_output; }
@@ -133,8 +136,10 @@ const OpSchema* find(std::string_view name);
 const OpSchema& get(std::string_view name);
 /** Every registered op, in registration order. */
 std::vector<const OpSchema*> all();
-/** Install the CPU kernel of an op (called by the kernels layer). */
-void set_cpu_kernel(std::string_view name, KernelFn fn);
+/** Install an op's kernel for a device type (called by the kernels layer). */
+void set_kernel(std::string_view name, DeviceType device, KernelFn fn);
+/** set_kernel for the CPU. */
+inline void set_cpu_kernel(std::string_view name, KernelFn fn) { set_kernel(name, DeviceType::kCPU, fn); }
 /** Inference through the per-thread cache keyed by (op, input metas, scalar kinds, attrs). */
 const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inputs,
                                 std::span<const Scalar> scalars, AttrsSym attrs);

@@ -138,11 +138,11 @@ std::vector<const OpSchema*> all() {
   return out;
 }
 
-void set_cpu_kernel(std::string_view name, KernelFn fn) {
+void set_kernel(std::string_view name, DeviceType device, KernelFn fn) {
   auto& m = registry().by_name;
   auto it = m.find(name);
   RILL_ASSERT(it != m.end(), "kernel for an unknown op: ", std::string(name));
-  it->second->cpu_kernel = fn;
+  it->second->kernels[static_cast<size_t>(device)] = fn;
 }
 
 const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inputs,

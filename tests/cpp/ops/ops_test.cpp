@@ -107,7 +107,7 @@ TEST(Registry, EveryOpHasACpuKernelAndInference) {
   eager::op("add");  // registers everything
   for (const OpSchema* s : ops::all()) {
     EXPECT_NE(s->infer, nullptr) << s->name;
-    EXPECT_NE(s->cpu_kernel != nullptr, s->composite()) << s->name;  // composite ops have none
+    EXPECT_NE(s->kernel(DeviceType::kCPU) != nullptr, s->composite()) << s->name;  // composite ops have none
   }
 }
 

@@ -32,7 +32,7 @@ Tensor issue_on(const char* name, std::vector<Tensor> inputs, int tid, std::vect
   Tensor out = Tensor::empty(r.outputs[0]);
   auto instr = std::make_unique<vm::Instruction>();
   instr->op = &op;
-  instr->kernel = op.cpu_kernel;
+  instr->kernel = op.kernel(DeviceType::kCPU);
   instr->stream.thread_id = static_cast<int16_t>(tid);
   instr->inputs = std::move(inputs);
   instr->outputs = {out};

@@ -1,11 +1,8 @@
 // The CPU kernels, one file per op family mirroring ops/. register_cpu_kernels()
-// installs them all into the op registry.
+// (kernels/registry.h) installs them all into the op registry.
 #pragma once
 
 namespace rill::cpu {
-
-/** Install every CPU kernel into the op registry (idempotent). */
-void register_cpu_kernels();
 
 void register_elementwise_kernels();
 /** The activations (activation.cpp); called by register_elementwise_kernels(). */

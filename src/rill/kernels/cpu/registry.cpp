@@ -1,6 +1,7 @@
 #include <mutex>
 
 #include "rill/kernels/cpu/kernels.h"
+#include "rill/kernels/registry.h"
 #include "rill/ops/op_schema.h"
 
 namespace rill::cpu {
