@@ -373,6 +373,7 @@ CASES = [
     case("getitem_int", lambda m, x: x[..., 1], [(In((3, 4)),), (In((2, 3, 4)),)]),
     case("getitem_none", lambda m, x: x[None, 1:2], [(In((3, 4)),)]),
     case("select", lambda m, x: x.select(1, 2), [(In((3, 4)),)]),
+    case("slice", lambda m, x: x[1:3, ::2] * 2 + x[-2:, 1:].sum(), [(In((3, 4)),), (In((4, 3), "t"),)]),
     case("narrow", lambda m, x: x.narrow(0, 1, 2), [(In((3, 4)),)]),
     case("squeeze", lambda m, x: x.squeeze(), [(In((3, 1, 4)),)]),
     case("squeeze_dim", lambda m, x: x.squeeze(1), [(In((3, 1, 4)),)]),

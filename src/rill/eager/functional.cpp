@@ -207,36 +207,56 @@ const Tensor& fill_(const Tensor& dst, Scalar value) {
 
 // --- views ------------------------------------------------------------------------------
 
-namespace {
-Tensor apply(const Tensor& x, const view::ViewResult& v) { return x.view_as_meta(v.meta, x.offset() + v.offset); }
-}  // namespace
+Tensor view_call(const OpSchema& op, const Tensor& x, AttrsSym attrs) {
+  RILL_ASSERT(op.flags.view, "[", op.name, "] is not a view op");
+  RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
+  MetaSym in[1] = {x.meta()};
+  const InferResult& r = ops::infer_cached(op, in, {}, attrs);
+  return x.view_as_meta(r.outputs[0], x.offset() + r.view_offset);
+}
 
 Tensor view(const Tensor& x, const Shape& shape) {
-  auto v = view::view(*x.meta(), shape);
-  RILL_CHECK(v.has_value(), Runtime, "[view] size is not compatible with input tensor's size and stride (at least "
-             "one dimension spans across two contiguous subspaces); use .reshape(...) instead");
-  return apply(x, *v);
+  static const OpSchema& op = eager::op("view");
+  return view_call(op, x, make_attrs({shape}));
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
-  auto v = view::view(*x.meta(), shape);
-  if (v) return apply(x, *v);
+  if (view::view(*x.meta(), shape)) return view(x, shape);
   return view(clone(x), shape);
 }
 
-Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) { return apply(x, view::transpose(*x.meta(), d0, d1)); }
-Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) { return apply(x, view::permute(*x.meta(), dims)); }
-Tensor expand(const Tensor& x, const Shape& sizes) { return apply(x, view::expand(*x.meta(), sizes)); }
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
+  static const OpSchema& op = eager::op("transpose");
+  return view_call(op, x, make_attrs({d0, d1}));
+}
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  static const OpSchema& op = eager::op("permute");
+  return view_call(op, x, make_attrs({dims}));
+}
+Tensor expand(const Tensor& x, const Shape& sizes) {
+  static const OpSchema& op = eager::op("expand");
+  return view_call(op, x, make_attrs({sizes}));
+}
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
-  return apply(x, view::slice(*x.meta(), dim, start, stop, step));
+  static const OpSchema& op = eager::op("slice");
+  auto opt = [](std::optional<int64_t> v) { return v ? AttrValue(*v) : AttrValue(std::monostate{}); };
+  return view_call(op, x, make_attrs({dim, opt(start), opt(stop), step}));
 }
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
-  return apply(x, view::narrow(*x.meta(), dim, start, length));
+  static const OpSchema& op = eager::op("narrow");
+  return view_call(op, x, make_attrs({dim, start, length}));
 }
-Tensor select(const Tensor& x, int64_t dim, int64_t index) { return apply(x, view::select(*x.meta(), dim, index)); }
-Tensor unsqueeze(const Tensor& x, int64_t dim) { return apply(x, view::unsqueeze(*x.meta(), dim)); }
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  static const OpSchema& op = eager::op("select");
+  return view_call(op, x, make_attrs({dim, index}));
+}
+Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  static const OpSchema& op = eager::op("unsqueeze");
+  return view_call(op, x, make_attrs({dim}));
+}
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
-  return apply(x, view::squeeze(*x.meta(), std::move(dims)));
+  static const OpSchema& op = eager::op("squeeze");
+  return view_call(op, x, make_attrs({dims ? AttrValue(std::move(*dims)) : AttrValue(std::monostate{})}));
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {

@@ -56,7 +56,9 @@ void manual_seed(uint64_t seed);
 /** Seed of the default generator. */
 uint64_t initial_seed();
 
-// --- views (no instruction) -------------------------------------------------------------
+// --- views: registered ops (ops/view.cpp) whose output shares the input's storage; no instruction ----
+/** Run a view op (OpFlags::view) on x: its inferred meta and offset over x's storage. */
+Tensor view_call(const OpSchema& op, const Tensor& x, AttrsSym attrs);
 Tensor view(const Tensor& x, const Shape& shape);
 Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);

@@ -1,6 +1,5 @@
 // Shape ops in the functional API: cat, tril/triu and the diagonal view.
 #include "rill/eager/functional.h"
-#include "rill/ops/view.h"
 
 namespace rill::eager {
 
@@ -16,8 +15,8 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool upper) {
 }
 
 Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
-  view::ViewResult v = view::diagonal(*x.meta(), offset, dim1, dim2);
-  return x.view_as_meta(v.meta, x.offset() + v.offset);
+  static const OpSchema& op = eager::op("diagonal");
+  return view_call(op, x, make_attrs({offset, dim1, dim2}));
 }
 
 }  // namespace rill::eager

@@ -62,6 +62,7 @@ struct InferResult {
   std::vector<MetaSym> outputs;
   std::vector<DType> input_dtypes;  // empty: inputs are used as they are
   bool implicit_conversion = false;  // the op converts implicitly: a cached result is re-checked in strict mode
+  int64_t view_offset = 0;           // a view op's output offset from its input's, in elements
 };
 
 /** Shape/dtype inference of an op. Raises rill::Error for bad arguments. */
@@ -77,6 +78,7 @@ struct OpFlags {
   bool out = false;             // the bound function takes out= (written without autograd, as in PyTorch)
   bool nn_functional = false;   // rill.nn.functional.<name> too (the function form)
   bool differentiable = true;   // false: the outputs never require grad (comparisons, argmax)
+  bool view = false;            // the output is a view of input 0 (no kernel: eager::view_call)
 };
 
 // Note [Arguments of an op call]
@@ -158,5 +160,6 @@ void register_shape_ops();
 void register_index_ops();
 void register_sort_ops();
 void register_nn_ops();
+void register_view_ops();
 
 }  // namespace rill

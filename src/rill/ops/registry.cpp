@@ -85,6 +85,7 @@ void register_all() {
     register_index_ops();
     register_sort_ops();
     register_nn_ops();
+    register_view_ops();
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "rill/ops/op_schema.h"
 #include "rill/util/error.h"
 
 namespace rill::view {
@@ -240,3 +241,80 @@ ViewResult diagonal(const TensorMeta& m, int64_t offset, int64_t dim1, int64_t d
 }
 
 }  // namespace rill::view
+
+// --- the view ops in the registry ---------------------------------------------------------------
+
+namespace rill {
+namespace {
+
+InferResult as_view(const view::ViewResult& v) {
+  InferResult r;
+  r.outputs = {v.meta};
+  r.view_offset = v.offset;
+  return r;
+}
+
+std::optional<int64_t> optional_int(const InferContext& c, const char* name) {
+  const int64_t* v = optional_attr_of<int64_t>(c.op, c.attrs, name);
+  return v ? std::optional<int64_t>(*v) : std::nullopt;
+}
+
+InferResult infer_view(const InferContext& c) {
+  auto v = view::view(*c.inputs[0], c.attr<std::vector<int64_t>>("size"));
+  RILL_CHECK(v.has_value(), Runtime, "[view] size is not compatible with input tensor's size and stride (at least "
+             "one dimension spans across two contiguous subspaces); use .reshape(...) instead");
+  return as_view(*v);
+}
+InferResult infer_transpose(const InferContext& c) {
+  return as_view(view::transpose(*c.inputs[0], c.attr<int64_t>("dim0"), c.attr<int64_t>("dim1")));
+}
+InferResult infer_permute(const InferContext& c) {
+  return as_view(view::permute(*c.inputs[0], c.attr<std::vector<int64_t>>("dims")));
+}
+InferResult infer_expand(const InferContext& c) {
+  return as_view(view::expand(*c.inputs[0], c.attr<std::vector<int64_t>>("size")));
+}
+InferResult infer_slice(const InferContext& c) {
+  return as_view(view::slice(*c.inputs[0], c.attr<int64_t>("dim"), optional_int(c, "start"), optional_int(c, "end"),
+                             c.attr<int64_t>("step")));
+}
+InferResult infer_narrow(const InferContext& c) {
+  return as_view(view::narrow(*c.inputs[0], c.attr<int64_t>("dim"), c.attr<int64_t>("start"),
+                              c.attr<int64_t>("length")));
+}
+InferResult infer_select(const InferContext& c) {
+  return as_view(view::select(*c.inputs[0], c.attr<int64_t>("dim"), c.attr<int64_t>("index")));
+}
+InferResult infer_unsqueeze(const InferContext& c) {
+  return as_view(view::unsqueeze(*c.inputs[0], c.attr<int64_t>("dim")));
+}
+InferResult infer_squeeze(const InferContext& c) {
+  const auto* dims = optional_attr_of<std::vector<int64_t>>(c.op, c.attrs, "dim");
+  return as_view(view::squeeze(*c.inputs[0], dims ? std::optional(*dims) : std::nullopt));
+}
+InferResult infer_diagonal(const InferContext& c) {
+  return as_view(view::diagonal(*c.inputs[0], c.attr<int64_t>("offset"), c.attr<int64_t>("dim1"),
+                                c.attr<int64_t>("dim2")));
+}
+
+}  // namespace
+
+void register_view_ops() {
+  const OpFlags v = {.strided_output = true, .view = true};
+  ops::define("view(Tensor self, int[] size) -> Tensor", infer_view, v, "the same elements in another shape");
+  ops::define("transpose(Tensor self, int dim0, int dim1) -> Tensor", infer_transpose, v, "two dims swapped");
+  ops::define("permute(Tensor self, int[] dims) -> Tensor", infer_permute, v, "the dims reordered");
+  ops::define("expand(Tensor self, int[] size) -> Tensor", infer_expand, v,
+              "size-1 dims repeated by a zero stride (-1 keeps a size)");
+  ops::define("slice(Tensor self, int dim, int? start, int? end, int step) -> Tensor", infer_slice, v,
+              "start:end:step along dim, with Python's clamping");
+  ops::define("narrow(Tensor self, int dim, int start, int length) -> Tensor", infer_narrow, v,
+              "length elements from start along dim");
+  ops::define("select(Tensor self, int dim, int index) -> Tensor", infer_select, v, "one index of dim, dim removed");
+  ops::define("unsqueeze(Tensor self, int dim) -> Tensor", infer_unsqueeze, v, "a size-1 dim inserted");
+  ops::define("squeeze(Tensor self, int[]? dim) -> Tensor", infer_squeeze, v, "size-1 dims removed");
+  ops::define("diagonal(Tensor self, int offset, int dim1, int dim2) -> Tensor", infer_diagonal, v,
+              "the diagonal of dims dim1 and dim2, as the last dim");
+}
+
+}  // namespace rill

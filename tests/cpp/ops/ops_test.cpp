@@ -107,7 +107,8 @@ TEST(Registry, EveryOpHasACpuKernelAndInference) {
   eager::op("add");  // registers everything
   for (const OpSchema* s : ops::all()) {
     EXPECT_NE(s->infer, nullptr) << s->name;
-    EXPECT_NE(s->kernel(DeviceType::kCPU) != nullptr, s->composite()) << s->name;  // composite ops have none
+    // composite ops and views have none
+    EXPECT_NE(s->kernel(DeviceType::kCPU) != nullptr, s->composite() || s->flags.view) << s->name;
   }
 }
 
@@ -161,6 +162,15 @@ TEST(Registry, InputsScalarsAndAttrsFollowFromTheSignature) {
   EXPECT_THROW(sum.attr_index("nope"), Error);
   EXPECT_EQ(ops::get("conv2d").num_inputs, -1);  // Tensor? bias
   EXPECT_EQ(ops::get("max_dim").signature.num_outputs, 2);
+  // Views are ops too, inferred like any other.
+  const OpSchema& t = ops::get("transpose");
+  EXPECT_TRUE(t.flags.view);
+  MetaSym in[1] = {make_contiguous_meta({2, 3}, DType::kFloat32)};
+  const InferResult& r = ops::infer_cached(t, in, {}, make_attrs({int64_t{0}, int64_t{1}}));
+  EXPECT_EQ(r.outputs[0]->shape, (Shape{3, 2}));
+  EXPECT_EQ(r.outputs[0]->strides, (Strides{1, 3}));
+  const InferResult& s1 = ops::infer_cached(ops::get("select"), in, {}, make_attrs({int64_t{1}, int64_t{2}}));
+  EXPECT_EQ(s1.view_offset, 2);
   // Every op's signature reads back to itself.
   for (const OpSchema* s : ops::all()) EXPECT_EQ(parse_signature(s->signature.str()).str(), s->signature.str());
 }
