@@ -11,15 +11,20 @@ its work finished. Each timing is settled first (run.py, SETTLE_S).
     python3 bench/bench.py --only matmul        # workloads whose name contains 'matmul'
     python3 bench/bench.py --compute-on-worker 0 1   # the VM knob, both values
     python3 bench/bench.py --only float16            # the float16 / bfloat16 workloads
+    python3 bench/bench.py --threads 1 --background 2   # with 2 CPU-bound processes beside the suite
 """
 import argparse
+import os
+import signal
 import statistics
+import subprocess
+import sys
 
 import numpy as np
 import torch
 
 import rill
-from run import _sync, _time, chain_64, item_1k, scalar_loop  # the suite's workloads and timing (bench/run.py)
+from run import _sync, _time, chain_64, item_1k, scalar_loop, tiny_mlp  # the suite's workloads and timing (bench/run.py)
 
 
 def workloads():
@@ -161,6 +166,7 @@ def workloads():
         "30-op chain on 64x64 (per op)": (chain_64, 20, 30),
         "(v * 2).sum().item(), 1k elems": (item_1k, 2000, 1),
         "x = x + 1; x.item() loop (per iter)": (item_loop, 20, 100),
+        "tiny MLP 32-32-32-1 b8 train step": (tiny_mlp, 200, 1),
         "add, 1M float32": (add_1m, 100, 1),
         "sum, 1M float32": (sum_1m, 100, 1),
         "matmul 1024x1024 float32": (matmul_1024, 5, 1),
@@ -192,6 +198,18 @@ def workloads():
     }
 
 
+def start_background(n):
+    """n CPU-bound busy-loop processes (a loaded machine: DataLoader workers, a second job, a compile)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            for _ in range(n)]
+
+
+def stop_background(procs):
+    for proc in procs:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -200,7 +218,17 @@ def main():
     p.add_argument("--only", default=None, help="substring of the workload names to run")
     p.add_argument("--online-us", type=int, nargs="+", default=[None],
                    help="values of RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS to compare (default: the knob's)")
+    p.add_argument("--background", type=int, default=0,
+                   help="CPU-bound busy-loop processes to run beside the suite (killed at the end)")
     args = p.parse_args()
+    background = start_background(args.background)
+    try:
+        run_suite(args)
+    finally:
+        stop_background(background)
+
+
+def run_suite(args):
     libs = {"rill": rill, "torch": torch}
     print(f"{'workload':38s} {'thr':>3s} {'cow':>3s} {'onl':>4s} {'rill (us)':>10s} {'torch (us)':>10s} "
           f"{'rill/torch':>10s}")

@@ -138,6 +138,57 @@ def transformer_block(lib):
     return _train_step(lib, model, x, y, nn.MSELoss(), lib.optim.AdamW(model.parameters(), lr=1e-4))
 
 
+class _Gpt:
+    """A minGPT-sized model: token + position embeddings, 4 pre-norm causal blocks (d=128, 4 heads), a head."""
+
+    def __init__(self, lib, vocab=256, d=128, heads=4, layers=4, seq=64):
+        nn = lib.nn
+        self.lib = lib
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(lib.zeros(1, seq, d))
+        layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, layers)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.mask = lib.tensor(np.triu(np.full((seq, seq), -np.inf, dtype=np.float32), 1))
+        self.vocab = vocab
+
+    def parameters(self):
+        for m in (self.tok, self.blocks, self.norm, self.head):
+            yield from m.parameters()
+        yield self.pos
+
+    def __call__(self, idx):
+        h = self.blocks(self.tok(idx) + self.pos, mask=self.mask)
+        return self.head(self.norm(h)).reshape(-1, self.vocab)
+
+
+def gpt_step(lib):
+    lib.manual_seed(0)
+    model = _Gpt(lib)
+    rng = np.random.default_rng(0)
+    x = lib.tensor(rng.integers(0, 256, (16, 64)))
+    y = lib.tensor(rng.integers(0, 256, (16 * 64,)))
+    return _train_step(lib, model, x, y, lib.nn.CrossEntropyLoss(), lib.optim.AdamW(list(model.parameters()), lr=3e-4))
+
+
+def cpu_description():
+    """The CPU model and the instruction sets that matter here, from /proc/cpuinfo (Linux)."""
+    model, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model == "unknown CPU":
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    isa = [x for x in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl") if x in flags]
+    return f"{model}, {os.cpu_count()} CPUs, {' '.join(isa) or 'no AVX2'}"
+
+
 # name -> (setup, calls per timing, ops per call, bar on rill/torch time)
 WORKLOADS = {
     "x = x + y, 1 elem, 20k ops (per op)": (scalar_loop, 1, 20000, 0.8),
@@ -147,6 +198,7 @@ WORKLOADS = {
     "MLP 784-512-512-10 b64 train step": (mlp_784, 20, 1, 1.0),
     "digits CNN b32 train step": (digits_cnn, 50, 1, 1.0),
     "transformer d256 h4 s64 b8 train step": (transformer_block, 3, 1, 1.0),
+    "GPT 4L d128 h4 s64 b16 AdamW train step": (gpt_step, 3, 1, 1.0),
     "matmul 1024x1024 float32": (matmul_1024, 5, 1, 1.0),
 }
 
@@ -224,6 +276,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     libs = {"rill": rill, "torch": torch}
     results = []
+    cpu = cpu_description()
+    print(f"CPU: {cpu}; {args.threads} intra-op thread(s)")
     print(f"{'workload':40s} {'rill (us)':>10s} {'torch (us)':>10s} {'rill/torch':>10s} {'bar':>5s} "
           f"{'rill MiB':>8s} {'torch MiB':>9s}")
     for name, (setup, calls, ops_per_call, bar) in WORKLOADS.items():
@@ -254,7 +308,7 @@ def main(argv=None):
         print(f"{flat['workload']:40s} RSS growth {flat['rss_growth_kib']} KiB, allocator growth "
               f"{flat['allocated_growth_bytes']} B -> {'flat' if flat['meets_bar'] else 'GROWS'}")
     with open(args.json, "w") as f:
-        json.dump({"python": sys.version.split()[0], "torch": torch.__version__, "results": results}, f, indent=1)
+        json.dump({"python": sys.version.split()[0], "torch": torch.__version__, "cpu": cpu, "results": results}, f, indent=1)
     print(f"wrote {args.json}")
 
 

@@ -16,7 +16,8 @@ import rill
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ODB = REPO / "tools" / "odb" / "odb.py"
-STEPPING = {"RILL_VM_COMPUTE_ON_WORKER_THREAD": "0", "RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS": "0"}
+STEPPING = {"RILL_VM_COMPUTE_ON_WORKER_THREAD": "0", "RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS": "0",
+            "RILL_VM_WAITER_RUNS_QUEUED": "0"}
 
 
 def run_script(code, env=None, timeout=60):

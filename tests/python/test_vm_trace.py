@@ -54,6 +54,7 @@ def thread_names(path):
 @pytest.mark.parametrize("on_worker", [0, 1])
 def test_every_instruction_has_ordered_events_and_the_summary_counts_them(tmp_path, on_worker):
     rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", str(on_worker))
+    rill.set_env_override("RILL_VM_WAITER_RUNS_QUEUED", "0")  # checks which VM thread ran what
     try:
         a, b = rill.ones(16, 16), rill.full((16, 16), 0.5)
         rill.synchronize()
@@ -70,6 +71,7 @@ def test_every_instruction_has_ordered_events_and_the_summary_counts_them(tmp_pa
         submitted = rill._C._num_instructions() - before
     finally:
         rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", None)
+        rill.set_env_override("RILL_VM_WAITER_RUNS_QUEUED", None)
     assert value == pytest.approx(((1 + 5) * 0.5 ** 5) * 16 * 256)
     recs = instructions(path)
     check_ordered(recs)
@@ -94,6 +96,7 @@ def test_every_instruction_has_ordered_events_and_the_summary_counts_them(tmp_pa
 @pytest.mark.parametrize("on_worker", [0, 1])
 def test_async_thread_instructions_run_on_their_worker(tmp_path, on_worker):
     rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", str(on_worker))
+    rill.set_env_override("RILL_VM_WAITER_RUNS_QUEUED", "0")  # checks which VM thread ran what
     t = rill.asyncs.Thread()
     tid = t.id
     try:
@@ -107,6 +110,7 @@ def test_async_thread_instructions_run_on_their_worker(tmp_path, on_worker):
     finally:
         t.close()
         rill.set_env_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", None)
+        rill.set_env_override("RILL_VM_WAITER_RUNS_QUEUED", None)
     recs = instructions(tmp_path / "t.json")
     check_ordered(recs)
     threads = thread_names(tmp_path / "t.json")

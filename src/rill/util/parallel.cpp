@@ -14,6 +14,7 @@
 #include "rill/util/env.h"
 #include "rill/util/error.h"
 #include "rill/util/fork.h"
+#include "rill/util/spin.h"
 
 namespace rill::parallel {
 namespace {
@@ -153,7 +154,7 @@ class Pool {
         // region of a loop of ops usually follows within microseconds.
         auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(online_microseconds());
         while (published_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < deadline)
-          std::this_thread::yield();
+          if (!spin_yield()) break;  // no core is free (Note [Spinning on a busy machine] in util/spin.h)
         std::unique_lock<std::mutex> lock(mutex_);
         sleepers_.fetch_add(1, std::memory_order_acq_rel);
         cv_.wait(lock, [&] { return generation_ != seen && job_ != nullptr; });

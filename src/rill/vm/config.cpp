@@ -19,6 +19,7 @@ const Config& config() {
     c.max_in_flight = std::max<int64_t>(16, env::get_int("RILL_VM_MAX_IN_FLIGHT", 16384));
     c.worker_thread_limit = static_cast<int>(
         std::clamp<int64_t>(env::get_int("RILL_VM_WORKER_THREAD_LIMIT", 16), 1, kMaxThreadIds));
+    c.waiter_runs_queued = static_cast<int>(std::clamp<int64_t>(env::get_int("RILL_VM_WAITER_RUNS_QUEUED", 1), 0, 2));
     cached = c;
     generation = g;
   }

@@ -15,6 +15,8 @@ struct Config {
   int64_t online_us = 200;            // RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS
   int64_t max_in_flight = 16384;      // RILL_VM_MAX_IN_FLIGHT (back-pressure bound)
   int worker_thread_limit = 16;       // RILL_VM_WORKER_THREAD_LIMIT (VM thread ids, thread 0 included)
+  int waiter_runs_queued = 1;         // RILL_VM_WAITER_RUNS_QUEUED: 0 never, 1 when the scheduler is not at it, 2 always
+                                      // (Note [A waiter runs the queue] in scheduler.cpp)
 };
 
 /** The knobs as they are now (cheap: re-reads the environment only after an override). */

@@ -7,6 +7,7 @@
 #include "rill/vm/config.h"
 #include "rill/vm/dependence.h"
 #include "rill/vm/trace.h"
+#include "rill/util/spin.h"
 
 namespace rill::vm {
 
@@ -59,7 +60,26 @@ Scheduler::Scheduler() {
 
 void Scheduler::submit(Instruction* instruction) {
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  enqueue(inbox_, instruction);
+  bool asleep;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    inbox_.push_back(instruction);
+    asleep = sleeping_;
+  }
+  has_work_.store(true, std::memory_order_release);  // seen by the online spin in loop()
+  if (!asleep) return;
+  // Note [A waiter runs the queue]: with no core free, run it here rather than wake the scheduler.
+  int mode = config().waiter_runs_queued;
+  if (mode != 0 && (mode == 2 || now_ns() < no_free_core_until_.load(std::memory_order_relaxed)) &&
+      !gate_.stop_requested()) {
+    std::unique_lock<std::mutex> drive(drive_mutex_, std::try_to_lock);
+    if (drive.owns_lock()) {
+      if (run_batch()) waiter_batches_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);  // the scheduler sleeps on cv_ or is about to re-check its predicate
+  cv_.notify_one();
 }
 
 void Scheduler::complete(Instruction* instruction) { enqueue(completions_, instruction); }
@@ -95,41 +115,103 @@ Worker* Scheduler::worker(int thread_id) {
   return workers_[thread_id].get();
 }
 
-void Scheduler::loop() {
-  pthread_setname_np(pthread_self(), "rill-scheduler");
+// Take what clients and workers queued and handle it: completions first (they may unblock the heads of the
+// FIFOs new work joins), then submissions. Called holding drive_mutex_; true if there was anything. (Indexed
+// through members, so odb can tell the entries not handled yet.)
+bool Scheduler::run_batch() {
   std::vector<Instruction*>& inbox = taken_inbox_;
   std::vector<Instruction*>& completions = taken_completions_;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    inbox.swap(inbox_);
+    completions.swap(completions_);
+  }
+  if (inbox.empty() && completions.empty()) return false;
+  for (next_retire_ = 0; next_retire_ < completions.size();) retire(completions[next_retire_++]);
+  for (next_admit_ = 0; next_admit_ < inbox.size();) admit(inbox[next_admit_++]);
+  completions.clear();
+  inbox.clear();
+  return true;
+}
+
+// Note [A waiter runs the queue]
+// On a busy machine (DataLoader workers, a second job, a compile beside the training loop) the scheduler
+// thread is often not on a core when a client reaches a sync point: it sleeps, or it is runnable and waits
+// for a time slice, and every hand-off costs milliseconds instead of microseconds (`(v * 2).sum().item()`
+// measured two orders of magnitude slower than PyTorch, which runs on the calling thread). The client has
+// nothing to do but wait, so it takes the scheduler's role: the loop body (run_batch: retire completions,
+// admit, link, dispatch, run thread 0's instructions inline) runs under drive_mutex_, whoever holds it, so a
+// waiter that gets the mutex with try_lock handles the queued batch on its own thread exactly as the
+// scheduler would, in the same order, with the same dependences, poisoning and retirement; the scheduler
+// thread, when it comes round, finds the work done. A waiter helps only where the scheduler is not at it:
+// when it sleeps (asleep_), or when the waiter has waited kHelpGrace without the work being taken (a
+// scheduler that spins on a core takes a submission within a microsecond or two; one that is mid-batch
+// holds the mutex). On a quiet machine the scheduler thread therefore runs everything as before. What goes
+// to a worker thread still goes there: the waiter only takes the scheduler's role. Fork and odb keep their
+// rules: the scheduler parks holding drive_mutex_, so nobody runs a batch behind a stopped scheduler (Note
+// [Parking] in park.h), and a waiter is a client thread, which the fork handler drains like any other.
+// Spinning backs off when it does not pay (Note [Staying online]): a waiter that had to run a batch while
+// the scheduler was nominally online sets spin_missed_, and the scheduler's next idle spell skips its spin.
+// When the scheduler's spin finds no core free (a slow yield, Note [Spinning on a busy machine] in
+// util/spin.h), it sleeps, and for the next kNoFreeCoreNs a client that submits to it asleep runs the batch
+// itself instead of waking it: with every core taken there is no second core to overlap Python with the
+// kernels, and a wake-up would cost a futex call and a context switch per op. Past that time the next
+// submission wakes the scheduler again, whose spin measures anew.
+// RILL_VM_WAITER_RUNS_QUEUED=0 leaves every batch to the scheduler thread (odb stepping, traces that check
+// which thread ran what); 2 makes waiters and submitters take every batch they can, whatever the scheduler
+// does (tests of this path).
+bool Scheduler::help(int64_t waiting_since_ns) {
+  int mode = config().waiter_runs_queued;
+  if (mode == 0 || gate_.stop_requested()) return false;
+  bool asleep = asleep_.load(std::memory_order_relaxed);  // a hint: a stale value only delays or hastens help
+  if (mode == 1 && !asleep && now_ns() - waiting_since_ns < kHelpGraceNs) return false;
+  std::unique_lock<std::mutex> drive(drive_mutex_, std::try_to_lock);
+  if (!drive.owns_lock()) return false;  // the scheduler (or another waiter) is at it
+  if (!run_batch()) return false;
+  waiter_batches_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
+  if (!asleep) spin_missed_.store(true, std::memory_order_relaxed);  // a hint for the scheduler's next spin
+  return true;
+}
+
+void Scheduler::loop() {
+  pthread_setname_np(pthread_self(), "rill-scheduler");
   auto last_work = std::chrono::steady_clock::now();
+  bool spin = true;
   for (;;) {
-    // Note [Parking] in park.h: between batches, holding no lock.
-    if (gate_.stop_requested()) [[unlikely]]
+    // Note [Parking] in park.h: between batches. It parks holding drive_mutex_, so no waiter runs a batch
+    // behind a stopped scheduler (Note [A waiter runs the queue]).
+    if (gate_.stop_requested()) [[unlikely]] {
+      std::lock_guard<std::mutex> drive(drive_mutex_);
       gate_.park();
+    }
     if (has_work_.exchange(false, std::memory_order_acquire)) {
       {
-        std::lock_guard<std::mutex> lock(mutex_);
-        inbox.swap(inbox_);
-        completions.swap(completions_);
+        std::lock_guard<std::mutex> drive(drive_mutex_);
+        run_batch();
       }
-      // Completions first: they may unblock the heads of the FIFOs new work joins. (Indexed through members,
-      // so odb can tell the entries not handled yet.)
-      for (next_retire_ = 0; next_retire_ < completions.size();) retire(completions[next_retire_++]);
-      for (next_admit_ = 0; next_admit_ < inbox.size();) admit(inbox[next_admit_++]);
-      completions.clear();
-      inbox.clear();
       last_work = std::chrono::steady_clock::now();
+      spin = !spin_missed_.exchange(false, std::memory_order_relaxed);
       continue;
     }
     // Note [Staying online]: after its last instruction a VM thread keeps
     // polling (yielding the CPU) for RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS before
     // it blocks, so the next op does not pay a futex wake and a context switch.
-    if (std::chrono::steady_clock::now() - last_work < std::chrono::microseconds(config().online_us)) {
-      std::this_thread::yield();
+    // The spin stops early when it does not pay: when a yield handed the core to
+    // another thread for a while (no core is free: spinning only delays that thread,
+    // maybe the very client that will submit the next op), and after a waiter had to
+    // run a batch itself (Note [A waiter runs the queue]).
+    if (spin && std::chrono::steady_clock::now() - last_work < std::chrono::microseconds(config().online_us)) {
+      spin = spin_yield();
+      if (!spin) no_free_core_until_.store(now_ns() + kNoFreeCoreNs, std::memory_order_relaxed);  // a hint for submit()
       continue;
     }
     std::unique_lock<std::mutex> lock(mutex_);
     sleeping_ = true;
+    asleep_.store(true, std::memory_order_relaxed);  // a hint for waiters (help)
     cv_.wait(lock, [&] { return !inbox_.empty() || !completions_.empty() || gate_.stop_requested(); });
+    asleep_.store(false, std::memory_order_relaxed);
     sleeping_ = false;
+    spin = true;
     has_work_.store(true, std::memory_order_relaxed);
   }
 }

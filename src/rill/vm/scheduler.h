@@ -21,6 +21,10 @@
 namespace rill::vm {
 
 inline constexpr int kMaxThreads = kMaxThreadIds;
+/** How long a waiter leaves queued work to a scheduler that is not asleep (Note [A waiter runs the queue]). */
+inline constexpr int64_t kHelpGraceNs = 10'000;
+/** How long a slow yield of the scheduler's spin counts as "no core is free" (Note [A waiter runs the queue]). */
+inline constexpr int64_t kNoFreeCoreNs = 20'000'000;
 
 /** The one scheduler of the process. */
 class Scheduler {
@@ -45,9 +49,15 @@ class Scheduler {
   ParkGate& scheduler_gate() { return gate_; }
   /** Worker thread_id's stop switch (it exists before the worker does). */
   ParkGate& worker_gate(int thread_id) { return worker_gates_[thread_id]; }
+  /** A client waiting at a sync point since waiting_since_ns runs the queued batch on its own thread when the
+   * scheduler thread is not running it (Note [A waiter runs the queue]); true if it took any. */
+  bool help(int64_t waiting_since_ns);
+  /** Batches run by client threads instead of the scheduler thread (for tests and benchmarks). */
+  uint64_t waiter_batches() const { return waiter_batches_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
+  bool run_batch();
   void enqueue(std::vector<Instruction*>& queue, Instruction* instruction);
   void admit(Instruction* instruction);
   void place_marker(Instruction* instruction);
@@ -65,6 +75,13 @@ class Scheduler {
   std::vector<Instruction*> completions_;
   std::atomic<bool> has_work_{false};
   bool sleeping_ = false;
+  std::atomic<bool> asleep_{false};       // sleeping_, for waiters deciding to help (a hint: no lock)
+  std::atomic<int64_t> no_free_core_until_{0};  // now_ns() before which the scheduler found no core free
+  std::atomic<bool> spin_missed_{false};
+  std::atomic<uint64_t> waiter_batches_{0};  // a waiter ran a batch while the scheduler was online (Note [A waiter runs the queue])
+  // Held by whoever runs the scheduler's loop body (run_batch): the scheduler thread, or a waiter helping. All
+  // the scheduler-thread state below, and the instructions' bookkeeping, is touched only under it.
+  std::mutex drive_mutex_;
   std::atomic<int64_t> in_flight_{0};
   std::mutex drained_mutex_;
   std::condition_variable drained_cv_;  // back-pressure waiters

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "rill/util/parallel.h"
+#include "rill/util/spin.h"
 #include "rill/vm/config.h"
 #include "rill/vm/fork.h"
 #include "rill/vm/park.h"
@@ -271,8 +272,22 @@ std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool
 // blocked: either the waiter sees the flag or the VM sees the sleeper). The VM
 // wakes it when the marker becomes ready, and the waiter spins for the last
 // stretch (the copy and the retirement) while the scheduler completes it.
+bool wait_turn(int64_t waiting_since_ns) {
+  if (Scheduler::started() && scheduler().help(waiting_since_ns)) return true;
+  if (parallel::help()) return true;  // Note [Waiting beside a parallel region]: lend a hand, keep polling
+  if (now_ns() - waiting_since_ns < kHelpGraceNs) {
+    // Within the grace, poll without yielding: on a busy machine a yield gives this core away for a time
+    // slice, and the waiter is about to run the work itself (Note [A waiter runs the queue]).
+    for (int k = 0; k < 16; ++k) cpu_relax();
+    return false;
+  }
+  std::this_thread::yield();
+  return false;
+}
+
 bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
   if (signal.done.load(std::memory_order_acquire)) return true;
+  int64_t since = now_ns();
   auto now = std::chrono::steady_clock::now();
   auto deadline = now + timeout;
   auto poll_until = now + std::min<std::chrono::microseconds>(timeout, std::chrono::microseconds(config().online_us));
@@ -280,8 +295,7 @@ bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
     if (signal.done.load(std::memory_order_acquire)) return true;
     if (signal.ready.load(std::memory_order_acquire) || scheduler().in_flight() < 2) break;  // short: busy
     if (std::chrono::steady_clock::now() >= poll_until) break;
-    if (parallel::help()) continue;  // Note [Waiting beside a parallel region]: lend a hand, keep polling
-    std::this_thread::yield();
+    wait_turn(since);
   }
   if (!signal.ready.load(std::memory_order_acquire) && scheduler().in_flight() >= 2) {
     std::unique_lock<std::mutex> lock(signal.mutex);
@@ -294,7 +308,7 @@ bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
   }
   while (!signal.done.load(std::memory_order_acquire)) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::yield();
+    wait_turn(since);
   }
   return true;
 }
@@ -415,6 +429,8 @@ void release_thread_id(int thread_id) {
 }
 
 uint64_t num_submitted() { return g_submitted.load(std::memory_order_relaxed); }
+
+uint64_t num_waiter_batches() { return Scheduler::started() ? scheduler().waiter_batches() : 0; }
 
 int64_t num_in_flight() { return Scheduler::started() ? scheduler().in_flight() : 0; }
 

@@ -32,6 +32,11 @@ void profile_reads(ReadTimes* times);
  * instruction has finished too). Returns the signal to wait on. */
 std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool all);
 
+/** One poll of a client waiting at a sync point since waiting_since_ns (now_ns()): run the queued work on this
+ * thread when the scheduler thread is not running it (Note [A waiter runs the queue] in scheduler.cpp), else
+ * help a parallel region, else pause (within the grace) or yield. True if it ran anything. */
+bool wait_turn(int64_t waiting_since_ns);
+
 /** Wait up to timeout for signal; true when it is done. */
 bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout);
 
@@ -76,6 +81,8 @@ void release_thread_id(int thread_id);
 
 /** Number of instructions submitted since start (for tests and benchmarks). */
 uint64_t num_submitted();
+/** Batches a client thread ran in the scheduler's place (Note [A waiter runs the queue] in scheduler.cpp). */
+uint64_t num_waiter_batches();
 /** Instructions submitted and not yet finished. */
 int64_t num_in_flight();
 

@@ -8,6 +8,7 @@
 #include "rill/vm/config.h"
 #include "rill/vm/scheduler.h"
 #include "rill/vm/trace.h"
+#include "rill/util/spin.h"
 
 namespace rill::vm {
 
@@ -46,11 +47,12 @@ void Worker::loop() {
       std::unique_lock<std::mutex> lock(mutex_);
       if (queue_.empty()) {
         // Note [Staying online]: spin (yielding) a while before sleeping, so the
-        // next instruction does not pay a futex wake and a context switch.
+        // next instruction does not pay a futex wake and a context switch; a slow
+        // yield ends it (Note [Spinning on a busy machine] in util/spin.h).
         lock.unlock();
         auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(config().online_us);
         while (!has_work_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
-          std::this_thread::yield();
+          if (!spin_yield()) break;
         lock.lock();
         sleeping_ = true;
         cv_.wait(lock, [&] { return !queue_.empty() || gate_->stop_requested(); });

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "rill/kernels/cpu/kernels.h"
+#include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/loops.h"
 #include "rill/kernels/cpu/vector_math.h"
 
@@ -312,12 +313,38 @@ void unary_float_kernel(const KernelContext& c) {
   });
 }
 
+// The dense float32 add/sub/mul/div of one size, through the row loops built for this CPU (Note [One build
+// for every x86-64] in isa.cpp). False when the operands are not all dense and of the output's size.
+template <typename F>
+bool float_rows(const KernelContext& c) {
+  const TensorArg& o = c.outputs[0];
+  const TensorArg& a = c.inputs[0];
+  const TensorArg& b = c.inputs[1];
+  int64_t n = o.meta->numel;
+  if (!o.meta->contiguous || !a.meta->contiguous || !b.meta->contiguous || a.meta->numel != n || b.meta->numel != n)
+    return false;
+  const RowKernels& k = row_kernels();
+  auto row = std::is_same_v<F, Add> ? k.add : std::is_same_v<F, Sub> ? k.sub : std::is_same_v<F, Mul> ? k.mul : k.div;
+  float* out = o.ptr<float>();
+  const float* pa = static_cast<const float*>(a.data);
+  const float* pb = static_cast<const float*>(b.data);
+  parallel::parallel_for(0, n, kParallelGrain, [&](int64_t lo, int64_t hi) { row(out + lo, pa + lo, pb + lo, hi - lo); });
+  return true;
+}
+
+template <typename F>
+inline constexpr bool kHasFloatRows =
+    std::is_same_v<F, Add> || std::is_same_v<F, Sub> || std::is_same_v<F, Mul> || std::is_same_v<F, Div>;
+
 // Out is T for arithmetic, bool for comparisons.
 template <typename F, bool kCompare>
 void binary_kernel(const KernelContext& c) {
   visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Out = std::conditional_t<kCompare, bool, T>;
+    if constexpr (std::is_same_v<T, float> && !kCompare && kHasFloatRows<F>) {
+      if (float_rows<F>(c)) return;
+    }
     if constexpr (std::is_same_v<T, Half>) {
       map_float16<Out>(c.outputs[0], std::array{&c.inputs[0], &c.inputs[1]},
                        [](float a, float b) { return F()(a, b); });
@@ -336,6 +363,32 @@ void binary_kernel(const KernelContext& c) {
 template <typename F>
 inline constexpr bool kScalarInOpMath = std::is_same_v<F, Mul> || std::is_same_v<F, Div>;
 
+// x ** s for the exponents written most (x ** 2, x ** 0.5, ...) as multiplications, a division or a square
+// root, which vectorise, instead of a call to std::pow per element (as PyTorch does, so the results match
+// its). False for any other exponent.
+template <typename T>
+bool pow_small_exponent(const TensorArg& out, const TensorArg& in, T s) {
+  const std::array<const TensorArg*, 1> ins{&in};
+  if (s == T(2)) {
+    map_elements<T, T>(out, ins, [](T a) { return a * a; });
+  } else if (s == T(3)) {
+    map_elements<T, T>(out, ins, [](T a) { return a * a * a; });
+  } else if (s == T(0.5)) {
+    map_elements<T, T>(out, ins, [](T a) { return std::sqrt(a); });
+  } else if (s == T(1)) {
+    map_elements<T, T>(out, ins, [](T a) { return a; });
+  } else if (s == T(-1)) {
+    map_elements<T, T>(out, ins, [](T a) { return T(1) / a; });
+  } else if (s == T(-2)) {
+    map_elements<T, T>(out, ins, [](T a) { return T(1) / (a * a); });
+  } else if (s == T(-0.5)) {
+    map_elements<T, T>(out, ins, [](T a) { return T(1) / std::sqrt(a); });
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // tensor op scalar (kReverse: scalar op tensor).
 template <typename F, bool kCompare, bool kReverse>
 void binary_scalar_kernel(const KernelContext& c) {
@@ -348,6 +401,9 @@ void binary_scalar_kernel(const KernelContext& c) {
                  "allowed; convert the base to float first");
     }
     const M<T> s = kScalarInOpMath<F> ? c.scalars[0].to<M<T>>() : static_cast<M<T>>(c.scalars[0].to<T>());
+    if constexpr (std::is_same_v<F, Pow> && !kReverse && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+      if (pow_small_exponent<T>(c.outputs[0], c.inputs[0], s)) return;
+    }
     if constexpr (std::is_same_v<T, Half> && kReverse) {
       map_float16<Out>(c.outputs[0], std::array{&c.inputs[0]}, [s](float a) { return F()(s, a); });
     } else if constexpr (std::is_same_v<T, Half>) {

@@ -77,13 +77,13 @@ OpMath<T> centered_squares(const T* x, OpMath<T> m, int64_t n) {
 template <typename T>
 OpMath<T> exp_sum(const T* x, OpMath<T> m, OpMath<T>* out, int64_t n) {
   using A = OpMath<T>;
-  A s = 0;
+  double s = 0;  // one running sum: in double, so a long row loses no digits to it
   for (int64_t i = 0; i < n; ++i) {
     A e = std::exp(static_cast<A>(x[i]) - m);
     if (out) out[i] = e;
-    s += e;
+    s += static_cast<double>(e);
   }
-  return s;
+  return static_cast<A>(s);
 }
 
 #if defined(RILL_ROW_MATH_AVX512)

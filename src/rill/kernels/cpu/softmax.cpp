@@ -46,8 +46,9 @@ void softmax_row(const T* x, T* y, int64_t n, OpMath<T>* scratch) {
   if constexpr (std::is_same_v<T, A>) {
     const A s = row::exp_sum(x, m, kLog ? nullptr : y, n);
     if constexpr (kLog) {
-      const A shift = m + std::log(s);
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+      // (x - m) - log(s), not x - (m + log(s)): that sum rounds at m's magnitude.
+      const A log_s = std::log(s);
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_s;
     } else {
       const A r = A(1) / s;
       for (int64_t i = 0; i < n; ++i) y[i] *= r;
@@ -55,8 +56,8 @@ void softmax_row(const T* x, T* y, int64_t n, OpMath<T>* scratch) {
   } else {
     const A s = row::exp_sum(x, m, scratch, n);
     if constexpr (kLog) {
-      const A shift = m + std::log(s);
-      for (int64_t i = 0; i < n; ++i) y[i] = T(static_cast<A>(x[i]) - shift);
+      const A log_s = std::log(s);
+      for (int64_t i = 0; i < n; ++i) y[i] = T((static_cast<A>(x[i]) - m) - log_s);
     } else {
       const A r = A(1) / s;
       for (int64_t i = 0; i < n; ++i) y[i] = T(scratch[i] * r);
