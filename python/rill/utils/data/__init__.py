@@ -7,3 +7,4 @@ from rill.utils.data.dataset import (  # noqa: F401
 from rill.utils.data.sampler import (  # noqa: F401
     BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
 )
+from rill.utils.data.distributed import DistributedSampler  # noqa: F401
