@@ -1,4 +1,4 @@
-"""rill vs PyTorch, side by side in one process (DESIGN.md §8).
+"""rill vs PyTorch, side by side in one process (docs/architecture.md §8).
 
 Each workload runs in both frameworks, alternating, for several repeats; we
 report the median time per op (or per iteration) and rill/torch (time ratio:

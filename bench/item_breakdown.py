@@ -1,4 +1,4 @@
-"""Where the microseconds of Tensor.item() go (DESIGN.md §3.5), next to PyTorch.
+"""Where the microseconds of Tensor.item() go (docs/architecture.md §3.5), next to PyTorch.
 
 For `(v * 2).sum().item()` on 1,000 elements and for a `x = x + 1; x.item()` loop,
 each read is timed in stages with the VM's steady-clock stamps

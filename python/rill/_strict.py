@@ -1,4 +1,4 @@
-"""Strict dtype mode (DESIGN.md §4): every implicit dtype conversion raises TypeError.
+"""Strict dtype mode (docs/architecture.md §4): every implicit dtype conversion raises TypeError.
 
     rill.set_strict_dtype(True)        # this thread, until turned off (None: back to the process default)
     with rill.strict_dtype():          # a block (also a decorator: @rill.strict_dtype())

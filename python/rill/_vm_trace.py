@@ -1,4 +1,4 @@
-"""rill.vm_trace: record the VM's instructions on a timeline (DESIGN.md §7, docs/odb.md)."""
+"""rill.vm_trace: record the VM's instructions on a timeline (docs/architecture.md §7, docs/odb.md)."""
 import contextlib
 import os
 

@@ -1,4 +1,4 @@
-"""Async threads (DESIGN.md §3.7): give a Python thread a VM thread of its own.
+"""Async threads (docs/architecture.md §3.7): give a Python thread a VM thread of its own.
 
     t = rill.asyncs.Thread()
     with rill.asyncs.thread(t):

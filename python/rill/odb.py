@@ -1,4 +1,4 @@
-"""odb: walk through rill's runtime in gdb (DESIGN.md §7, docs/odb.md).
+"""odb: walk through rill's runtime in gdb (docs/architecture.md §7, docs/odb.md).
 
 Freeze the VM pipeline from Python, then look at it from gdb (``source tools/odb/odb.py``,
 then ``odb-vm``)::

@@ -1,5 +1,5 @@
 // rill.odb (python/rill/odb.py) and rill.vm_trace: stop and restart VM threads, a
-// place for a debugger to stop, and the VM trace recorder (DESIGN.md §7).
+// place for a debugger to stop, and the VM trace recorder (docs/architecture.md §7).
 #include "bind.h"  // Python.h first
 
 #include "rill/vm/park.h"

@@ -1,4 +1,4 @@
-"""rill.asyncs (DESIGN.md §3.7): Python threads bound to VM threads of their own."""
+"""rill.asyncs (docs/architecture.md §3.7): Python threads bound to VM threads of their own."""
 import os
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""Matmul survives a fork() from another thread (DESIGN.md, issue "Foundation" part 5).
+"""Matmul survives a fork() from another thread (docs/architecture.md §3.8).
 
 Debian's threaded OpenBLAS was seen to deadlock when a thread forked while
 another was inside a matmul. rill drives a serial OpenBLAS from its own intra-op

@@ -1,4 +1,4 @@
-"""fork() with a running VM (DESIGN.md §3.8, Note [Fork] in src/rill/vm/fork.cpp)."""
+"""fork() with a running VM (docs/architecture.md §3.8, Note [Fork] in src/rill/vm/fork.cpp)."""
 import multiprocessing
 import os
 import threading

@@ -1,4 +1,4 @@
-"""Tensor.item() (DESIGN.md §3.5): one C++ call through a reused SyncRead, or a direct read."""
+"""Tensor.item() (docs/architecture.md §3.5): one C++ call through a reused SyncRead, or a direct read."""
 import math
 
 import pytest

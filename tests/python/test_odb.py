@@ -1,4 +1,4 @@
-"""odb (DESIGN.md §7, docs/odb.md): rill.odb stops and restarts VM threads; under gdb with
+"""odb (docs/architecture.md §7, docs/odb.md): rill.odb stops and restarts VM threads; under gdb with
 tools/odb/odb.py, the anchor breakpoints stop in the right thread kind and show the anchor's
 caller, odb-vm lists what queues behind a stopped scheduler, odb-tensor reads a tensor, and a
 fork never stops inside its handler."""

@@ -1,4 +1,4 @@
-"""Strict dtype mode (DESIGN.md §4): one test per forbidden implicit conversion and per allowed
+"""Strict dtype mode (docs/architecture.md §4): one test per forbidden implicit conversion and per allowed
 case, the ways to turn the mode on (function, context manager, decorator, RILL_STRICT_DTYPE), its per-thread
 scope, the inference cache (a result cached with the mode off must not let a strict call through), and
 every row of the op-parity table run under the mode."""

@@ -1,4 +1,4 @@
-"""The threaded VM (DESIGN.md §3): same results as synchronous mode, errors at
+"""The threaded VM (docs/architecture.md §3): same results as synchronous mode, errors at
 sync points with the op and the issuing line, Ctrl-C during a wait, exit with
 queued work, several client threads, flat memory, back-pressure."""
 import os

@@ -1,4 +1,4 @@
-"""The VM trace (DESIGN.md §7): rill.vm_trace(path) and RILL_VM_TRACE=path record every
+"""The VM trace (docs/architecture.md §7): rill.vm_trace(path) and RILL_VM_TRACE=path record every
 instruction's submit, dispatch, start and end in Chrome trace-event JSON, and
 tools/vm_trace_summary.py summarises it."""
 import json

@@ -1,4 +1,4 @@
-"""odb: gdb commands for walking through rill's runtime (DESIGN.md §7, docs/odb.md).
+"""odb: gdb commands for walking through rill's runtime (docs/architecture.md §7, docs/odb.md).
 
 Load it from the repository root, in gdb:
 

@@ -1,4 +1,4 @@
-// The autograd layer (DESIGN.md §5): reverse mode over a graph of backward
+// The autograd layer (docs/architecture.md §5): reverse mode over a graph of backward
 // nodes. A recorded op attaches a Node to its outputs; the Node's next edges
 // point at the nodes of its inputs (or at an AccumulateGrad for a leaf). The
 // engine (engine.h) walks that graph from the roots with in-degree counting.

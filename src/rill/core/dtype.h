@@ -11,7 +11,7 @@
 
 namespace rill {
 
-/** The element types rill supports (DESIGN.md §4). */
+/** The element types rill supports (docs/architecture.md §4). */
 enum class DType : uint8_t {
   kBool,
   kUInt8,

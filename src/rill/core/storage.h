@@ -1,6 +1,6 @@
 // Storage: the memory behind one or more tensors (views share it). Memory is
 // obtained when the first instruction writing it runs, not when the tensor is
-// created (DESIGN.md §2 step 3); external memory (numpy, DLPack) is adopted with
+// created (docs/architecture.md §2 step 3); external memory (numpy, DLPack) is adopted with
 // its own deleter.
 #pragma once
 

@@ -11,7 +11,7 @@
 namespace rill {
 
 /** A tensor's autograd state (grad, grad_fn, hooks, view base); defined by the autograd layer, which is
- * the only one that creates or reads it (core stays below autograd, DESIGN.md §1). */
+ * the only one that creates or reads it (core stays below autograd, docs/architecture.md §1). */
 struct AutogradMeta;
 
 /** The shared state of a tensor. */

@@ -1,6 +1,6 @@
 // The functional C++ API: every eager op call goes through call(), which infers
 // output metas (cached), converts inputs to the dtypes inference asks for,
-// creates the outputs, and submits one instruction to the VM (DESIGN.md §2).
+// creates the outputs, and submits one instruction to the VM (docs/architecture.md §2).
 // Views are computed here without instructions.
 #pragma once
 

@@ -82,7 +82,7 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 
 // Note [Data-dependent shapes]
 // Ops whose output shape depends on the data (nonzero, and through it boolean
-// masks, masked_select and where(cond); unique) are sync points (DESIGN.md §3.5):
+// masks, masked_select and where(cond); unique) are sync points (docs/architecture.md §3.5):
 // the caller waits until the input's producers have run (wait_readable, which
 // also raises an error that poisoned it), then reads it on the host, where the
 // shape becomes known. These ops compute their result right there, into a fresh

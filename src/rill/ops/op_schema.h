@@ -1,4 +1,4 @@
-// The op registry (DESIGN.md §1 "One op, few places"). An op is defined once, in
+// The op registry (docs/architecture.md §1 "One op, few places"). An op is defined once, in
 // its family's file under ops/: name, inputs, attrs and its inference function,
 // which computes output metas from input metas without touching memory (graph
 // mode runs it without kernels). Kernels are looked up per device; the kernels

@@ -72,7 +72,7 @@ namespace {
 thread_local int t_strict = -1;
 
 // The process default, cached with the env generation it was read at, so reading it costs two atomic
-// loads unless an override changed (DESIGN.md §3.10: knobs are not frozen at first read).
+// loads unless an override changed (docs/architecture.md §3.10: knobs are not frozen at first read).
 std::atomic<uint64_t> g_default_generation{~uint64_t{0}};
 std::atomic<bool> g_default{false};
 

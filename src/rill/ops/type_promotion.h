@@ -1,8 +1,8 @@
-// PyTorch's category-aware type promotion (DESIGN.md §4): tensors with
+// PyTorch's category-aware type promotion (docs/architecture.md §4): tensors with
 // dimensions decide first; a 0-dim tensor or a Python number only widens the
 // result when it is of a higher category (bool < integer < floating).
 //
-// Strict dtype mode (DESIGN.md §4) forbids every implicit conversion.
+// Strict dtype mode (docs/architecture.md §4) forbids every implicit conversion.
 // Inference functions compute result dtypes through the *_checked helpers
 // below, which raise TypeError under strict mode on the branch where promotion
 // actually converts something (Note [Strict dtype mode]).

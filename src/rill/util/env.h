@@ -1,4 +1,4 @@
-// Every RILL_* knob is read here (DESIGN.md §3.10). Values come from a run-time
+// Every RILL_* knob is read here (docs/architecture.md §3.10). Values come from a run-time
 // override table (set from tests through rill._C.set_env_override) or else the
 // process environment; nothing is frozen at first read.
 #pragma once

@@ -1,4 +1,4 @@
-// Fork handling in one place (DESIGN.md §3.8). Parts of rill that own process
+// Fork handling in one place (docs/architecture.md §3.8). Parts of rill that own process
 // state register handlers here; one pthread_atfork registration runs them in a
 // fixed order, whichever part was initialised first:
 //   prepare: kDrain handlers (the VM syncs, when the forking thread used it),

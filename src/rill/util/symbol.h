@@ -1,6 +1,6 @@
 // Symbol<T>: an interned immutable value. Equal values share one pointer, so
 // comparing or hashing a Symbol is a pointer operation and a cache key made of
-// symbols is a few pointers (DESIGN.md §2, the inference cache).
+// symbols is a few pointers (docs/architecture.md §2, the inference cache).
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The VM's knobs (DESIGN.md §3.10), re-read whenever an override changes.
+// The VM's knobs (docs/architecture.md §3.10), re-read whenever an override changes.
 #pragma once
 
 #include <cstdint>

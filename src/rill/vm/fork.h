@@ -1,4 +1,4 @@
-// The VM's side of fork() (DESIGN.md §3.8; Note [Fork] in fork.cpp).
+// The VM's side of fork() (docs/architecture.md §3.8; Note [Fork] in fork.cpp).
 #pragma once
 
 #include "rill/core/storage.h"

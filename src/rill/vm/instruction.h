@@ -1,5 +1,5 @@
 // An instruction: one kernel call with the tensors it reads and writes
-// (DESIGN.md §2 step 5), or a sync marker a client thread waits on. It owns its
+// (docs/architecture.md §2 step 5), or a sync marker a client thread waits on. It owns its
 // operands (shared references) until it retires, so Python may drop a tensor
 // while the instruction is queued.
 #pragma once

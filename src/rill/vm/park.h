@@ -1,4 +1,4 @@
-// Stopping and restarting VM threads from outside (rill.odb, DESIGN.md §7).
+// Stopping and restarting VM threads from outside (rill.odb, docs/architecture.md §7).
 //
 // Note [Parking]
 // A VM thread (the scheduler, a worker) checks its ParkGate once per turn of its

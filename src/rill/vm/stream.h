@@ -1,4 +1,4 @@
-// A stream = (device, role, thread id) (DESIGN.md §3.1). Instructions on one
+// A stream = (device, role, thread id) (docs/architecture.md §3.1). Instructions on one
 // stream run in submission order on that thread id's VM thread.
 #pragma once
 

@@ -1,4 +1,4 @@
-// What the VM shows a debugger and a timeline (DESIGN.md §7): the odb anchors
+// What the VM shows a debugger and a timeline (docs/architecture.md §7): the odb anchors
 // and the trace recorder.
 //
 // Note [odb anchors]

@@ -1,4 +1,4 @@
-// The VM facade (DESIGN.md §3): client threads submit instructions and return
+// The VM facade (docs/architecture.md §3): client threads submit instructions and return
 // at once; a scheduler thread orders them by their data dependences and runs
 // them; clients wait only at sync points. RILL_VM_MULTI_THREAD=0 runs every
 // instruction on the submitting thread instead (errors then come from the line
