@@ -53,6 +53,9 @@ TEST(SyncRead, ReadsEveryDtype) {
 }
 
 TEST(SyncRead, SubmissionAllocatesNothingOnceWarm) {
+  // The reads must find their sum still queued or running: a client running the queue itself (Note [A waiter
+  // runs the queue] in vm/scheduler.cpp, which a loaded machine turns on) would finish it at submission.
+  env::set_override("RILL_VM_WAITER_RUNS_QUEUED", "0");
   Tensor big = eager::full({1 << 22}, Scalar(1.0), DType::kFloat32);
   const OpSchema& sum = eager::op("sum");
   // Warm up: creates this thread's SyncRead (the scheduler's queues come with room reserved).
@@ -79,6 +82,7 @@ TEST(SyncRead, SubmissionAllocatesNothingOnceWarm) {
   if (vm::config().multi_thread) {
     EXPECT_GT(through_vm, 0) << "no read went through the VM: the test did not exercise the SyncRead";
   }
+  env::set_override("RILL_VM_WAITER_RUNS_QUEUED", std::nullopt);
 }
 
 TEST(SyncRead, FinishedProducerIsReadWithoutTheVM) {
