@@ -163,7 +163,18 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
             std::shared_ptr<ag::HookList> list = ag::tensor_hooks(t);
             int64_t id = list->add(python_hook(fn));
             return HookHandle{list, id};
-          });
+          })
+      .def_prop_ro("_impl_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); },
+                   "The identity of the tensor object behind this Python one (two wrappers of one tensor agree).")
+      .def("register_post_accumulate_grad_hook", [](const Tensor& t, nb::handle fn) {
+            RILL_CHECK(t.impl()->requires_grad() && ag::is_leaf(t), Runtime,
+                       "post accumulate grad hooks cannot be registered on non-leaf tensors or tensors that don't "
+                       "require gradient");
+            std::shared_ptr<ag::HookList>& list = ag::meta_of(t).post_accumulate_hooks;
+            if (!list) list = std::make_shared<ag::HookList>();
+            int64_t id = list->add(python_hook(fn));
+            return HookHandle{list, id};
+          }, "Call hook(tensor) after a backward added a gradient into this leaf's .grad.");
 
   m.def("is_grad_enabled", &ag::grad_enabled, "True when ops record the autograd graph on this thread.");
   m.def("_set_grad_enabled", &ag::set_grad_enabled, nb::arg("mode"));

@@ -4,6 +4,10 @@
 
 NB_MODULE(_C, m) {
   m.doc() = "rill's C++ core";
+  // Python objects that C++ owns (gradient hooks, through a tensor a module global keeps) are left alone
+  // once the interpreter is finalizing, when releasing them is no longer safe (PyCallable in autograd.cpp);
+  // nanobind would list each of them, and the types they reach, as a leak at every exit.
+  nb::set_leak_warnings(false);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -18,4 +22,5 @@ NB_MODULE(_C, m) {
   rill::py::init_odb(m);
   rill::py::init_nn(m);
   rill::py::init_nn_functional(m);
+  rill::py::init_distributed(m);
 }

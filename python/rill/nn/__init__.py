@@ -8,6 +8,6 @@ from rill.nn.modules import (  # noqa: F401
     ParameterList, ReLU, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax, Tanh, TransformerEncoder,
     TransformerEncoderLayer, Unflatten,
 )
-from rill.nn import init, utils  # noqa: F401
+from rill.nn import init, parallel, utils  # noqa: F401
 
 from rill.nn import functional  # noqa: F401

@@ -120,7 +120,11 @@ std::shared_ptr<AutogradMeta> Node::retained(uint32_t nr) const {
 AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : Node(1), leaf_(std::move(leaf)) {}
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
-  if (grads[0].defined()) accumulate_grad(Tensor(leaf_), grads[0]);
+  if (!grads[0].defined()) return {};
+  Tensor leaf(leaf_);
+  accumulate_grad(leaf, grads[0]);
+  // register_post_accumulate_grad_hook (DistributedDataParallel starts a bucket's all-reduce from here).
+  if (AutogradMeta* m = find_meta(leaf); m && m->post_accumulate_hooks) m->post_accumulate_hooks->run(leaf);
   return {};
 }
 

@@ -167,6 +167,8 @@ struct AutogradMeta {
   std::weak_ptr<autograd::Node> grad_accumulator;
   /** A leaf's gradient hooks (shared with its AccumulateGrad). */
   std::shared_ptr<autograd::HookList> hooks;
+  /** A leaf's hooks called with the leaf once a gradient was added to its .grad (their results are ignored). */
+  std::shared_ptr<autograd::HookList> post_accumulate_hooks;
   /** A non-leaf keeps its gradient in grad. */
   bool retains_grad = false;
   // Note [Views and in-place]

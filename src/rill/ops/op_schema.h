@@ -161,5 +161,6 @@ void register_index_ops();
 void register_sort_ops();
 void register_nn_ops();
 void register_view_ops();
+void register_comm_ops();
 
 }  // namespace rill

@@ -86,6 +86,7 @@ void register_all() {
     register_sort_ops();
     register_nn_ops();
     register_view_ops();
+    register_comm_ops();
   });
 }
 

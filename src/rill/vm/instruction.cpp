@@ -113,6 +113,7 @@ void recycle(Instruction* i) {
   i->on_worker = false;
   i->times = nullptr;
   i->trace_id = 0;
+  i->pending_work.reset();
   i->pending = 0;
   i->successors.clear();
   LocalPool& local = local_pool();
@@ -185,7 +186,27 @@ std::string describe_failure(const Instruction& instruction, const char* what) {
   return os.str();
 }
 
-void Instruction::run_or_throw() const {
+namespace {
+// The instruction whose kernel runs on this thread, for finish_later.
+thread_local Instruction* t_running = nullptr;
+
+struct RunningScope {
+  Instruction* saved;
+  explicit RunningScope(Instruction* i) : saved(t_running) { t_running = i; }
+  ~RunningScope() { t_running = saved; }
+};
+
+std::shared_ptr<const Error> failure(const Instruction& i, ErrorKind kind, const char* what) {
+  return std::make_shared<const Error>(kind, describe_failure(i, what));
+}
+}  // namespace
+
+void finish_later(std::unique_ptr<PendingWork> work) {
+  RILL_ASSERT(t_running != nullptr, "finish_later called outside a kernel");
+  t_running->pending_work = std::move(work);
+}
+
+void Instruction::run_or_throw() {
   constexpr size_t kInline = 8;
   TensorArg in_buf[kInline], out_buf[kInline];
   std::vector<TensorArg> in_heap, out_heap;
@@ -202,7 +223,38 @@ void Instruction::run_or_throw() const {
   fill_args(inputs, in);
   fill_args(outputs, out);
   KernelContext ctx{*op, {in, inputs.size()}, {out, outputs.size()}, *attrs, scalars};
+  RunningScope scope(this);
   kernel(ctx);
+}
+
+bool Instruction::poll_pending() noexcept {
+  std::shared_ptr<const Error> error;
+  try {
+    if (!pending_work->poll()) return false;
+  } catch (const Error& e) {
+    error = failure(*this, e.kind(), e.what());
+  } catch (const std::exception& e) {
+    error = failure(*this, ErrorKind::kRuntime, e.what());
+  }
+  pending_work.reset();
+  if (error) {
+    for (const Tensor& t : outputs) t.storage()->set_poison(error);
+    record_error(error);
+  }
+  return true;
+}
+
+bool Instruction::conflicts_with(const Instruction& other) const {
+  auto touches = [](const std::vector<Tensor>& ts, const Storage* s) {
+    for (const Tensor& t : ts)
+      if (t.storage().get() == s) return true;
+    return false;
+  };
+  for (const Tensor& t : outputs)
+    if (touches(other.inputs, t.storage().get()) || touches(other.outputs, t.storage().get())) return true;
+  for (const Tensor& t : inputs)
+    if (touches(other.outputs, t.storage().get())) return true;
+  return false;
 }
 
 // Note [Errors inside the VM]
@@ -235,12 +287,13 @@ void Instruction::run() noexcept {
       run_or_throw();
       return;
     } catch (const Error& e) {
-      error = std::make_shared<const Error>(e.kind(), describe_failure(*this, e.what()));
+      error = failure(*this, e.kind(), e.what());
     } catch (const std::bad_alloc&) {
-      error = std::make_shared<const Error>(ErrorKind::kRuntime, describe_failure(*this, "out of memory"));
+      error = failure(*this, ErrorKind::kRuntime, "out of memory");
     } catch (const std::exception& e) {
-      error = std::make_shared<const Error>(ErrorKind::kRuntime, describe_failure(*this, e.what()));
+      error = failure(*this, ErrorKind::kRuntime, e.what());
     }
+    pending_work.reset();  // a kernel that failed after starting work has none to finish
   }
   for (const Tensor& t : outputs) t.storage()->set_poison(error);
   record_error(error);

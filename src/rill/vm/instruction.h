@@ -51,6 +51,18 @@ struct SyncSignal {
   void reset();
 };
 
+/** Work a kernel started that ends after the kernel returns (an MPI request): the instruction completes only
+ * once poll() says so (Note [Kernels that finish later] in worker.cpp). */
+class PendingWork {
+ public:
+  virtual ~PendingWork() = default;
+  /** True once the work is done; throws rill::Error if it failed. Called on the thread that ran the kernel. */
+  virtual bool poll() = 0;
+};
+
+/** Called by a running kernel: its instruction completes when work is done, not when the kernel returns. */
+void finish_later(std::unique_ptr<PendingWork> work);
+
 /** A kernel call, or a sync marker. */
 struct Instruction {
   /** kKernel runs a kernel; kSync completes its signal once its inputs are written;
@@ -73,6 +85,7 @@ struct Instruction {
   alignas(16) unsigned char read_value[16] = {};  // kSyncRead: the element read
   ReadTimes* times = nullptr;                      // kSyncRead: stamps to fill, when profiling
   uint64_t trace_id = 0;                           // its id in the VM trace; 0 when not traced (trace.h)
+  std::unique_ptr<PendingWork> pending_work;       // set by finish_later: the kernel's work is still going on
 
   // Scheduler bookkeeping (Note [Dependences] in dependence.h); touched by the scheduler thread only.
   int pending = 0;                        // unfinished predecessors that must complete first
@@ -85,7 +98,12 @@ struct Instruction {
    * A marker records the poison of its inputs on its signal (the VM then completes it). */
   void run() noexcept;
   /** Run on this thread, letting a kernel error escape (synchronous mode). */
-  void run_or_throw() const;
+  void run_or_throw();
+  /** For a kernel that called finish_later: true once its work is done (poisoning the outputs if it failed),
+   * after which pending_work is gone. */
+  bool poll_pending() noexcept;
+  /** True if this instruction and other touch a common storage that one of them writes. */
+  bool conflicts_with(const Instruction& other) const;
 };
 
 /** An empty kernel instruction, from the calling thread's pool when it has one (Note [Instruction pool]).

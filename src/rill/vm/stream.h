@@ -9,7 +9,7 @@
 namespace rill::vm {
 
 /** What a stream carries. */
-enum class StreamRole : uint8_t { kCompute, kHostToDevice, kDeviceToHost, kBarrier };
+enum class StreamRole : uint8_t { kCompute, kHostToDevice, kDeviceToHost, kBarrier, kComm };
 
 /** (device, role, thread id). */
 struct Stream {

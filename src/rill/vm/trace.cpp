@@ -126,6 +126,7 @@ const char* role_name(StreamRole role) {
     case StreamRole::kHostToDevice: return "h2d";
     case StreamRole::kDeviceToHost: return "d2h";
     case StreamRole::kBarrier: return "barrier";
+    case StreamRole::kComm: return "comm";
   }
   return "?";
 }

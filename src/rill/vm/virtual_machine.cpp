@@ -67,6 +67,10 @@ void run_here(Instruction& instr) {
     return;
   }
   instr.run_or_throw();
+  if (instr.pending_work) {  // Note [Kernels that finish later] in worker.cpp
+    while (!instr.pending_work->poll()) spin_yield();
+    instr.pending_work.reset();
+  }
 }
 
 // Everything submit does before the instruction reaches the scheduler.

@@ -36,6 +36,62 @@ void Worker::push(Instruction* instruction) {
   if (wake) cv_.notify_one();
 }
 
+// Note [Kernels that finish later]
+// Some kernels start work that ends after they return: a send or receive posted to MPI ends when the other
+// rank takes part. Holding the worker until then would serialise the sends and receives of a thread (two
+// ranks that each post a receive, then a send, would wait on each other forever), so such a kernel hands
+// its work to finish_later() and returns; the worker keeps the instruction in later_ and polls it between
+// instructions and while idle, and hands it to the scheduler to retire once the work is done. Its
+// successors on other threads wait for that, through their edges, as for any kernel. Program order
+// within the thread, which replaces the edges there (Note [Dependences] in dependence.h), is kept by
+// waiting before an instruction that touches memory an unfinished one writes, or writes memory it
+// reads, and before a sync marker for all of them. An idle worker with work outstanding polls with a
+// yield, then in short sleeps, so a receive that waits long costs the machine little.
+bool Worker::poll_later() {
+  bool any = false;
+  for (size_t i = 0; i < later_.size();) {
+    Instruction* instr = later_[i];
+    if (!instr->poll_pending()) {
+      ++i;
+      continue;
+    }
+    later_.erase(later_.begin() + static_cast<std::ptrdiff_t>(i));
+    trace::note(trace::Event::kEnd, *instr);
+    scheduler_->complete(instr);
+    any = true;
+  }
+  return any;
+}
+
+void Worker::poll_until_work() {
+  int idle = 0;
+  while (!later_.empty() && !has_work_.load(std::memory_order_acquire) && !gate_->stop_requested()) {
+    if (poll_later()) {
+      idle = 0;
+    } else if (++idle < 2000) {
+      spin_yield();
+    } else {
+      std::unique_lock<std::mutex> lock(mutex_);
+      sleeping_ = true;
+      cv_.wait_for(lock, std::chrono::microseconds(200), [&] { return !queue_.empty() || gate_->stop_requested(); });
+      sleeping_ = false;
+    }
+  }
+}
+
+void Worker::wait_for_conflicts(const Instruction& next) {
+  poll_later();
+  auto blocked = [&] {
+    if (next.is_sync()) return !later_.empty();
+    for (const Instruction* l : later_)
+      if (l->conflicts_with(next)) return true;
+    return false;
+  };
+  while (blocked()) {
+    if (!poll_later()) spin_yield();
+  }
+}
+
 void Worker::loop() {
   std::string name = "rill-worker-" + std::to_string(thread_id_);
   pthread_setname_np(pthread_self(), name.c_str());
@@ -43,8 +99,10 @@ void Worker::loop() {
     // Note [Parking] in park.h: between batches, holding no lock.
     if (gate_->stop_requested()) [[unlikely]]
       gate_->park();
+    if (!later_.empty()) poll_until_work();
     {
       std::unique_lock<std::mutex> lock(mutex_);
+      if (queue_.empty() && !later_.empty()) continue;  // parking, or polling again
       if (queue_.empty()) {
         // Note [Staying online]: spin (yielding) a while before sleeping, so the
         // next instruction does not pay a futex wake and a context switch; a slow
@@ -64,12 +122,17 @@ void Worker::loop() {
     }
     for (batch_next_ = 0; batch_next_ < batch_.size();) {
       Instruction* instr = batch_[batch_next_++];
+      if (!later_.empty()) wait_for_conflicts(*instr);
       running_ = instr;
       rill_odb_anchor_worker(Range::kRun, instr);  // Note [odb anchors] in trace.h
       trace::note(trace::Event::kStart, *instr);
       instr->run();
-      trace::note(trace::Event::kEnd, *instr);
       running_ = nullptr;
+      if (instr->pending_work) {  // Note [Kernels that finish later]
+        later_.push_back(instr);
+        continue;
+      }
+      trace::note(trace::Event::kEnd, *instr);
       if (instr->on_worker) {  // a sync marker queued here (Note [Markers on a worker] in scheduler.cpp)
         if (instr->times) instr->times->ready = instr->times->done = now_ns();
         instr->signal->notify_done();

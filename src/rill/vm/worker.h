@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "rill/vm/instruction.h"
 #include "rill/vm/park.h"
@@ -24,6 +25,9 @@ class Worker {
 
  private:
   void loop();
+  bool poll_later();
+  void poll_until_work();
+  void wait_for_conflicts(const Instruction& next);
   int thread_id_;
   Scheduler* scheduler_;
   ParkGate* gate_;
@@ -31,6 +35,7 @@ class Worker {
   std::deque<Instruction*> batch_;   // taken from queue_: from batch_next_ on, not started yet
   size_t batch_next_ = 0;
   Instruction* running_ = nullptr;
+  std::vector<Instruction*> later_;  // ran, their work still going on (Note [Kernels that finish later])
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Instruction*> queue_;

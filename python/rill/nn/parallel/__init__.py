@@ -1,0 +1,2 @@
+"""rill.nn.parallel: DistributedDataParallel over rill.distributed."""
+from rill.nn.parallel.distributed import DistributedDataParallel  # noqa: F401

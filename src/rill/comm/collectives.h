@@ -1,0 +1,48 @@
+// rill.distributed's C++ side: the process group and its operations as instructions on the comm stream
+// (Note [The comm stream] in collectives.cpp). Every call returns at once; the tensors it returns are
+// written when the operation is done, so reading one (or a sync point) waits for it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "rill/comm/communicator.h"
+#include "rill/core/tensor.h"
+
+namespace rill::comm {
+
+/** Start the process group on the world (MPI). Wait on the returned token, then read world_rank/world_size. */
+Tensor init();
+/** This process's rank in the world, and the world's size (after init's token is readable). */
+int world_rank();
+int world_size();
+/** True between init and finalize. */
+bool initialized();
+/** Shut the communication library down (at exit): waits for everything in flight first. */
+Tensor finalize();
+/** End the whole job from any thread (a rank failed): MPI_Abort. */
+[[noreturn]] void abort_job(int code);
+
+/** Make group `group` of the world ranks `ranks`: every rank of the world calls it, in the same order. */
+Tensor new_group(int64_t group, const std::vector<int64_t>& ranks);
+/** Free group `group` (this rank's part of it). */
+Tensor destroy_group(int64_t group);
+
+/** t reduced over the group, in place. Returns t. */
+void all_reduce(const Tensor& t, ReduceOp op, int64_t group);
+/** Rank src's t into t, in place. */
+void broadcast(const Tensor& t, int64_t src, int64_t group);
+/** t reduced over the group into rank dst's t. */
+void reduce(const Tensor& t, ReduceOp op, int64_t dst, int64_t group);
+/** Every rank's t stacked in rank order: shape [world, *t.shape]. */
+Tensor all_gather(const Tensor& t, int64_t world, int64_t group);
+/** This rank's share of input (first dim world * n) reduced over the group, into out (first dim n). */
+void reduce_scatter(const Tensor& out, const Tensor& input, ReduceOp op, int64_t world, int64_t group);
+/** Send t to rank dst of the group. Returns a token written once the send is done. */
+Tensor send(const Tensor& t, int64_t dst, int64_t tag, int64_t group);
+/** Receive into t from rank src (-1: any). Returns the sender's rank as a one-element int64 tensor. */
+Tensor recv(const Tensor& t, int64_t src, int64_t tag, int64_t group);
+/** A token written once every rank of the group reached the barrier. */
+Tensor barrier(int64_t group);
+
+}  // namespace rill::comm
