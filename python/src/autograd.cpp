@@ -174,7 +174,7 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
             if (!list) list = std::make_shared<ag::HookList>();
             int64_t id = list->add(python_hook(fn));
             return HookHandle{list, id};
-          }, "Call hook(tensor) after a backward added a gradient into this leaf's .grad.");
+          }, nb::arg("hook"), "Call hook(tensor) after a backward added a gradient into this leaf's .grad.");
 
   m.def("is_grad_enabled", &ag::grad_enabled, "True when ops record the autograd graph on this thread.");
   m.def("_set_grad_enabled", &ag::set_grad_enabled, nb::arg("mode"));

@@ -206,15 +206,15 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     """Start the default process group on MPI. Rank and world size come from the launcher (mpirun,
     ``python -m rill.distributed.run``, srun --mpi=pmix); torchrun-style RANK / WORLD_SIZE variables and the
     rank / world_size arguments, where given, must agree with them."""
-    if is_initialized():
-        raise RuntimeError("[init_process_group] trying to initialize the default process group twice; call "
-                           "destroy_process_group() first")
     name = str(backend).lower() if backend is not None else "mpi"
     if name.startswith("cpu:"):
         name = name[4:]
     if name not in ("mpi", "gloo"):
         raise RuntimeError(f"[init_process_group] backend {backend!r} is not available: rill communicates CPU "
                            "tensors over MPI; use backend='mpi' (or 'gloo', which selects it)")
+    if is_initialized():
+        raise RuntimeError("[init_process_group] trying to initialize the default process group twice; call "
+                           "destroy_process_group() first")
     launched = _launcher_world()
     env_size = int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else -1
     wanted = world_size if world_size not in (None, -1) else env_size
