@@ -114,3 +114,10 @@ def test_the_launcher_sets_what_root_and_containers_need(monkeypatch):
     assert "--oversubscribe" not in cmd and cmd[-2:] == ["-m", "pkg.mod"]
     cmd, _ = mpirun_command(4, "x.py", [], hosts="a:2,b:2")
     assert cmd[cmd.index("-H") + 1] == "a:2,b:2" and "--oversubscribe" not in cmd
+
+
+def test_the_ddp_example_trains_and_matches_one_process(tmp_path):
+    example = os.path.join(HERE, "..", "..", "examples", "train_digits_ddp.py")
+    p, _ = launch(2, example, "--check", "--out", str(tmp_path))
+    assert p.returncode == 0, (p.stdout + p.stderr)[-3000:]
+    assert "(bar 1e-5) -> PASS" in p.stdout and "replicas identical" in p.stdout, p.stdout

@@ -38,10 +38,15 @@ def test_len():
     assert len(DistributedSampler(range(10), num_replicas=3, rank=0, drop_last=True)) == 3
 
 
-@pytest.mark.parametrize("kw", [dict(num_replicas=2, rank=2), dict(num_replicas=0, rank=0), dict(rank=0)])
+@pytest.mark.parametrize("kw", [dict(num_replicas=2, rank=2), dict(num_replicas=0, rank=0)])
 def test_bad_arguments(kw):
     with pytest.raises(ValueError):
         DistributedSampler(range(4), **kw)
+
+
+def test_without_a_process_group_num_replicas_and_rank_are_needed():
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        DistributedSampler(range(4), rank=0)
 
 
 @pytest.mark.parametrize("n,replicas,drop_last", [(10, 3, False), (10, 3, True), (2, 5, False), (12, 4, False),

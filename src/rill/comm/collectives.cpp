@@ -128,26 +128,6 @@ void kernel_recv(const KernelContext& ctx) {
                             static_cast<int>(ctx.attr<int64_t>("tag")), ctx.outputs[1].ptr<int64_t>()));
 }
 
-void register_kernels() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    eager::op("comm_init");  // the registry and the other kernels first
-    ops::set_cpu_kernel("comm_init", kernel_init);
-    ops::set_cpu_kernel("comm_finalize", kernel_finalize);
-    ops::set_cpu_kernel("comm_new_group", kernel_new_group);
-    ops::set_cpu_kernel("comm_destroy_group", kernel_destroy_group);
-    ops::set_cpu_kernel("comm_barrier", kernel_barrier);
-    ops::set_cpu_kernel("comm_all_reduce", kernel_all_reduce);
-    ops::set_cpu_kernel("comm_broadcast", kernel_broadcast);
-    ops::set_cpu_kernel("comm_reduce", kernel_reduce);
-    ops::set_cpu_kernel("comm_all_gather", kernel_all_gather);
-    ops::set_cpu_kernel("comm_reduce_scatter", kernel_reduce_scatter);
-    ops::set_cpu_kernel("comm_send", kernel_send);
-    ops::set_cpu_kernel("comm_recv", kernel_recv);
-    fork::on_fork(fork::Stage::kDrain, {nullptr, nullptr, [](void*) { g_forked = true; }, nullptr});
-  });
-}
-
 void check_usable(const char* what) {
   RILL_CHECK(!g_forked, Runtime, "[", what, "] this process was forked from one that started rill.distributed; "
              "MPI works only in the processes the launcher started (a DataLoader worker must not communicate)");
@@ -197,6 +177,26 @@ void in_place(const Tensor& t, Fn&& fn) {
 }
 
 }  // namespace
+
+void register_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    eager::op("comm_init");  // the registry and the other kernels first
+    ops::set_cpu_kernel("comm_init", kernel_init);
+    ops::set_cpu_kernel("comm_finalize", kernel_finalize);
+    ops::set_cpu_kernel("comm_new_group", kernel_new_group);
+    ops::set_cpu_kernel("comm_destroy_group", kernel_destroy_group);
+    ops::set_cpu_kernel("comm_barrier", kernel_barrier);
+    ops::set_cpu_kernel("comm_all_reduce", kernel_all_reduce);
+    ops::set_cpu_kernel("comm_broadcast", kernel_broadcast);
+    ops::set_cpu_kernel("comm_reduce", kernel_reduce);
+    ops::set_cpu_kernel("comm_all_gather", kernel_all_gather);
+    ops::set_cpu_kernel("comm_reduce_scatter", kernel_reduce_scatter);
+    ops::set_cpu_kernel("comm_send", kernel_send);
+    ops::set_cpu_kernel("comm_recv", kernel_recv);
+    fork::on_fork(fork::Stage::kDrain, {nullptr, nullptr, [](void*) { g_forked = true; }, nullptr});
+  });
+}
 
 Tensor init() {
   register_kernels();

@@ -11,6 +11,10 @@
 
 namespace rill::comm {
 
+/** Give the comm ops (ops/comm.cpp) their kernels: the comm layer's share of kernels::register_all, done by
+ * init() (the kernels layer sits below comm and cannot). */
+void register_kernels();
+
 /** Start the process group on the world (MPI). Wait on the returned token, then read world_rank/world_size. */
 Tensor init();
 /** This process's rank in the world, and the world's size (after init's token is readable). */

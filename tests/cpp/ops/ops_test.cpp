@@ -1,6 +1,8 @@
 // ops/: type promotion, views, the registry and the inference cache.
 #include <gtest/gtest.h>
 
+#include "rill/comm/collectives.h"
+
 #include "rill/eager/functional.h"
 #include "rill/ops/type_promotion.h"
 #include "rill/ops/view.h"
@@ -104,7 +106,8 @@ TEST(StrictDtype, GuardRestoresTheThreadSetting) {
 }
 
 TEST(Registry, EveryOpHasACpuKernelAndInference) {
-  eager::op("add");  // registers everything
+  eager::op("add");       // registers everything
+  comm::register_kernels();  // and the comm layer's kernels, which its init sets
   for (const OpSchema* s : ops::all()) {
     EXPECT_NE(s->infer, nullptr) << s->name;
     // composite ops and views have none

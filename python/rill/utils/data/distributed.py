@@ -14,7 +14,12 @@ class DistributedSampler(Sampler):
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
         if num_replicas is None or rank is None:
-            raise ValueError("[DistributedSampler] pass num_replicas and rank (no process group to read them from)")
+            import rill.distributed as dist
+            if not dist.is_initialized():
+                raise RuntimeError("[DistributedSampler] pass num_replicas and rank, or call "
+                                   "rill.distributed.init_process_group() first to take them from the process group")
+            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+            rank = dist.get_rank() if rank is None else rank
         if not isinstance(num_replicas, int) or num_replicas < 1:
             raise ValueError(f"[DistributedSampler] num_replicas must be a positive int, got {num_replicas!r}")
         if not isinstance(rank, int) or not 0 <= rank < num_replicas:
