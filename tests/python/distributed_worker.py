@@ -221,6 +221,22 @@ def case_errors():
             assert text in str(e), (text, str(e))
         else:
             raise AssertionError(f"no {kind.__name__} containing {text!r}")
+    # an error inside the comm stream (a message longer than the receive buffer) reaches the user at the next
+    # sync point that touches what the operation wrote, and what was computed from it
+    r = dist.get_rank()
+    if r == 0:
+        dist.send(rill.ones(8), dst=1)
+    elif r == 1:
+        buf = rill.zeros(4)
+        dist.irecv(buf, src=0)
+        y = buf * 2
+        try:
+            y.sum().item()
+        except RuntimeError as e:
+            assert "MPI_ERR_TRUNCATE" in str(e) and "comm_recv" in str(e), str(e)
+        else:
+            raise AssertionError("a truncated receive raised nothing")
+    dist.barrier()
     # the process group still works
     t = rill.ones(1)
     dist.all_reduce(t)

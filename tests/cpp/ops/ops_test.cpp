@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include "rill/comm/collectives.h"
-
 #include "rill/eager/functional.h"
 #include "rill/ops/type_promotion.h"
 #include "rill/ops/view.h"
