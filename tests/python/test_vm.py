@@ -136,13 +136,20 @@ def test_keyboard_interrupt_during_a_long_wait_leaves_the_vm_usable():
         x = a
         for _ in range(200):   # well over a second of queued matmuls
             x = (x @ a) * 0.001
-        timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
-        timer.start()
+        # Ctrl-C pressed every 0.3 s until it is taken (the first may land before the wait begins).
+        taken = threading.Event()
+        def press():
+            while not taken.wait(0.3):
+                os.kill(os.getpid(), signal.SIGINT)
+        presser = threading.Thread(target=press)
+        presser.start()
         try:
             x.sum().item()
         except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a press after this one changes nothing
             print("interrupted", flush=True)
-        timer.join()
+        taken.set()
+        presser.join()
         rill.synchronize()
         assert (rill.ones(3) * 2).tolist() == [2.0, 2.0, 2.0]
         assert np.isfinite(x.sum().item())

@@ -47,27 +47,12 @@ Scheduler::Scheduler() {
   taken_inbox_.reserve(kQueueCapacity);
   taken_completions_.reserve(kQueueCapacity);
   trace::start_from_env();
-  gate_.attach(
-      [](void* self) {
-        auto* s = static_cast<Scheduler*>(self);
-        std::lock_guard<std::mutex> lock(s->mutex_);
-        s->cv_.notify_one();
-      },
-      this);
-  thread_ = std::thread([this] { loop(); });
-  thread_.detach();  // the VM lives as long as the process
+  start("rill-scheduler", gate_, [this] { loop(); });
 }
 
 void Scheduler::submit(Instruction* instruction) {
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  bool asleep;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    inbox_.push_back(instruction);
-    asleep = sleeping_;
-  }
-  has_work_.store(true, std::memory_order_release);  // seen by the online spin in loop()
-  if (!asleep) return;
+  if (!post(inbox_, instruction)) return;
   // Note [A waiter runs the queue]: with no core free, run it here rather than wake the scheduler.
   int mode = config().waiter_runs_queued;
   if (mode != 0 && (mode == 2 || now_ns() < no_free_core_until_.load(std::memory_order_relaxed)) &&
@@ -78,21 +63,11 @@ void Scheduler::submit(Instruction* instruction) {
       return;
     }
   }
-  std::lock_guard<std::mutex> lock(mutex_);  // the scheduler sleeps on cv_ or is about to re-check its predicate
-  cv_.notify_one();
+  wake();
 }
 
-void Scheduler::complete(Instruction* instruction) { enqueue(completions_, instruction); }
-
-void Scheduler::enqueue(std::vector<Instruction*>& queue, Instruction* instruction) {
-  bool wake;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue.push_back(instruction);
-    wake = sleeping_;
-  }
-  has_work_.store(true, std::memory_order_release);  // seen by the online spin in loop()
-  if (wake) cv_.notify_one();
+void Scheduler::complete(Instruction* instruction) {
+  if (post(completions_, instruction)) wake();
 }
 
 bool Scheduler::wait_in_flight_below(int64_t limit) {
@@ -174,7 +149,6 @@ bool Scheduler::help(int64_t waiting_since_ns) {
 }
 
 void Scheduler::loop() {
-  pthread_setname_np(pthread_self(), "rill-scheduler");
   auto last_work = std::chrono::steady_clock::now();
   bool spin = true;
   for (;;) {
@@ -193,24 +167,17 @@ void Scheduler::loop() {
       spin = !spin_missed_.exchange(false, std::memory_order_relaxed);
       continue;
     }
-    // Note [Staying online]: after its last instruction a VM thread keeps
-    // polling (yielding the CPU) for RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS before
-    // it blocks, so the next op does not pay a futex wake and a context switch.
-    // The spin stops early when it does not pay: when a yield handed the core to
-    // another thread for a while (no core is free: spinning only delays that thread,
-    // maybe the very client that will submit the next op), and after a waiter had to
-    // run a batch itself (Note [A waiter runs the queue]).
-    if (spin && std::chrono::steady_clock::now() - last_work < std::chrono::microseconds(config().online_us)) {
-      spin = spin_yield();
-      if (!spin) no_free_core_until_.store(now_ns() + kNoFreeCoreNs, std::memory_order_relaxed);  // a hint for submit()
-      continue;
+    // Note [Staying online] in vm_thread.h; a spin that finds no core free is a hint for submit().
+    if (spin) {
+      Spin how = spin_online(gate_, last_work);
+      if (how == Spin::kWork) continue;
+      spin = false;
+      if (how == Spin::kNoFreeCore) no_free_core_until_.store(now_ns() + kNoFreeCoreNs, std::memory_order_relaxed);
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    sleeping_ = true;
     asleep_.store(true, std::memory_order_relaxed);  // a hint for waiters (help)
-    cv_.wait(lock, [&] { return !inbox_.empty() || !completions_.empty() || gate_.stop_requested(); });
+    sleep(lock, gate_, [&] { return !inbox_.empty() || !completions_.empty(); });
     asleep_.store(false, std::memory_order_relaxed);
-    sleeping_ = false;
     spin = true;
     has_work_.store(true, std::memory_order_relaxed);
   }
@@ -250,7 +217,7 @@ void Scheduler::place_marker(Instruction* instr) {
 }
 
 void Scheduler::admit(Instruction* instr) {
-  rill_odb_anchor_scheduler(Range::kSchedule, instr);  // Note [odb anchors] in trace.h
+  trace::observe(trace::Thread::kScheduler, Range::kSchedule, instr);
   if (instr->kind == Instruction::Kind::kSyncRead) place_marker(instr);
   link_dependences(instr);
   if (instr->is_sync() && !instr->on_worker) {
@@ -278,8 +245,7 @@ void Scheduler::pump(int tid) {
 }
 
 void Scheduler::dispatch(Instruction* instr) {
-  rill_odb_anchor_scheduler(Range::kDispatch, instr);
-  trace::note(trace::Event::kDispatch, *instr);
+  trace::observe(trace::Thread::kScheduler, Range::kDispatch, instr);
   if (instr->is_sync() && !instr->on_worker) {
     if (instr->times) instr->times->ready = now_ns();
     instr->signal->notify_ready();  // a blocked waiter wakes while the marker finishes
@@ -296,16 +262,15 @@ void Scheduler::dispatch(Instruction* instr) {
 }
 
 void Scheduler::run_inline(Instruction* instr) {
-  rill_odb_anchor_scheduler(Range::kRun, instr);
-  trace::note(trace::Event::kStart, *instr);
+  trace::observe(trace::Thread::kScheduler, Range::kRun, instr);
   running_ = instr;
   instr->run();
   running_ = nullptr;
-  trace::note(trace::Event::kEnd, *instr);
+  trace::observe(trace::Thread::kScheduler, Range::kRunEnd, instr);
 }
 
 void Scheduler::retire(Instruction* instr) {
-  rill_odb_anchor_scheduler(Range::kRelease, instr);
+  trace::observe(trace::Thread::kScheduler, Range::kRelease, instr);
   unlink_dependences(instr);
   if (instr->kind == Instruction::Kind::kKernel) {
     int tid = instr->stream.thread_id;

@@ -16,6 +16,7 @@
 #include "rill/vm/config.h"
 #include "rill/vm/instruction.h"
 #include "rill/vm/park.h"
+#include "rill/vm/vm_thread.h"
 #include "rill/vm/worker.h"
 
 namespace rill::vm {
@@ -27,7 +28,7 @@ inline constexpr int64_t kHelpGraceNs = 10'000;
 inline constexpr int64_t kNoFreeCoreNs = 20'000'000;
 
 /** The one scheduler of the process. */
-class Scheduler {
+class Scheduler : private VmThread {
  public:
   /** The process's scheduler, started on first use (again in a forked child). */
   static Scheduler& get();
@@ -58,7 +59,6 @@ class Scheduler {
  private:
   void loop();
   bool run_batch();
-  void enqueue(std::vector<Instruction*>& queue, Instruction* instruction);
   void admit(Instruction* instruction);
   void place_marker(Instruction* instruction);
   bool on_a_worker(int thread_id) const;
@@ -68,13 +68,9 @@ class Scheduler {
   void retire(Instruction* instruction);
   Worker* worker(int thread_id);
 
-  // Shared with producers: inbox (clients) and completions (workers).
-  std::mutex mutex_;
-  std::condition_variable cv_;
+  // Shared with producers, under mutex_: inbox (clients) and completions (workers).
   std::vector<Instruction*> inbox_;
   std::vector<Instruction*> completions_;
-  std::atomic<bool> has_work_{false};
-  bool sleeping_ = false;
   std::atomic<bool> asleep_{false};       // sleeping_, for waiters deciding to help (a hint: no lock)
   std::atomic<int64_t> no_free_core_until_{0};  // now_ns() before which the scheduler found no core free
   std::atomic<bool> spin_missed_{false};
@@ -99,7 +95,6 @@ class Scheduler {
   std::deque<Instruction*> fifo_[kMaxThreads];   // admitted, not yet dispatched, per thread id
   Instruction* last_[kMaxThreads] = {};          // newest unretired kernel instruction per thread id
   std::unique_ptr<Worker> workers_[kMaxThreads];
-  std::thread thread_;
 };
 
 }  // namespace rill::vm

@@ -36,6 +36,7 @@ enum class Range : int {
   kDispatch = 4,  // scheduler: an instruction's dependences are met; it goes to its thread
   kRun = 5,       // scheduler (inline) or worker: a kernel or a sync marker runs
   kRelease = 6,   // scheduler: a finished instruction retires and drops its operands
+  kRunEnd = 7,    // scheduler or worker: a kernel finished (the trace's end event; no anchor stops here)
 };
 
 }  // namespace rill::vm
@@ -71,10 +72,29 @@ void record_submit(Instruction& instruction);
 /** Record a later event of a traced instruction (trace_id != 0), on the calling thread's buffer. */
 void record(Event event, const Instruction& instruction);
 
-/** Record a later event if the instruction is traced: a load of its trace id and a branch otherwise. */
-inline void note(Event event, const Instruction& instruction) {
-  if (instruction.trace_id != 0) [[unlikely]]
-    record(event, instruction);
+/** The kinds of VM thread, each with its own odb anchor. */
+enum class Thread : uint8_t { kClient, kScheduler, kWorker };
+
+/** The one observer hook of the VM: a thread reached range of instruction's life. It calls the thread kind's
+ * odb anchor (Note [odb anchors]) and records the trace event the range stands for, if the instruction is
+ * traced: a dispatch (kDispatch), a start (kRun) or an end (kRunEnd, which has no anchor). A submission is
+ * recorded by record_submit, which gives the instruction its trace id. */
+inline void observe(Thread thread, Range range, const Instruction* instruction) {
+  if (range != Range::kRunEnd) {
+    switch (thread) {
+      case Thread::kClient: rill_odb_anchor_client(range, instruction); break;
+      case Thread::kScheduler: rill_odb_anchor_scheduler(range, instruction); break;
+      case Thread::kWorker: rill_odb_anchor_worker(range, instruction); break;
+    }
+  }
+  if (instruction == nullptr || instruction->trace_id == 0) [[likely]]
+    return;
+  switch (range) {
+    case Range::kDispatch: record(Event::kDispatch, *instruction); break;
+    case Range::kRun: record(Event::kStart, *instruction); break;
+    case Range::kRunEnd: record(Event::kEnd, *instruction); break;
+    default: break;
+  }
 }
 
 /** Start recording into path (written by stop()); raises when a trace is already recording. */

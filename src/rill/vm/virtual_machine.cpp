@@ -182,7 +182,7 @@ ReadSlot& read_slot() {
 }  // namespace
 
 void submit(std::unique_ptr<Instruction> instr) {
-  rill_odb_anchor_client(Range::kSubmit, instr.get());  // Note [odb anchors] in trace.h
+  trace::observe(trace::Thread::kClient, Range::kSubmit, instr.get());  // Note [odb anchors] in trace.h
   if (admit_here(*instr)) {
     hand_over(instr.release());
   } else {
@@ -196,7 +196,7 @@ SyncSignal* submit_read(const Tensor& t, void* dst) {
   check_fork_epoch(s);
   if (s.writes_in_flight().load(std::memory_order_acquire) == 0) {
     // Its producer finished (or never ran in the VM): read here, no round trip.
-    rill_odb_anchor_client(Range::kSyncRead, nullptr);
+    trace::observe(trace::Thread::kClient, Range::kSyncRead, nullptr);
     if (s.poison()) raise_poison(s.poison());
     std::memcpy(dst, t.data_ptr(), dtype_itemsize(t.dtype()));
     return nullptr;
@@ -232,7 +232,7 @@ SyncSignal* submit_read(const Tensor& t, void* dst) {
     if (signal.error) raise_poison(signal.error);
     return nullptr;
   }
-  rill_odb_anchor_client(Range::kSyncRead, instr);
+  trace::observe(trace::Thread::kClient, Range::kSyncRead, instr);
   hand_over(instr);
   if (t_read_times) t_read_times->submitted = now_ns();
   return &signal;
@@ -240,7 +240,7 @@ SyncSignal* submit_read(const Tensor& t, void* dst) {
 
 void finish_read(void* dst) {
   Instruction* instr = read_slot().current;
-  rill_odb_anchor_client(Range::kReadDone, instr);
+  trace::observe(trace::Thread::kClient, Range::kReadDone, instr);
   std::memcpy(dst, instr->read_value, sizeof(instr->read_value));
   check(*instr->signal);
 }

@@ -1,7 +1,5 @@
 #include "rill/vm/worker.h"
 
-#include <pthread.h>
-
 #include <chrono>
 #include <string>
 
@@ -14,26 +12,11 @@ namespace rill::vm {
 
 Worker::Worker(int thread_id, Scheduler* scheduler, ParkGate* gate)
     : thread_id_(thread_id), scheduler_(scheduler), gate_(gate) {
-  gate_->attach(
-      [](void* self) {
-        auto* w = static_cast<Worker*>(self);
-        std::lock_guard<std::mutex> lock(w->mutex_);
-        w->cv_.notify_one();
-      },
-      this);
-  thread_ = std::thread([this] { loop(); });
-  thread_.detach();  // lives as long as the process (the VM is never torn down)
+  start("rill-worker-" + std::to_string(thread_id_), *gate_, [this] { loop(); });
 }
 
 void Worker::push(Instruction* instruction) {
-  bool wake;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(instruction);
-    wake = sleeping_;
-  }
-  has_work_.store(true, std::memory_order_release);  // seen by the online spin below
-  if (wake) cv_.notify_one();
+  if (post(queue_, instruction)) wake();
 }
 
 // Note [Kernels that finish later]
@@ -56,7 +39,7 @@ bool Worker::poll_later() {
       continue;
     }
     later_.erase(later_.begin() + static_cast<std::ptrdiff_t>(i));
-    trace::note(trace::Event::kEnd, *instr);
+    trace::observe(trace::Thread::kWorker, Range::kRunEnd, instr);
     scheduler_->complete(instr);
     any = true;
   }
@@ -93,8 +76,6 @@ void Worker::wait_for_conflicts(const Instruction& next) {
 }
 
 void Worker::loop() {
-  std::string name = "rill-worker-" + std::to_string(thread_id_);
-  pthread_setname_np(pthread_self(), name.c_str());
   for (;;) {
     // Note [Parking] in park.h: between batches, holding no lock.
     if (gate_->stop_requested()) [[unlikely]]
@@ -102,19 +83,15 @@ void Worker::loop() {
     if (!later_.empty()) poll_until_work();
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (queue_.empty() && !later_.empty()) continue;  // parking, or polling again
+      if (queue_.empty() && !later_.empty()) {  // parking, or polling again
+        has_work_.store(false, std::memory_order_relaxed);  // a stale flag: its work was taken with a batch
+        continue;
+      }
       if (queue_.empty()) {
-        // Note [Staying online]: spin (yielding) a while before sleeping, so the
-        // next instruction does not pay a futex wake and a context switch; a slow
-        // yield ends it (Note [Spinning on a busy machine] in util/spin.h).
         lock.unlock();
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(config().online_us);
-        while (!has_work_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
-          if (!spin_yield()) break;
+        spin_online(*gate_, std::chrono::steady_clock::now());  // Note [Staying online] in vm_thread.h
         lock.lock();
-        sleeping_ = true;
-        cv_.wait(lock, [&] { return !queue_.empty() || gate_->stop_requested(); });
-        sleeping_ = false;
+        sleep(lock, *gate_, [&] { return !queue_.empty(); });
         if (queue_.empty()) continue;  // woken to park
       }
       has_work_.store(false, std::memory_order_relaxed);
@@ -124,15 +101,14 @@ void Worker::loop() {
       Instruction* instr = batch_[batch_next_++];
       if (!later_.empty()) wait_for_conflicts(*instr);
       running_ = instr;
-      rill_odb_anchor_worker(Range::kRun, instr);  // Note [odb anchors] in trace.h
-      trace::note(trace::Event::kStart, *instr);
+      trace::observe(trace::Thread::kWorker, Range::kRun, instr);  // Note [odb anchors] in trace.h
       instr->run();
       running_ = nullptr;
       if (instr->pending_work) {  // Note [Kernels that finish later]
         later_.push_back(instr);
         continue;
       }
-      trace::note(trace::Event::kEnd, *instr);
+      trace::observe(trace::Thread::kWorker, Range::kRunEnd, instr);
       if (instr->on_worker) {  // a sync marker queued here (Note [Markers on a worker] in scheduler.cpp)
         if (instr->times) instr->times->ready = instr->times->done = now_ns();
         instr->signal->notify_done();

@@ -10,13 +10,14 @@
 
 #include "rill/vm/instruction.h"
 #include "rill/vm/park.h"
+#include "rill/vm/vm_thread.h"
 
 namespace rill::vm {
 
 class Scheduler;
 
 /** One VM thread ("rill-worker-N"). */
-class Worker {
+class Worker : private VmThread {
  public:
   /** Start the thread; it parks at gate whenever a stop is requested (Note [Parking] in park.h). */
   Worker(int thread_id, Scheduler* scheduler, ParkGate* gate);
@@ -36,12 +37,7 @@ class Worker {
   size_t batch_next_ = 0;
   Instruction* running_ = nullptr;
   std::vector<Instruction*> later_;  // ran, their work still going on (Note [Kernels that finish later])
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Instruction*> queue_;
-  std::atomic<bool> has_work_{false};
-  bool sleeping_ = false;
-  std::thread thread_;
+  std::deque<Instruction*> queue_;   // under mutex_
 };
 
 }  // namespace rill::vm

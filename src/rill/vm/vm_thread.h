@@ -1,0 +1,101 @@
+// What the VM's two kinds of thread share (the scheduler, scheduler.h; a worker, worker.h): the lock and
+// condition variable producers wake it with, the online spin before it sleeps, the sleep itself, and its
+// OS thread, which lives as long as the process.
+//
+// Note [Staying online]
+// After its last piece of work a VM thread keeps polling (yielding the CPU) for
+// RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS before it blocks, so the next op does not pay a futex wake and a
+// context switch. The spin stops early when it does not pay: when a yield handed the core to another thread
+// for a while (no core is free: spinning only delays that thread, maybe the very client that will submit
+// the next op; Note [Spinning on a busy machine] in util/spin.h), and, for the scheduler, after a waiter had
+// to run a batch itself (Note [A waiter runs the queue] in scheduler.cpp).
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "rill/util/spin.h"
+#include "rill/vm/config.h"
+#include "rill/vm/park.h"
+
+namespace rill::vm {
+
+class VmThread {
+ protected:
+  /** How an online spin ended. */
+  enum class Spin : uint8_t { kWork, kTimeout, kNoFreeCore };
+
+  VmThread() = default;
+  ~VmThread() = default;
+
+  /** Start the OS thread, named name, running body (which never returns) for the life of the process; gate
+   * is its stop switch (Note [Parking] in park.h), whose stop request wakes its sleep. */
+  template <typename Body>
+  void start(std::string name, ParkGate& gate, Body body) {
+    gate.attach(
+        [](void* self) {
+          auto* t = static_cast<VmThread*>(self);
+          std::lock_guard<std::mutex> lock(t->mutex_);
+          t->cv_.notify_one();
+        },
+        this);
+    thread_ = std::thread([name = std::move(name), body] {
+      pthread_setname_np(pthread_self(), name.c_str());
+      body();
+    });
+    thread_.detach();  // the VM is never torn down
+  }
+
+  /** Producer side: append item to queue under the lock and flag the work; true when the thread sleeps
+   * (the caller then wakes it, or does the work itself). */
+  template <typename Queue, typename Item>
+  bool post(Queue& queue, Item item) {
+    bool asleep;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue.push_back(item);
+      asleep = sleeping_;
+    }
+    has_work_.store(true, std::memory_order_release);  // seen by the online spin
+    return asleep;
+  }
+
+  /** Wake the thread from its sleep. */
+  void wake() {
+    std::lock_guard<std::mutex> lock(mutex_);  // it sleeps on cv_ or is about to re-check its predicate
+    cv_.notify_one();
+  }
+
+  /** Note [Staying online]: yield until work is flagged, a stop is requested, or online_us have passed since
+   * `since`; kNoFreeCore when a yield was slow. */
+  Spin spin_online(const ParkGate& gate, std::chrono::steady_clock::time_point since) {
+    auto deadline = since + std::chrono::microseconds(config().online_us);
+    while (!has_work_.load(std::memory_order_acquire)) {
+      if (gate.stop_requested() || std::chrono::steady_clock::now() >= deadline) return Spin::kTimeout;
+      if (!spin_yield()) return Spin::kNoFreeCore;
+    }
+    return Spin::kWork;
+  }
+
+  /** Sleep (holding lock on mutex_) until ready() or a stop request; producers then wake it (post, wake). */
+  template <typename Ready>
+  void sleep(std::unique_lock<std::mutex>& lock, const ParkGate& gate, Ready ready) {
+    sleeping_ = true;
+    cv_.wait(lock, [&] { return ready() || gate.stop_requested(); });
+    sleeping_ = false;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::atomic<bool> has_work_{false};
+  bool sleeping_ = false;  // under mutex_
+  std::thread thread_;
+};
+
+}  // namespace rill::vm
