@@ -4,6 +4,7 @@ caller, odb-vm lists what queues behind a stopped scheduler, odb-tensor reads a 
 fork never stops inside its handler."""
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -205,11 +206,12 @@ ITEM_SCRIPT = """
 
 
 def _first_stop(out):
-    """The odb line of the first stop and the frame line after it."""
+    """The odb line of the first stop and the frame line after it (the anchor's caller: frame 1, or 2 past the
+    inlined observer hook)."""
     lines = out.splitlines()
     for k, line in enumerate(lines):
         if line.startswith("odb: ") and " thread, gdb thread " in line:
-            frame = next((x for x in lines[k + 1:] if x.startswith("#1 ")), "")
+            frame = next((x for x in lines[k + 1:] if x.startswith(("#1 ", "#2 "))), "")
             return line, frame
     raise AssertionError("gdb never stopped on an odb anchor:\n" + out)
 
@@ -229,7 +231,8 @@ def test_breakpoint_commands_stop_in_their_thread_kind(gdb_ok, tmp_path, command
     assert caller in frame, f"expected the anchor's caller {caller}, got {frame!r}\n{out}"
     # The selected frame stays the caller's, not the anchor's.
     after = out[out.index(frame) + len(frame):]
-    assert "#1 " in after and "rill_odb_anchor" not in after.split("#1 ", 1)[1].splitlines()[0], out
+    shown = re.search(r"^#[12] .*$", after, re.MULTILINE)  # what `frame` prints: the selected frame
+    assert shown and "rill_odb_anchor" not in shown.group(0) and "trace::observe" not in shown.group(0), out
 
 
 def test_breakpoint_all_stops_in_every_thread_kind(gdb_ok, tmp_path):

@@ -37,6 +37,7 @@ ANCHORS = {
 # rill::vm::Range, in order (src/rill/vm/trace.h).
 RANGES = ["submit", "sync-read", "read-done", "schedule", "dispatch", "run", "release"]
 BREAKPOINT_FUNCTION = "rill_odb_breakpoint"
+OBSERVER = "rill::vm::trace::observe"  # the VM's one observer hook, inlined into each caller
 SCHEDULER_SYMBOL = "'rill::vm::(anonymous namespace)::g_scheduler'"
 DEFAULT_LIMIT = 10
 
@@ -375,12 +376,15 @@ def _on_anchor_stop(kind):
                                          gdb.Value(instr).cast(_type("rill::vm::Instruction").pointer()))
         except OdbError:
             gdb.set_convenience_variable("odb_instruction", gdb.Value(instr))
-    caller = frame.older()
+    # The frame worth reading is the anchor's caller, past the inlined observer hook that calls every anchor
+    # (rill::vm::trace::observe in src/rill/vm/trace.h); `finish` or `next` from there continue the range.
+    caller, level = frame.older(), 1
+    while caller is not None and (caller.name() or "").startswith(OBSERVER):
+        caller, level = caller.older(), level + 1
     if caller is None:
         print("odb: no calling frame")
         return
-    # The frame worth reading is the anchor's caller; `finish` or `next` from here continue the range.
-    gdb.execute("frame 1")
+    gdb.execute(f"frame {level}")
 
 
 def _on_python_breakpoint_stop():
