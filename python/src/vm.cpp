@@ -10,7 +10,8 @@
 
 #include <atomic>
 #include <thread>
-#include <unordered_set>
+#include <cstring>
+#include <unordered_map>
 
 #include "rill/util/parallel.h"
 #include "rill/vm/park.h"
@@ -25,16 +26,68 @@ namespace {
 // loads, no line-table walk. Code objects are kept alive in a table the first
 // time they are seen (the GIL, held at submission, guards it), so the pointer
 // stays valid until an error needs it; only then is it turned into file:line.
-std::unordered_set<PyObject*>* g_codes = new std::unordered_set<PyObject*>();
+// An op issued by rill's own Python (rill.nn.functional, an optimizer, rill.distributed, DDP's hooks) is
+// named by the first frame outside the package, where the user called in: each code object's "inside rill"
+// bit is computed once, when the table first sees it.
+std::unordered_map<PyObject*, bool>* g_codes = new std::unordered_map<PyObject*, bool>();
+
+// The folder of rill's Python package (python/rill/, or site-packages/rill/), with its trailing '/'; empty
+// until the package is importable.
+const std::string& rill_dir() {
+  static std::string dir;
+  if (!dir.empty()) return dir;
+  PyObject* name = PyUnicode_FromString("rill");
+  PyObject* module = name ? PyImport_GetModule(name) : nullptr;  // new reference, or null
+  Py_XDECREF(name);
+  if (!module) {
+    PyErr_Clear();
+    return dir;
+  }
+  PyObject* file = PyObject_GetAttrString(module, "__file__");
+  Py_DECREF(module);
+  if (file && PyUnicode_Check(file)) {
+    std::string path = PyUnicode_AsUTF8(file);
+    size_t slash = path.rfind('/');
+    if (slash != std::string::npos) dir = path.substr(0, slash + 1);
+  }
+  Py_XDECREF(file);
+  PyErr_Clear();
+  return dir;
+}
+
+bool inside_rill(PyCodeObject* code) {
+  const std::string& dir = rill_dir();
+  if (dir.empty() || !PyUnicode_Check(code->co_filename)) return false;
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  return file != nullptr && std::strncmp(file, dir.c_str(), dir.size()) == 0;
+}
 
 vm::SourceLocation capture() {
   if (!PyGILState_Check()) return {};
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
-  if (!frame) return {};
-  PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-  PyObject* key = reinterpret_cast<PyObject*>(code);
-  if (!g_codes->insert(key).second) Py_DECREF(code);  // already kept alive by the table
-  return {key, PyFrame_GetLasti(frame)};
+  PyFrameObject* owned = nullptr;            // frames from PyFrame_GetBack are new references
+  vm::SourceLocation innermost;
+  while (frame) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    PyObject* key = reinterpret_cast<PyObject*>(code);
+    auto [it, inserted] = g_codes->try_emplace(key, false);
+    if (inserted) {
+      it->second = inside_rill(code);  // the table keeps the reference: the pointer stays valid
+    } else {
+      Py_DECREF(code);
+    }
+    vm::SourceLocation here{key, PyFrame_GetLasti(frame)};
+    if (!innermost.code) innermost = here;
+    if (!it->second) {
+      Py_XDECREF(owned);
+      return here;
+    }
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference, or null
+    Py_XDECREF(owned);
+    owned = back;
+    frame = back;
+  }
+  return innermost;  // every frame is rill's own (its import, say)
 }
 
 std::string format(vm::SourceLocation where) {

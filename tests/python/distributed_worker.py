@@ -234,6 +234,8 @@ def case_errors():
             y.sum().item()
         except RuntimeError as e:
             assert "MPI_ERR_TRUNCATE" in str(e) and "comm_recv" in str(e), str(e)
+            # named by the user's line that issued it, not by rill.distributed's own
+            assert f"issued at {__file__}:" in str(e), str(e)
         else:
             raise AssertionError("a truncated receive raised nothing")
     dist.barrier()
