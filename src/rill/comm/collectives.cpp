@@ -137,26 +137,20 @@ void check_usable(const char* what) {
 
 // Submit op on the comm stream, reading inputs and writing outputs (Note [The comm stream]).
 void submit(const char* name, std::vector<Tensor> inputs, std::vector<Tensor> outputs, std::vector<AttrValue> attrs) {
-  const OpSchema& op = eager::op(name);
-  auto instr = vm::new_instruction();
-  instr->op = &op;
-  instr->kernel = op.kernel(DeviceType::kCPU);
-  instr->inputs = std::move(inputs);
-  instr->outputs = std::move(outputs);
-  instr->attrs = make_attrs(std::move(attrs));
-  instr->location = vm::capture_location();
-  instr->stream.role = vm::StreamRole::kComm;
-  instr->stream.thread_id = g_thread_id;
-  bool shared = false;
-  for (const Tensor& t : instr->inputs) shared |= t.storage()->shared();
-  for (const Tensor& t : instr->outputs) shared |= t.storage()->shared();
-  std::vector<Tensor> written;
-  if (shared) written = instr->outputs;  // Note [Shared memory is synchronous] in eager/functional.cpp
-  vm::submit(std::move(instr));
-  for (const Tensor& t : written) vm::wait_readable(t);
+  vm::Stream stream;
+  stream.role = vm::StreamRole::kComm;
+  stream.thread_id = g_thread_id;
+  eager::submit_on(eager::op(name), inputs, {}, make_attrs(std::move(attrs)), outputs, stream);
 }
 
 Tensor token() { return eager::empty({1}, DType::kInt64); }
+
+// Submit an op that writes no tensor of the caller's: its output is a token a sync point can wait on.
+Tensor submit_token(const char* name, std::vector<Tensor> inputs, std::vector<AttrValue> attrs) {
+  Tensor done = token();
+  submit(name, std::move(inputs), {done}, std::move(attrs));
+  return done;
+}
 
 void check_cpu(const Tensor& t, const char* what) {
   RILL_CHECK(t.defined(), Value, "[", what, "] got an undefined tensor");
@@ -203,8 +197,7 @@ Tensor init() {
   RILL_CHECK(!g_forked, Runtime, "[init_process_group] this process was forked from one that started "
              "rill.distributed; MPI works only in the processes the launcher started");
   if (g_thread_id < 0) g_thread_id = static_cast<int16_t>(vm::reserve_thread_id());
-  Tensor done = token();
-  submit("comm_init", {}, {done}, {});
+  Tensor done = submit_token("comm_init", {}, {});
   g_initialized.store(true, std::memory_order_release);
   return done;
 }
@@ -215,8 +208,7 @@ bool initialized() { return g_initialized.load(std::memory_order_acquire) && !g_
 
 Tensor finalize() {
   check_usable("finalize");
-  Tensor done = token();
-  submit("comm_finalize", {}, {done}, {});
+  Tensor done = submit_token("comm_finalize", {}, {});
   g_initialized.store(false, std::memory_order_release);
   return done;
 }
@@ -225,16 +217,12 @@ void abort_job(int code) { mpi_abort(code); }
 
 Tensor new_group(int64_t group, const std::vector<int64_t>& ranks) {
   check_usable("new_group");
-  Tensor done = token();
-  submit("comm_new_group", {}, {done}, {ranks, group});
-  return done;
+  return submit_token("comm_new_group", {}, {ranks, group});
 }
 
 Tensor destroy_group(int64_t group) {
   check_usable("destroy_process_group");
-  Tensor done = token();
-  submit("comm_destroy_group", {}, {done}, {group});
-  return done;
+  return submit_token("comm_destroy_group", {}, {group});
 }
 
 void all_reduce(const Tensor& t, ReduceOp op, int64_t group) {
@@ -285,9 +273,7 @@ void reduce_scatter(const Tensor& out, const Tensor& input, ReduceOp op, int64_t
 Tensor send(const Tensor& t, int64_t dst, int64_t tag, int64_t group) {
   check_usable("send");
   check_cpu(t, "send");
-  Tensor done = token();
-  submit("comm_send", {eager::contiguous(t)}, {done}, {dst, tag, group});
-  return done;
+  return submit_token("comm_send", {eager::contiguous(t)}, {dst, tag, group});
 }
 
 Tensor recv(const Tensor& t, int64_t src, int64_t tag, int64_t group) {
@@ -300,9 +286,7 @@ Tensor recv(const Tensor& t, int64_t src, int64_t tag, int64_t group) {
 
 Tensor barrier(int64_t group) {
   check_usable("barrier");
-  Tensor done = token();
-  submit("comm_barrier", {}, {done}, {group});
-  return done;
+  return submit_token("comm_barrier", {}, {group});
 }
 
 }  // namespace rill::comm

@@ -46,6 +46,15 @@ const InferResult& infer(const OpSchema& op, std::span<const Tensor> inputs, std
 
 void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
             std::span<const Tensor> outputs) {
+  vm::Stream stream;
+  stream.thread_id = static_cast<int16_t>(vm::current_thread_id());
+  submit_on(op, inputs, scalars, attrs, outputs, stream);
+}
+
+}  // namespace
+
+void submit_on(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
+               std::span<const Tensor> outputs, vm::Stream stream) {
   const Device device = !outputs.empty() ? outputs[0].device() : inputs.empty() ? Device{} : inputs[0].device();
   KernelFn kernel = op.kernel(device.type);
   if (kernel == nullptr) [[unlikely]] {
@@ -61,7 +70,7 @@ void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const 
   instr->attrs = attrs;
   instr->scalars.assign(scalars.begin(), scalars.end());
   instr->location = vm::capture_location();
-  instr->stream.thread_id = static_cast<int16_t>(vm::current_thread_id());
+  instr->stream = stream;
   bool shared = false;
   for (const Tensor& t : instr->inputs) shared |= t.storage()->shared();
   for (const Tensor& t : instr->outputs) shared |= t.storage()->shared();
@@ -79,8 +88,6 @@ void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const 
   vm::submit(std::move(instr));
   for (const Tensor& t : written) vm::wait_readable(t);
 }
-
-}  // namespace
 
 const OpSchema& op(std::string_view name) {
   kernels::register_all();

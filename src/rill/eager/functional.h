@@ -11,6 +11,7 @@
 
 #include "rill/core/tensor.h"
 #include "rill/ops/op_schema.h"
+#include "rill/vm/stream.h"
 
 namespace rill::eager {
 
@@ -23,6 +24,11 @@ Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const
 /** Run a single-output op, writing its result into out (converted to out's dtype). */
 void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
                const Tensor& out);
+/** Submit op's instruction on stream as it stands: inputs read, outputs written, no inference or conversion
+ * (for layers that build their calls themselves, as comm/ does on the comm stream). Memory numpy can also
+ * reach makes it finish before returning (Note [Shared memory is synchronous] in functional.cpp). */
+void submit_on(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
+               std::span<const Tensor> outputs, vm::Stream stream);
 /** Look an op up by name (the registry and kernels are set up on first use). */
 const OpSchema& op(std::string_view name);
 
