@@ -176,8 +176,8 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
             return HookHandle{list, id};
           }, nb::arg("hook"), "Call hook(tensor) after a backward added a gradient into this leaf's .grad.");
 
-  m.def("is_grad_enabled", &ag::grad_enabled, "True when ops record the autograd graph on this thread.");
-  m.def("_set_grad_enabled", &ag::set_grad_enabled, nb::arg("mode"));
+  m.def("is_grad_enabled", &eager::grad_enabled, "True when ops record the autograd graph on this thread.");
+  m.def("_set_grad_enabled", &eager::set_grad_enabled, nb::arg("mode"));
   m.def("_run_backward", [](const std::vector<Tensor>& tensors, const std::vector<std::optional<Tensor>>& grads,
                             bool retain_graph, const std::vector<Tensor>& inputs) {
     ag::backward(tensors, tensors_or_undefined(grads), retain_graph, inputs);

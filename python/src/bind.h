@@ -8,7 +8,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "rill/autograd/functional.h"
+#include "rill/autograd/engine.h"
+#include "rill/autograd/node.h"
 #include "rill/core/tensor.h"
 #include "rill/eager/functional.h"
 

@@ -1,6 +1,6 @@
 // Tensor.__getitem__ / __setitem__: basic indices (ints, slices with steps, None,
 // Ellipsis) become views; integer tensors, lists and bool masks are advanced
-// indices handled by autograd::index / index_put_ (Note [Advanced indexing] in
+// indices handled by eager::index / index_put_ (Note [Advanced indexing] in
 // src/rill/autograd/index.cpp). Ints are applied as selects first, as in PyTorch,
 // so they never count as advanced indices.
 #include "bind.h"
@@ -103,7 +103,7 @@ Indexed apply_index(const Tensor& t, nb::handle index) {
       for (int64_t k = 0; k < t.ndim() - consuming; ++k) r.entries.emplace_back();
       d += t.ndim() - consuming;
     } else if (o == Py_None) {
-      r.view = autograd::unsqueeze(r.view, d);
+      r.view = eager::unsqueeze(r.view, d);
       r.entries.emplace_back();
       ++d;
     } else if (PySlice_Check(o)) {
@@ -111,7 +111,7 @@ Indexed apply_index(const Tensor& t, nb::handle index) {
       auto step = slice_part(s->step, "step");
       RILL_CHECK(!step || *step > 0, Value, "[getitem] step must be greater than zero, got ", *step,
                  "; use .flip() to reverse");
-      r.view = autograd::slice(r.view, d, slice_part(s->start, "start"), slice_part(s->stop, "stop"),
+      r.view = eager::slice(r.view, d, slice_part(s->start, "start"), slice_part(s->stop, "stop"),
                                step ? *step : 1);
       r.entries.emplace_back();
       ++d;
@@ -125,7 +125,7 @@ Indexed apply_index(const Tensor& t, nb::handle index) {
       int overflow = 0;
       long long v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
       RILL_CHECK(!overflow, Index, "[getitem] index ", nb::str(items[i]).c_str(), " is out of range");
-      r.view = autograd::select(r.view, d, v);
+      r.view = eager::select(r.view, d, v);
     }
   }
   return r;
@@ -136,7 +136,7 @@ Indexed apply_index(const Tensor& t, nb::handle index) {
 void init_indexing(nb::class_<Tensor>& cls) {
   cls.def("__getitem__", [](const Tensor& t, nb::handle index) {
     Indexed r = apply_index(t, index);
-    return r.advanced ? autograd::index(r.view, r.entries) : r.view;
+    return r.advanced ? eager::index(r.view, r.entries) : r.view;
   }, nb::arg("index").none());
   cls.def("__setitem__", [](const Tensor& t, nb::handle index, nb::handle value) {
     Indexed r = apply_index(t, index);
@@ -153,7 +153,7 @@ void init_indexing(nb::class_<Tensor>& cls) {
         check_strict_number("setitem", *s, t.dtype());
         v = eager::full({}, *s, t.dtype());
       }
-      autograd::index_put_(dst, r.entries, v, /*accumulate=*/false);
+      eager::index_put_(dst, r.entries, v, /*accumulate=*/false);
       return;
     }
     if (nb::isinstance<Tensor>(value)) {
@@ -161,14 +161,14 @@ void init_indexing(nb::class_<Tensor>& cls) {
       // x[0] = y[None] works.
       Tensor src = nb::cast<const Tensor&>(value);
       check_strict_store("setitem", src.dtype(), t.dtype(), "value", "value");
-      while (src.ndim() > dst.ndim() && src.shape()[0] == 1) src = autograd::select(src, 0, 0);
-      autograd::copy_(dst, src);
+      while (src.ndim() > dst.ndim() && src.shape()[0] == 1) src = eager::select(src, 0, 0);
+      eager::copy_(dst, src);
       return;
     }
     auto s = scalar_from_object(value);
     RILL_CHECK(s.has_value(), Type, "[setitem] can assign a number or a Tensor, got ", nb::inst_name(value).c_str());
     check_strict_number("setitem", *s, t.dtype());
-    autograd::fill_(dst, *s);
+    eager::fill_(dst, *s);
   }, nb::arg("index").none(), nb::arg("value").none());
 }
 

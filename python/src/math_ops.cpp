@@ -36,13 +36,13 @@ int64_t one_dim(nb::handle dim, const char* op) {
 // A unary op (with number arguments and attrs): rill.<name>, Tensor.<name>, Tensor.<name>_.
 Tensor unary_call(const OpSchema& op, const Tensor& x, std::span<const Scalar> scalars = {},
                   AttrsSym attrs = empty_attrs()) {
-  return autograd::call1(op, {&x, 1}, scalars, attrs);
+  return eager::call1(op, {&x, 1}, scalars, attrs);
 }
 
 const Tensor& unary_inplace(const OpSchema& op, const Tensor& x, std::span<const Scalar> scalars = {},
                             AttrsSym attrs = empty_attrs()) {
   check_no_internal_overlap(x, op.name);
-  autograd::inplace(op, {&x, 1}, scalars, attrs);
+  eager::inplace(op, {&x, 1}, scalars, attrs);
   return x;
 }
 
@@ -60,8 +60,8 @@ Tensor clamp(const Tensor& x, nb::handle lo, nb::handle hi, bool inplace) {
     Scalar s[2] = {lo.is_none() ? Scalar() : number_arg(lo, "clamp", "min"),
                    hi.is_none() ? Scalar() : number_arg(hi, "clamp", "max")};
     AttrsSym attrs = make_attrs({!lo.is_none(), !hi.is_none()});
-    if (inplace) return autograd::inplace(scalar, {&x, 1}, s, attrs);
-    return autograd::call1(scalar, {&x, 1}, s, attrs);
+    if (inplace) return eager::inplace(scalar, {&x, 1}, s, attrs);
+    return eager::call1(scalar, {&x, 1}, s, attrs);
   }
   auto as_tensor = [&](nb::handle v, const char* what) {
     if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
@@ -82,8 +82,8 @@ Tensor clamp(const Tensor& x, nb::handle lo, nb::handle hi, bool inplace) {
     in.push_back(as_tensor(lo, "min"));
     in.push_back(as_tensor(hi, "max"));
   }
-  if (inplace) return autograd::inplace(*op, in);
-  return autograd::call1(*op, in);
+  if (inplace) return eager::inplace(*op, in);
+  return eager::call1(*op, in);
 }
 
 // var / std: (dim=None, unbiased=None, keepdim=False, *, correction=None); a bool first argument is unbiased.
@@ -102,7 +102,7 @@ Tensor moment(const OpSchema& op, const Tensor& x, nb::handle dim, nb::handle un
   } else if (!unbiased.is_none()) {
     c = nb::cast<bool>(unbiased) ? 1.0 : 0.0;
   }
-  return autograd::moment(op, x, dims_or_all(dim, op.name.c_str()), c, keepdim);
+  return eager::moment(op, x, dims_or_all(dim, op.name.c_str()), c, keepdim);
 }
 
 // p of torch.norm / ord of vector_norm: a number, inf, or 'fro' (the 2-norm).
@@ -132,13 +132,13 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("round", round, nb::kw_only(), nb::arg("decimals") = 0);
   cls.def("round_", round_, nb::kw_only(), nb::arg("decimals") = 0, nb::rv_policy::reference_internal);
   static const OpSchema* pow_scalar = &eager::op("pow_scalar");
-  auto square = [](const Tensor& x) { return autograd::binary_scalar(*pow_scalar, x, Scalar(int64_t{2})); };
+  auto square = [](const Tensor& x) { return eager::binary_scalar(*pow_scalar, x, Scalar(int64_t{2})); };
   m.def("square", square, nb::arg("input"));
   cls.def("square", square);
   cls.def("square_", [](const Tensor& x) -> const Tensor& {
     check_no_internal_overlap(x, "square");
     Scalar two[1] = {Scalar(int64_t{2})};
-    return autograd::inplace(*pow_scalar, {&x, 1}, two);
+    return eager::inplace(*pow_scalar, {&x, 1}, two);
   }, nb::rv_policy::reference_internal);
 
   // --- activations (rill.nn.functional) ---
@@ -203,11 +203,11 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   def_binary(m, cls, make_binary("bitwise_and"), true, "__and__", "__rand__", "__iand__");
   def_binary(m, cls, make_binary("bitwise_or"), true, "__or__", "__ror__", "__ior__");
   def_binary(m, cls, make_binary("bitwise_xor"), true, "__xor__", "__rxor__", "__ixor__");
-  m.def("arctan2", [](const Tensor& a, const Tensor& b) { return autograd::binary(eager::op("atan2"), a, b); },
+  m.def("arctan2", [](const Tensor& a, const Tensor& b) { return eager::binary(eager::op("atan2"), a, b); },
         nb::arg("input"), nb::arg("other"));
   // remainder(number, tensor)
   m.def("remainder", [](nb::handle a, const Tensor& b) {
-    return autograd::binary_scalar(eager::op("rremainder_scalar"), b, number_arg(a, "remainder", "input"));
+    return eager::binary_scalar(eager::op("rremainder_scalar"), b, number_arg(a, "remainder", "input"));
   }, nb::arg("input"), nb::arg("other"));
   cls.def("__invert__", [](const Tensor& x) {
     RILL_CHECK(!dtype_is_floating(x.dtype()), Type, "[bitwise_not] ~ (operator.invert) is only implemented on "
@@ -220,12 +220,12 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     if (inplace) check_no_internal_overlap(a, "lerp");
     if (nb::isinstance<Tensor>(w)) {
       Tensor in[3] = {a, b, nb::cast<Tensor>(w)};
-      return inplace ? autograd::inplace(eager::op("lerp"), in) : autograd::call1(eager::op("lerp"), in);
+      return inplace ? eager::inplace(eager::op("lerp"), in) : eager::call1(eager::op("lerp"), in);
     }
     Tensor in[2] = {a, b};
     Scalar s[1] = {number_arg(w, "lerp", "weight")};
     const OpSchema& op = eager::op("lerp_scalar");
-    return inplace ? autograd::inplace(op, in, s) : autograd::call1(op, in, s);
+    return inplace ? eager::inplace(op, in, s) : eager::call1(op, in, s);
   };
   m.def("lerp", [lerp](const Tensor& a, const Tensor& b, nb::handle w) { return lerp(a, b, w, false); },
         nb::arg("input"), nb::arg("end"), nb::arg("weight"));
@@ -242,9 +242,9 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       Scalar v[1] = {number_arg(value, s->name.c_str(), "value")};
       if (inplace) {
         check_no_internal_overlap(x, s->name);
-        return autograd::inplace(*s, in, v);
+        return eager::inplace(*s, in, v);
       }
-      return autograd::call1(*s, in, v);
+      return eager::call1(*s, in, v);
     };
     auto out_of_place = [fn](const Tensor& x, const Tensor& a, const Tensor& b, nb::handle v) {
       return fn(x, a, b, v, false);
@@ -266,7 +266,7 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   auto prod_fn = [](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
     std::vector<int64_t> dims;
     if (!dim.is_none()) dims.push_back(one_dim(dim, "prod"));
-    return autograd::reduce(*prod, x, dims, keepdim, dtype);
+    return eager::reduce(*prod, x, dims, keepdim, dtype);
   };
   m.def("prod", prod_fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
         nb::arg("dtype") = nb::none());
@@ -283,20 +283,20 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
             nb::kw_only(), nb::arg("correction") = nb::none());
   }
   auto lse = [](const Tensor& x, nb::handle dim, bool keepdim) {
-    return autograd::logsumexp(x, ints_from_object(dim, "logsumexp"), keepdim);
+    return eager::logsumexp(x, ints_from_object(dim, "logsumexp"), keepdim);
   };
   m.def("logsumexp", lse, nb::arg("input"), nb::arg("dim"), nb::arg("keepdim") = false);
   cls.def("logsumexp", lse, nb::arg("dim"), nb::arg("keepdim") = false);
   for (const char* name : {"any", "all"}) {
     const OpSchema* s = &eager::op(name);
     auto fn = [s](const Tensor& x, nb::handle dim, bool keepdim) {
-      return autograd::reduce(*s, x, dims_or_all(dim, s->name.c_str()), keepdim);
+      return eager::reduce(*s, x, dims_or_all(dim, s->name.c_str()), keepdim);
     };
     m.def(name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
     cls.def(name, fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
   }
   auto norm = [](const Tensor& x, nb::handle p, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
-    return autograd::norm(x, norm_order(p, "norm"), dims_or_all(dim, "norm"), keepdim, dtype);
+    return eager::norm(x, norm_order(p, "norm"), dims_or_all(dim, "norm"), keepdim, dtype);
   };
   m.def("norm", norm, nb::arg("input"), nb::arg("p") = "fro", nb::arg("dim") = nb::none(),
         nb::arg("keepdim") = false, nb::arg("dtype") = nb::none());
@@ -305,7 +305,7 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("linalg_vector_norm", [](const Tensor& x, nb::handle ord, nb::handle dim, bool keepdim,
                                  std::optional<DType> dtype) {
     RILL_CHECK(!nb::isinstance<nb::str>(ord), Type, "[linalg.vector_norm] ord must be a number, got a string");
-    return autograd::norm(x, norm_order(ord, "linalg.vector_norm"), dims_or_all(dim, "linalg.vector_norm"), keepdim,
+    return eager::norm(x, norm_order(ord, "linalg.vector_norm"), dims_or_all(dim, "linalg.vector_norm"), keepdim,
                           dtype);
   }, nb::arg("x"), nb::arg("ord") = 2, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
         nb::arg("dtype") = nb::none());
@@ -314,14 +314,14 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   for (const char* name : {"cumsum", "cumprod"}) {
     const OpSchema* s = &eager::op(name);
     auto fn = [s](const Tensor& x, nb::handle dim, std::optional<DType> dtype) {
-      return autograd::scan(*s, x, one_dim(dim, s->name.c_str()), dtype);
+      return eager::scan(*s, x, one_dim(dim, s->name.c_str()), dtype);
     };
     m.def(name, fn, nb::arg("input"), nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none());
     cls.def(name, fn, nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none());
     cls.def((std::string(name) + "_").c_str(), [fn](const Tensor& x, nb::handle dim, std::optional<DType> dtype)
                 -> const Tensor& {
       Tensor y = fn(x, dim, dtype);
-      autograd::copy_(x, y);
+      eager::copy_(x, y);
       return x;
     }, nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::rv_policy::reference_internal);
   }

@@ -8,6 +8,7 @@ NB_MODULE(_C, m) {
   // once the interpreter is finalizing, when releasing them is no longer safe (PyCallable in autograd.cpp);
   // nanobind would list each of them, and the types they reach, as a leak at every exit.
   nb::set_leak_warnings(false);
+  rill::autograd::install();  // ops record their gradients from here on (Note [Recording] in eager/grad_mode.h)
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);

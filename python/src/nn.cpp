@@ -5,7 +5,7 @@
 #include <string>
 
 #include "bind.h"
-#include "rill/autograd/functional.h"
+#include "rill/eager/functional.h"
 
 namespace rill::py {
 namespace {
@@ -86,8 +86,8 @@ void def_conv_grad(nb::module_& m, const char* name, const char* op, int spatial
 
 void init_nn(nb::module_& m) {
   // --- convolution ---
-  def_conv(m, "_conv2d", "conv2d", 2, &autograd::conv2d);
-  def_conv(m, "_conv1d", "conv1d", 1, &autograd::conv1d);
+  def_conv(m, "_conv2d", "conv2d", 2, &eager::conv2d);
+  def_conv(m, "_conv1d", "conv1d", 1, &eager::conv1d);
   def_conv_grad(m, "_conv2d_backward_input", "conv2d_backward_input", 2, false, &eager::conv2d_backward_input);
   def_conv_grad(m, "_conv2d_backward_weight", "conv2d_backward_weight", 2, true, &eager::conv2d_backward_weight);
   def_conv_grad(m, "_conv1d_backward_input", "conv1d_backward_input", 1, false, &eager::conv1d_backward_input);
@@ -98,7 +98,7 @@ void init_nn(nb::module_& m) {
     const char* op = "conv_transpose2d";
     RILL_CHECK(!nb::isinstance<nb::str>(padding), Type, "[", op, "] padding must be integers (PyTorch has no "
                "string padding for transposed convolutions)");
-    return autograd::conv_transpose2d(x, w, optional_tensor(bias, op, "bias"), ints_from_object(stride, op),
+    return eager::conv_transpose2d(x, w, optional_tensor(bias, op, "bias"), ints_from_object(stride, op),
                                    ints_from_object(padding, op), ints_from_object(output_padding, op), groups,
                                    ints_from_object(dilation, op));
   },
@@ -131,8 +131,8 @@ void init_nn(nb::module_& m) {
     const char* op = "max_pool2d";
     const auto k = ints_from_object(kernel_size, op), s = ints_or_empty(stride, op),
                p = ints_from_object(padding, op), d = ints_from_object(dilation, op);
-    if (return_indices) return nb::cast(autograd::max_pool2d_with_indices(x, k, s, p, d, ceil_mode));
-    return nb::cast(autograd::max_pool2d(x, k, s, p, d, ceil_mode));
+    if (return_indices) return nb::cast(eager::max_pool2d_with_indices(x, k, s, p, d, ceil_mode));
+    return nb::cast(eager::max_pool2d(x, k, s, p, d, ceil_mode));
   },
         nb::arg("input"), nb::arg("kernel_size"), nb::arg("stride").none(), nb::arg("padding"),
         nb::arg("dilation"), nb::arg("ceil_mode"), nb::arg("return_indices") = false);
@@ -142,7 +142,7 @@ void init_nn(nb::module_& m) {
   m.def("_avg_pool2d", [](const Tensor& x, nb::handle kernel_size, nb::handle stride, nb::handle padding,
                           bool ceil_mode, bool count_include_pad, nb::handle divisor_override) {
     const char* op = "avg_pool2d";
-    return autograd::avg_pool2d(x, ints_from_object(kernel_size, op), ints_or_empty(stride, op),
+    return eager::avg_pool2d(x, ints_from_object(kernel_size, op), ints_or_empty(stride, op),
                              ints_from_object(padding, op), ceil_mode, count_include_pad,
                              optional_int(divisor_override, op));
   },
@@ -160,7 +160,7 @@ void init_nn(nb::module_& m) {
         nb::arg("stride").none(), nb::arg("padding"), nb::arg("ceil_mode"),
         nb::arg("count_include_pad"), nb::arg("divisor_override").none());
   m.def("_adaptive_avg_pool2d", [](const Tensor& x, nb::handle output_size) {
-    return autograd::adaptive_avg_pool2d(x, ints_from_object(output_size, "adaptive_avg_pool2d"));
+    return eager::adaptive_avg_pool2d(x, ints_from_object(output_size, "adaptive_avg_pool2d"));
   }, nb::arg("input"), nb::arg("output_size"));
   m.def("_adaptive_avg_pool2d_backward", [](const Tensor& gy, nb::handle input_size) {
     return eager::adaptive_avg_pool2d_backward(gy, ints_from_object(input_size, "adaptive_avg_pool2d_backward"));

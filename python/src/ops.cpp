@@ -74,13 +74,13 @@ void check_integer_divisor(const BinaryOp& op, const Tensor& a, const Scalar& s)
 std::optional<Tensor> try_binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
   if (nb::isinstance<Tensor>(other)) {
     const Tensor& b = nb::cast<const Tensor&>(other);
-    return reverse ? autograd::binary(*op.tensor, b, a) : autograd::binary(*op.tensor, a, b);
+    return reverse ? eager::binary(*op.tensor, b, a) : eager::binary(*op.tensor, a, b);
   }
   auto s = scalar_from_object(other);
   const OpSchema* form = reverse ? op.rscalar : op.scalar;
   if (!s || !form) return std::nullopt;
   if (!reverse) check_integer_divisor(op, a, *s);
-  return autograd::binary_scalar(*form, a, *s);
+  return eager::binary_scalar(*form, a, *s);
 }
 
 Tensor binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
@@ -100,14 +100,14 @@ const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle oth
   if (nb::isinstance<Tensor>(other)) {
     check_no_partial_overlap(a, nb::cast<const Tensor&>(other), op.name);
     Tensor in[2] = {a, nb::cast<const Tensor&>(other)};
-    autograd::inplace(*op.tensor, in);
+    eager::inplace(*op.tensor, in);
     return a;
   }
   auto s = scalar_from_object(other);
   if (!s || !op.scalar) bad_operand(op, other);
   check_integer_divisor(op, a, *s);
   Scalar sc[1] = {*s};
-  autograd::inplace(*op.scalar, {&a, 1}, sc);
+  eager::inplace(*op.scalar, {&a, 1}, sc);
   return a;
 }
 
@@ -179,7 +179,7 @@ const Tensor& binary_out(const BinaryOp& op, const Tensor& a, nb::handle other, 
     numbers.push_back(*s);
     form = op.scalar;
   }
-  RILL_CHECK(!autograd::grad_enabled() || (!autograd::should_record(in) && !out.impl()->requires_grad()), Runtime,
+  RILL_CHECK(!eager::grad_enabled() || (!eager::should_record(in) && !out.impl()->requires_grad()), Runtime,
              "[", op.name, "] functions with out=... arguments don't support automatic differentiation, but one of "
              "the arguments requires grad; call it under rill.no_grad() or drop out=");
   check_no_internal_overlap(out, op.name);
@@ -231,8 +231,8 @@ nb::object scaled(const BinaryOp& op, const BinaryOp& mul, const Tensor& a, nb::
   RILL_CHECK(t == DType::kBool || k->kind() != Scalar::Kind::kBool, Runtime, "[", op.name,
              "] Boolean alpha only supported for Boolean results.");
   if (!is_tensor) return other * alpha;
-  Tensor b = autograd::to_dtype(nb::cast<const Tensor&>(other), t);
-  return nb::cast(autograd::binary(*mul.tensor, b, eager::full({}, *k, t)));
+  Tensor b = eager::to_dtype(nb::cast<const Tensor&>(other), t);
+  return nb::cast(eager::binary(*mul.tensor, b, eager::full({}, *k, t)));
 }
 
 struct FactoryArgs {
@@ -306,8 +306,8 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   // --- unary: rill.<op>, Tensor.<op> and Tensor.<op>_ come from the signatures (schema_bindings.cpp) ---
   const OpSchema* neg = &eager::op("neg");
   const OpSchema* abs = &eager::op("abs");
-  cls.def("__neg__", [neg](const Tensor& x) { return autograd::unary(*neg, x); });
-  cls.def("__abs__", [abs](const Tensor& x) { return autograd::unary(*abs, x); });
+  cls.def("__neg__", [neg](const Tensor& x) { return eager::unary(*neg, x); });
+  cls.def("__abs__", [abs](const Tensor& x) { return eager::unary(*abs, x); });
   cls.def("__pos__", [](const Tensor& x) -> const Tensor& {
     RILL_CHECK(x.dtype() != DType::kBool, Type, "[positive] the `+` operator, on a bool tensor is not supported");
     return x;
@@ -362,7 +362,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("pow", [](nb::handle a, const Tensor& b) {
     auto s = scalar_from_object(a);
     RILL_CHECK(s.has_value(), Type, "[pow] expected a number or a Tensor base, got ", nb::inst_name(a).c_str());
-    return autograd::binary_scalar(*pow.rscalar, b, *s);
+    return eager::binary_scalar(*pow.rscalar, b, *s);
   }, nb::arg("self"), nb::arg("exponent"));
   const char* cmp_dunders[6] = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"};
   const char* cmp_alias[6] = {nullptr, "not_equal", "less", "less_equal", "greater", "greater_equal"};
@@ -403,7 +403,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
         return eager::to_dtype(eager::full({}, s, DType::kFloat64), t);
       return eager::full({}, s, t);
     };
-    return autograd::where(cond, as_tensor(a), as_tensor(b));
+    return eager::where(cond, as_tensor(a), as_tensor(b));
   };
   m.def("where", where3, nb::arg("condition"), nb::arg("input"), nb::arg("other"));
   cls.def("where", [where3](const Tensor& self, const Tensor& cond, nb::handle other) {
@@ -427,7 +427,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   static nb::handle min_type = m.attr("_min_result");
   auto sum_fn = [](const OpSchema* op) {
     return [op](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
-      return autograd::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim, dtype);
+      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim, dtype);
     };
   };
   for (const OpSchema* op : {sum, mean}) {
@@ -438,7 +438,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   }
   for (const OpSchema* op : {amax, amin}) {
     auto fn = [op](const Tensor& x, nb::handle dim, bool keepdim) {
-      return autograd::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim);
+      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim);
     };
     m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
     cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
@@ -447,7 +447,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     auto fn = [op](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
       std::vector<int64_t> dims;
       if (dim) dims.push_back(*dim);
-      return autograd::reduce(*op, x, dims, keepdim);
+      return eager::reduce(*op, x, dims, keepdim);
     };
     m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
     cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
@@ -471,12 +471,12 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       if (dim.is_none()) {
         RILL_CHECK(x.numel() > 0, Runtime, "[", p->name, "] Expected reduction dim to be specified for "
                    "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
-        return nb::cast(autograd::reduce(*p->all, x, {}, false));
+        return nb::cast(eager::reduce(*p->all, x, {}, false));
       }
       if (nb::isinstance<Tensor>(dim)) return nb::cast(binary(*p->pairwise, x, dim));
       auto dims = ints_from_object(dim, p->name);
       RILL_CHECK(dims.size() == 1, Type, "[", p->name, "] dim must be a single int");
-      auto [values, indices] = autograd::reduce_with_indices(*p->with_dim, x, dims[0], keepdim);
+      auto [values, indices] = eager::reduce_with_indices(*p->with_dim, x, dims[0], keepdim);
       return (*p->result_type)(values, indices);
     };
     m.def(e.name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
@@ -484,16 +484,16 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   }
 
   // --- matmul ---
-  auto mm = [](const Tensor& a, const Tensor& b) { return autograd::matmul(a, b); };
+  auto mm = [](const Tensor& a, const Tensor& b) { return eager::matmul(a, b); };
   m.def("matmul", mm, nb::arg("input"), nb::arg("other"));
   cls.def("matmul", mm, nb::arg("other"));
   cls.def("__matmul__", [](const Tensor& a, nb::handle b) -> nb::object {
     if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
-    return nb::cast(autograd::matmul(a, nb::cast<const Tensor&>(b)));
+    return nb::cast(eager::matmul(a, nb::cast<const Tensor&>(b)));
   });
   cls.def("__rmatmul__", [](const Tensor& a, nb::handle b) -> nb::object {
     if (!nb::isinstance<Tensor>(b)) return nb::borrow(Py_NotImplemented);
-    return nb::cast(autograd::matmul(nb::cast<const Tensor&>(b), a));
+    return nb::cast(eager::matmul(nb::cast<const Tensor&>(b), a));
   });
   auto mm2 = [](const char* name, int64_t nd) {
     return [name, nd](const Tensor& a, const Tensor& b) {
@@ -502,7 +502,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
       // bmm does not broadcast its batch dim (matmul does).
       RILL_CHECK(nd != 3 || a.shape()[0] == b.shape()[0], Runtime, "[", name, "] expected both tensors to have "
                  "the same batch size, got ", a.shape()[0], " and ", b.shape()[0], "; use matmul to broadcast");
-      return autograd::matmul(a, b);
+      return eager::matmul(a, b);
     };
   };
   m.def("mm", mm2("mm", 2), nb::arg("input"), nb::arg("mat2"));

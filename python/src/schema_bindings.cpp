@@ -206,7 +206,7 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
       const Tensor& x = inputs[0];
       check_no_internal_overlap(x, op.name);
       for (size_t i = 1; i < inputs.size(); ++i) check_no_partial_overlap(x, inputs[i], op.name);
-      autograd::inplace(op, inputs, numbers, interned);
+      eager::inplace(op, inputs, numbers, interned);
       Py_INCREF(args[0]);
       return args[0];
     }
@@ -215,7 +215,7 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
       RILL_CHECK(nb::isinstance<Tensor>(oh), Type, "[", b.name, "] argument 'out' must be a Tensor, got ",
                  Py_TYPE(out)->tp_name);
       const Tensor& o = nb::cast<const Tensor&>(oh);
-      RILL_CHECK(!autograd::grad_enabled() || (!autograd::should_record(inputs) && !o.impl()->requires_grad()),
+      RILL_CHECK(!eager::grad_enabled() || (!eager::should_record(inputs) && !o.impl()->requires_grad()),
                  Runtime, "[", op.name, "] functions with out=... arguments don't support automatic differentiation, "
                  "but one of the arguments requires grad; call it under rill.no_grad() or drop out=");
       check_no_internal_overlap(o, op.name);
@@ -224,8 +224,8 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
       Py_INCREF(out);
       return out;
     }
-    if (sig.num_outputs == 1) return nb::cast(autograd::call1(op, inputs, numbers, interned)).release().ptr();
-    return to_python(autograd::call(op, inputs, numbers, interned), sig.num_outputs);
+    if (sig.num_outputs == 1) return nb::cast(eager::call1(op, inputs, numbers, interned)).release().ptr();
+    return to_python(eager::call(op, inputs, numbers, interned), sig.num_outputs);
   } catch (const Error& e) {
     set_python_error(e);
   } catch (nb::python_error& e) {

@@ -39,11 +39,11 @@ Tensor scatter_any(const Tensor& x, int64_t dim, const Tensor& index, nb::handle
   const std::string r = reduce_arg(reduce, "scatter");
   nb::handle what = src.is_none() ? value : src;
   RILL_CHECK(!what.is_none(), Type, "[scatter] expected a src Tensor or a value");
-  if (nb::isinstance<Tensor>(what)) return autograd::scatter(x, dim, index, nb::cast<Tensor>(what), r, inplace);
+  if (nb::isinstance<Tensor>(what)) return eager::scatter(x, dim, index, nb::cast<Tensor>(what), r, inplace);
   auto s = scalar_from_object(what);
   RILL_CHECK(s.has_value(), Type, "[scatter] expected a src Tensor or a number, got ", nb::inst_name(what).c_str());
   check_strict_number("scatter", *s, x.dtype());
-  return autograd::scatter_value(x, dim, index, *s, r, inplace);
+  return eager::scatter_value(x, dim, index, *s, r, inplace);
 }
 
 Tensor fill_value(const Tensor& x, nb::handle value, const char* op) {
@@ -80,53 +80,53 @@ Scalar number(nb::handle h, const char* op, const char* what) {
 
 void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   // --- shape ---
-  auto cat = [](nb::handle tensors, int64_t dim) { return autograd::cat(tensor_list(tensors, "cat"), dim); };
+  auto cat = [](nb::handle tensors, int64_t dim) { return eager::cat(tensor_list(tensors, "cat"), dim); };
   for (const char* n : {"cat", "concat", "concatenate"})
     m.def(n, cat, nb::arg("tensors"), nb::arg("dim") = 0);
-  m.def("stack", [](nb::handle tensors, int64_t dim) { return autograd::stack(tensor_list(tensors, "stack"), dim); },
+  m.def("stack", [](nb::handle tensors, int64_t dim) { return eager::stack(tensor_list(tensors, "stack"), dim); },
         nb::arg("tensors"), nb::arg("dim") = 0);
   auto split = [](const Tensor& x, nb::handle size, int64_t dim) {
     if (PyTuple_Check(size.ptr()) || PyList_Check(size.ptr()))
-      return to_tuple(autograd::split_with_sizes(x, ints_from_object(size, "split"), dim));
-    return to_tuple(autograd::split(x, ints_from_object(size, "split").at(0), dim));
+      return to_tuple(eager::split_with_sizes(x, ints_from_object(size, "split"), dim));
+    return to_tuple(eager::split(x, ints_from_object(size, "split").at(0), dim));
   };
   m.def("split", split, nb::arg("tensor"), nb::arg("split_size_or_sections"), nb::arg("dim") = 0);
   cls.def("split", split, nb::arg("split_size"), nb::arg("dim") = 0);
-  auto chunk = [](const Tensor& x, int64_t chunks, int64_t dim) { return to_tuple(autograd::chunk(x, chunks, dim)); };
+  auto chunk = [](const Tensor& x, int64_t chunks, int64_t dim) { return to_tuple(eager::chunk(x, chunks, dim)); };
   m.def("chunk", chunk, nb::arg("input"), nb::arg("chunks"), nb::arg("dim") = 0);
   cls.def("chunk", chunk, nb::arg("chunks"), nb::arg("dim") = 0);
   auto unflatten = [](const Tensor& x, int64_t dim, nb::handle sizes) {
-    return autograd::unflatten(x, dim, ints_from_object(sizes, "unflatten"));
+    return eager::unflatten(x, dim, ints_from_object(sizes, "unflatten"));
   };
   m.def("unflatten", unflatten, nb::arg("input"), nb::arg("dim"), nb::arg("sizes"));
   cls.def("unflatten", unflatten, nb::arg("dim"), nb::arg("sizes"));
   auto movedim = [](const Tensor& x, nb::handle src, nb::handle dst) {
-    return autograd::movedim(x, ints_from_object(src, "movedim"), ints_from_object(dst, "movedim"));
+    return eager::movedim(x, ints_from_object(src, "movedim"), ints_from_object(dst, "movedim"));
   };
   for (const char* n : {"movedim", "moveaxis"}) {
     m.def(n, movedim, nb::arg("input"), nb::arg("source"), nb::arg("destination"));
     cls.def(n, movedim, nb::arg("source"), nb::arg("destination"));
   }
   cls.def("repeat", [](const Tensor& x, nb::args reps, nb::kwargs kw) {
-    return autograd::repeat(x, sizes_from(reps, kw, "repeats", "repeat"));
+    return eager::repeat(x, sizes_from(reps, kw, "repeats", "repeat"));
   });
-  m.def("tile", [](const Tensor& x, nb::handle dims) { return autograd::tile(x, ints_from_object(dims, "tile")); },
+  m.def("tile", [](const Tensor& x, nb::handle dims) { return eager::tile(x, ints_from_object(dims, "tile")); },
         nb::arg("input"), nb::arg("dims"));
   cls.def("tile", [](const Tensor& x, nb::args dims, nb::kwargs kw) {
-    return autograd::tile(x, sizes_from(dims, kw, "dims", "tile"));
+    return eager::tile(x, sizes_from(dims, kw, "dims", "tile"));
   });
-  m.def("flip", [](const Tensor& x, nb::handle dims) { return autograd::flip(x, ints_from_object(dims, "flip")); },
+  m.def("flip", [](const Tensor& x, nb::handle dims) { return eager::flip(x, ints_from_object(dims, "flip")); },
         nb::arg("input"), nb::arg("dims"));
   cls.def("flip", [](const Tensor& x, nb::args dims, nb::kwargs kw) {
-    return autograd::flip(x, sizes_from(dims, kw, "dims", "flip"));
+    return eager::flip(x, sizes_from(dims, kw, "dims", "flip"));
   });
   auto fliplr = [](const Tensor& x) {
     RILL_CHECK(x.ndim() >= 2, Runtime, "[fliplr] Input must be >= 2-d.");
-    return autograd::flip(x, {1});
+    return eager::flip(x, {1});
   };
   auto flipud = [](const Tensor& x) {
     RILL_CHECK(x.ndim() >= 1, Runtime, "[flipud] Input must be >= 1-d.");
-    return autograd::flip(x, {0});
+    return eager::flip(x, {0});
   };
   m.def("fliplr", fliplr, nb::arg("input"));
   cls.def("fliplr", fliplr);
@@ -135,41 +135,41 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   auto roll = [](const Tensor& x, nb::handle shifts, nb::handle dims) {
     std::vector<int64_t> d;
     if (!dims.is_none()) d = ints_from_object(dims, "roll");
-    return autograd::roll(x, ints_from_object(shifts, "roll"), d);
+    return eager::roll(x, ints_from_object(shifts, "roll"), d);
   };
   m.def("roll", roll, nb::arg("input"), nb::arg("shifts"), nb::arg("dims") = nb::none());
   cls.def("roll", roll, nb::arg("shifts"), nb::arg("dims") = nb::none());
   for (bool upper : {false, true}) {
     const char* name = upper ? "triu" : "tril";
-    auto fn = [upper](const Tensor& x, int64_t k) { return autograd::triangle(x, k, upper); };
+    auto fn = [upper](const Tensor& x, int64_t k) { return eager::triangle(x, k, upper); };
     m.def(name, fn, nb::arg("input"), nb::arg("diagonal") = 0);
     cls.def(name, fn, nb::arg("diagonal") = 0);
     const OpSchema* op = &eager::op(name);
     cls.def((std::string(name) + "_").c_str(), [op](const Tensor& x, int64_t k) -> const Tensor& {
       RILL_CHECK(x.ndim() >= 2, Runtime, "[", op->name, "_] input tensor must have at least 2 dimensions");
-      return autograd::inplace(*op, {&x, 1}, {}, make_attrs({k}));
+      return eager::inplace(*op, {&x, 1}, {}, make_attrs({k}));
     }, nb::arg("diagonal") = 0, nb::rv_policy::reference_internal);
   }
-  auto diag = [](const Tensor& x, int64_t k) { return autograd::diag(x, k); };
+  auto diag = [](const Tensor& x, int64_t k) { return eager::diag(x, k); };
   m.def("diag", diag, nb::arg("input"), nb::arg("diagonal") = 0);
   cls.def("diag", diag, nb::arg("diagonal") = 0);
   auto diagonal = [](const Tensor& x, int64_t offset, int64_t d1, int64_t d2) {
-    return autograd::diagonal(x, offset, d1, d2);
+    return eager::diagonal(x, offset, d1, d2);
   };
   m.def("diagonal", diagonal, nb::arg("input"), nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
   cls.def("diagonal", diagonal, nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
-  cls.def("view_as", [](const Tensor& x, const Tensor& o) { return autograd::view(x, o.shape()); },
+  cls.def("view_as", [](const Tensor& x, const Tensor& o) { return eager::view(x, o.shape()); },
           nb::arg("other"));
-  cls.def("reshape_as", [](const Tensor& x, const Tensor& o) { return autograd::reshape(x, o.shape()); },
+  cls.def("reshape_as", [](const Tensor& x, const Tensor& o) { return eager::reshape(x, o.shape()); },
           nb::arg("other"));
 
   // --- indexing ---
   auto index_select = [](const Tensor& x, int64_t dim, const Tensor& index) {
-    return autograd::index_select(x, dim, index);
+    return eager::index_select(x, dim, index);
   };
   m.def("index_select", index_select, nb::arg("input"), nb::arg("dim"), nb::arg("index"));
   cls.def("index_select", index_select, nb::arg("dim"), nb::arg("index"));
-  auto gather = [](const Tensor& x, int64_t dim, const Tensor& index, bool) { return autograd::gather(x, dim, index); };
+  auto gather = [](const Tensor& x, int64_t dim, const Tensor& index, bool) { return eager::gather(x, dim, index); };
   m.def("gather", gather, nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::kw_only(),
         nb::arg("sparse_grad") = false);
   cls.def("gather", gather, nb::arg("dim"), nb::arg("index"), nb::kw_only(), nb::arg("sparse_grad") = false);
@@ -187,16 +187,16 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   }, nb::arg("dim"), nb::arg("index"), nb::arg("src") = nb::none(), nb::kw_only(), nb::arg("value") = nb::none(),
           nb::arg("reduce") = nb::none(), nb::rv_policy::reference_internal);
   auto scatter_add = [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-    return autograd::scatter(x, dim, index, src, "add", false);
+    return eager::scatter(x, dim, index, src, "add", false);
   };
   m.def("scatter_add", scatter_add, nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::arg("src"));
   cls.def("scatter_add", scatter_add, nb::arg("dim"), nb::arg("index"), nb::arg("src"));
   cls.def("scatter_add_", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) -> const Tensor& {
-    autograd::scatter(x, dim, index, src, "add", true);
+    eager::scatter(x, dim, index, src, "add", true);
     return x;
   }, nb::arg("dim"), nb::arg("index"), nb::arg("src"), nb::rv_policy::reference_internal);
   auto index_add = [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, nb::handle alpha) {
-    return autograd::index_add(x, dim, index, source, number(alpha, "index_add", "alpha"), false);
+    return eager::index_add(x, dim, index, source, number(alpha, "index_add", "alpha"), false);
   };
   m.def("index_add", index_add, nb::arg("input"), nb::arg("dim"), nb::arg("index"), nb::arg("source"),
         nb::kw_only(), nb::arg("alpha") = 1);
@@ -204,22 +204,22 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
           nb::arg("alpha") = 1);
   cls.def("index_add_", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                            nb::handle alpha) -> const Tensor& {
-    autograd::index_add(x, dim, index, source, number(alpha, "index_add_", "alpha"), true);
+    eager::index_add(x, dim, index, source, number(alpha, "index_add_", "alpha"), true);
     return x;
   }, nb::arg("dim"), nb::arg("index"), nb::arg("source"), nb::kw_only(), nb::arg("alpha") = 1,
           nb::rv_policy::reference_internal);
   auto masked_fill = [](const Tensor& x, const Tensor& mask, nb::handle value) {
-    return autograd::masked_fill(x, mask, fill_value(x, value, "masked_fill"), false);
+    return eager::masked_fill(x, mask, fill_value(x, value, "masked_fill"), false);
   };
   m.def("masked_fill", masked_fill, nb::arg("input"), nb::arg("mask"), nb::arg("value"));
   cls.def("masked_fill", masked_fill, nb::arg("mask"), nb::arg("value"));
   cls.def("masked_fill_", [](const Tensor& x, const Tensor& mask, nb::handle value) -> const Tensor& {
-    autograd::masked_fill(x, mask, fill_value(x, value, "masked_fill_"), true);
+    eager::masked_fill(x, mask, fill_value(x, value, "masked_fill_"), true);
     return x;
   }, nb::arg("mask"), nb::arg("value"), nb::rv_policy::reference_internal);
   auto index_put = [](const Tensor& x, nb::handle indices, const Tensor& values, bool accumulate) {
     check_strict_store("index_put", values.dtype(), x.dtype(), "values", "values");
-    return autograd::index_put(x, index_list(indices), values, accumulate);
+    return eager::index_put(x, index_list(indices), values, accumulate);
   };
   m.def("index_put", index_put, nb::arg("input"), nb::arg("indices"), nb::arg("values"),
         nb::arg("accumulate") = false);
@@ -227,19 +227,19 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("index_put_", [](const Tensor& x, nb::handle indices, const Tensor& values, bool accumulate)
               -> const Tensor& {
     check_strict_store("index_put_", values.dtype(), x.dtype(), "values", "values");
-    return autograd::index_put_(x, index_list(indices), values, accumulate);
+    return eager::index_put_(x, index_list(indices), values, accumulate);
   },
           nb::arg("indices"), nb::arg("values"), nb::arg("accumulate") = false, nb::rv_policy::reference_internal);
-  auto masked_select = [](const Tensor& x, const Tensor& mask) { return autograd::masked_select(x, mask); };
+  auto masked_select = [](const Tensor& x, const Tensor& mask) { return eager::masked_select(x, mask); };
   m.def("masked_select", masked_select, nb::arg("input"), nb::arg("mask"));
   cls.def("masked_select", masked_select, nb::arg("mask"));
   auto take_along_dim = [](const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
-    return autograd::take_along_dim(x, indices, dim);
+    return eager::take_along_dim(x, indices, dim);
   };
   m.def("take_along_dim", take_along_dim, nb::arg("input"), nb::arg("indices"), nb::arg("dim") = nb::none());
   cls.def("take_along_dim", take_along_dim, nb::arg("indices"), nb::arg("dim") = nb::none());
   auto nonzero = [](const Tensor& x, bool as_tuple) -> nb::object {
-    if (as_tuple) return to_tuple(autograd::nonzero_tuple(x));
+    if (as_tuple) return to_tuple(eager::nonzero_tuple(x));
     return nb::cast(eager::nonzero(x));
   };
   m.def("nonzero", nonzero, nb::arg("input"), nb::kw_only(), nb::arg("as_tuple") = false);
@@ -247,7 +247,7 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("argwhere", [](const Tensor& x) { return eager::nonzero(x); }, nb::arg("input"));
   cls.def("argwhere", [](const Tensor& x) { return eager::nonzero(x); });
   // where(condition): the one-argument form, nonzero(condition, as_tuple=True).
-  m.def("where", [](const Tensor& cond) { return to_tuple(autograd::nonzero_tuple(cond)); }, nb::arg("condition"));
+  m.def("where", [](const Tensor& cond) { return to_tuple(eager::nonzero_tuple(cond)); }, nb::arg("condition"));
 
   // --- sorting ---
   nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
@@ -258,7 +258,7 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   static nb::handle topk_type = m.attr("_topk_result");
   static nb::handle kth_type = m.attr("_kthvalue_result");
   auto sort = [](const Tensor& x, int64_t dim, bool descending, bool stable) {
-    auto [v, i] = autograd::sort(x, dim, descending, stable);
+    auto [v, i] = eager::sort(x, dim, descending, stable);
     return sort_type(v, i);
   };
   m.def("sort", sort, nb::arg("input"), nb::arg("dim") = -1, nb::arg("descending") = false,
@@ -271,14 +271,14 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
         nb::arg("stable") = false);
   cls.def("argsort", argsort, nb::arg("dim") = -1, nb::arg("descending") = false, nb::arg("stable") = false);
   auto topk = [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
-    auto [v, i] = autograd::topk(x, k, dim, largest, sorted);
+    auto [v, i] = eager::topk(x, k, dim, largest, sorted);
     return topk_type(v, i);
   };
   m.def("topk", topk, nb::arg("input"), nb::arg("k"), nb::arg("dim") = -1, nb::arg("largest") = true,
         nb::arg("sorted") = true);
   cls.def("topk", topk, nb::arg("k"), nb::arg("dim") = -1, nb::arg("largest") = true, nb::arg("sorted") = true);
   auto kthvalue = [](const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
-    auto [v, i] = autograd::kthvalue(x, k, dim, keepdim);
+    auto [v, i] = eager::kthvalue(x, k, dim, keepdim);
     return kth_type(v, i);
   };
   m.def("kthvalue", kthvalue, nb::arg("input"), nb::arg("k"), nb::arg("dim") = -1, nb::arg("keepdim") = false);

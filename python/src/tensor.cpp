@@ -88,60 +88,59 @@ void init_tensor(nb::module_& m) {
       .def("view", [](const Tensor& t, nb::args a, nb::kwargs kw) {
             if (a.size() == 1 && dtype_from_object(a[0]))
               RILL_FAIL(NotImplemented, "[view] reinterpreting as another dtype is not supported; use .to(dtype)");
-            return autograd::view(t, sizes_from(a, kw, "size", "view"));
+            return eager::view(t, sizes_from(a, kw, "size", "view"));
           })
       .def("reshape", [](const Tensor& t, nb::args a, nb::kwargs kw) {
-            return autograd::reshape(t, sizes_from(a, kw, "shape", "reshape"));
+            return eager::reshape(t, sizes_from(a, kw, "shape", "reshape"));
           })
-      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return autograd::transpose(t, d0, d1); },
+      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return eager::transpose(t, d0, d1); },
            nb::arg("dim0"), nb::arg("dim1"))
-      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) { return autograd::transpose(t, d0, d1); },
+      .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) { return eager::transpose(t, d0, d1); },
            nb::arg("axis0"), nb::arg("axis1"))
       .def("t", [](const Tensor& t) {
-            RILL_CHECK(t.ndim() <= 2, Runtime, "[t] expects a tensor with <= 2 dimensions, but self is ", t.ndim(),
-                       "D; use .transpose(dim0, dim1) or .mT");
-            return t.ndim() < 2 ? t : autograd::transpose(t, 0, 1, "TBackward0");
+            static const OpSchema& op = eager::op("t");
+            return eager::view_call(op, t, empty_attrs());
           })
       .def_prop_ro("T", [](const Tensor& t) {
             std::vector<int64_t> dims(t.ndim());
             for (int64_t i = 0; i < t.ndim(); ++i) dims[i] = t.ndim() - 1 - i;
-            return autograd::permute(t, dims);
+            return eager::permute(t, dims);
           })
       .def_prop_ro("mT", [](const Tensor& t) {
             RILL_CHECK(t.ndim() >= 2, Runtime, "[mT] tensor.mT is only supported on matrices or batches of "
                        "matrices. Got ", t.ndim(), "-D tensor.");
-            return autograd::transpose(t, -2, -1);
+            return eager::transpose(t, -2, -1);
           })
       .def("permute", [](const Tensor& t, nb::args a, nb::kwargs kw) {
-            return autograd::permute(t, sizes_from(a, kw, "dims", "permute"));
+            return eager::permute(t, sizes_from(a, kw, "dims", "permute"));
           })
       .def("expand", [](const Tensor& t, nb::args a, nb::kwargs kw) {
             if (kw.contains("implicit")) {  // PyTorch's tracing flag: no effect on the result
               RILL_CHECK(nb::isinstance<nb::bool_>(kw["implicit"]), Type, "[expand] implicit must be a bool");
               nb::del(kw["implicit"]);
             }
-            return autograd::expand(t, sizes_from(a, kw, "size", "expand"));
+            return eager::expand(t, sizes_from(a, kw, "size", "expand"));
           })
-      .def("expand_as", [](const Tensor& t, const Tensor& o) { return autograd::expand(t, o.shape()); },
+      .def("expand_as", [](const Tensor& t, const Tensor& o) { return eager::expand(t, o.shape()); },
            nb::arg("other"))
       .def("narrow", [](const Tensor& t, int64_t dim, int64_t start, int64_t len) {
-            return autograd::narrow(t, dim, start, len);
+            return eager::narrow(t, dim, start, len);
           }, nb::arg("dim"), nb::arg("start"), nb::arg("length"))
-      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return autograd::select(t, dim, index); },
+      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return eager::select(t, dim, index); },
            nb::arg("dim"), nb::arg("index"))
-      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return autograd::unsqueeze(t, dim); }, nb::arg("dim"))
+      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return eager::unsqueeze(t, dim); }, nb::arg("dim"))
       .def("squeeze", [](const Tensor& t, nb::object dim) {
-            if (dim.is_none()) return autograd::squeeze(t, std::nullopt);
-            return autograd::squeeze(t, ints_from_object(dim, "squeeze"));
+            if (dim.is_none()) return eager::squeeze(t, std::nullopt);
+            return eager::squeeze(t, ints_from_object(dim, "squeeze"));
           }, nb::arg("dim") = nb::none())
-      .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return autograd::flatten(t, s, e); },
+      .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return eager::flatten(t, s, e); },
            nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
-      .def("contiguous", [](const Tensor& t) { return autograd::contiguous(t); })
-      .def("clone", [](const Tensor& t) { return autograd::clone(t); })
+      .def("contiguous", [](const Tensor& t) { return eager::contiguous(t); })
+      .def("clone", [](const Tensor& t) { return eager::clone(t); })
             // In-place methods return self (the same Python object), as in PyTorch.
       .def("copy_", [](const Tensor& t, const Tensor& src, bool) -> const Tensor& {
             check_strict_store("copy_", src.dtype(), t.dtype(), "src", "src");
-            return autograd::copy_(t, src);
+            return eager::copy_(t, src);
           },  // non_blocking: a CPU copy is ordered by the VM either way
            nb::arg("src"), nb::arg("non_blocking") = false, nb::rv_policy::reference_internal)
       .def("fill_", [](const Tensor& t, nb::handle v) -> const Tensor& {
@@ -151,16 +150,16 @@ void init_tensor(nb::module_& m) {
               RILL_CHECK(vt.ndim() == 0, Runtime, "[fill_] only supports 0-dimension value tensor but got tensor with ",
                          vt.ndim(), " dimensions");
               check_strict_store("fill_", vt.dtype(), t.dtype(), "value", "value");
-              return autograd::copy_(t, vt);
+              return eager::copy_(t, vt);
             }
             RILL_CHECK(s.has_value(), Type, "[fill_] expected a number, got ", nb::inst_name(v).c_str());
             check_strict_number("fill_", *s, t.dtype());
-            return autograd::fill_(t, *s);
+            return eager::fill_(t, *s);
           }, nb::arg("value"), nb::rv_policy::reference_internal)
-      .def("zero_", [](const Tensor& t) -> const Tensor& { return autograd::fill_(t, Scalar(int64_t{0})); },
+      .def("zero_", [](const Tensor& t) -> const Tensor& { return eager::fill_(t, Scalar(int64_t{0})); },
            nb::rv_policy::reference_internal)
       .def("_to_dtype", [](const Tensor& t, DType d, bool copy) {
-            return copy && t.dtype() == d ? autograd::clone(t) : autograd::to_dtype(t, d);
+            return copy && t.dtype() == d ? eager::clone(t) : eager::to_dtype(t, d);
           })
       .def("_copy_now", [](const Tensor& t, DType d) {
             // A copy finished before returning: the source may be memory the caller changes next

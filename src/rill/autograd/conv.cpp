@@ -1,136 +1,69 @@
-// Gradients of convolution and pooling (eager/conv.cpp). Their forwards are
-// compositions (argument normalisation, unbatched inputs as views, conv1d as a
-// conv2d of height 1) and their gradients are ops of their own, so each function
-// records one CompositeNode over its user-facing arguments.
-#include "rill/autograd/composite.h"
-#include "rill/autograd/functional.h"
+// Gradients of convolution and pooling (ops/conv.cpp, ops/pool.cpp). The ops
+// take batched, dense inputs and normalised arguments (eager/conv.cpp maps the
+// user's forms onto them through views, which record their own gradients);
+// each gradient is an op of its own.
+#include "rill/autograd/rules.h"
 
 namespace rill::autograd {
 namespace {
 
 using Ints = std::vector<int64_t>;
+constexpr uint32_t kIn0 = 1, kIn1 = 2, kOut1 = 2;
 
-// The convolution gradients, for conv1d/conv2d (spatial = 1 or 2) and conv_transpose2d.
-enum class ConvKind { kConv1d, kConv2d, kTranspose2d };
-
-Tensor conv_grad_input(ConvKind kind, const Tensor& gy, const Tensor& w, const Shape& size, const Ints& s,
-                       const Ints& p, const Ints& d, int64_t g) {
-  switch (kind) {
-    case ConvKind::kConv1d: return eager::conv1d_backward_input(gy, w, size, s, p, d, g);
-    case ConvKind::kConv2d: return eager::conv2d_backward_input(gy, w, size, s, p, d, g);
-    case ConvKind::kTranspose2d: return eager::conv_transpose2d_backward_input(gy, w, size, s, p, d, g);
-  }
-  return {};
+// conv2d and conv_transpose2d: (input, weight[, bias]) -> y.
+template <auto grad_input, auto grad_weight>
+std::vector<Tensor> convolution_backward(const GradContext& c) {
+  const Tensor& g = c.grad();
+  const Ints& s = c.attr<Ints>("stride");
+  const Ints& p = c.attr<Ints>("padding");
+  const Ints& d = c.attr<Ints>("dilation");
+  const int64_t groups = c.attr<int64_t>("groups");
+  std::vector<Tensor> out(c.num_inputs());
+  if (c.needs_grad(0)) out[0] = grad_input(g, c.input(1), c.input_meta(0).shape, s, p, d, groups);
+  if (c.needs_grad(1)) out[1] = grad_weight(g, c.input(0), c.input_meta(1).shape, s, p, d, groups);
+  if (out.size() == 3 && c.needs_grad(2)) out[2] = eager::conv_backward_bias(g, 2);
+  return out;
 }
 
-Tensor conv_grad_weight(ConvKind kind, const Tensor& gy, const Tensor& x, const Shape& size, const Ints& s,
-                        const Ints& p, const Ints& d, int64_t g) {
-  switch (kind) {
-    case ConvKind::kConv1d: return eager::conv1d_backward_weight(gy, x, size, s, p, d, g);
-    case ConvKind::kConv2d: return eager::conv2d_backward_weight(gy, x, size, s, p, d, g);
-    case ConvKind::kTranspose2d: return eager::conv_transpose2d_backward_weight(gy, x, size, s, p, d, g);
-  }
-  return {};
+std::vector<Tensor> max_pool2d_backward(const GradContext& c) {
+  return {eager::max_pool2d_backward(c.grad(), c.output(1), c.input_meta(0).shape)};
 }
 
-void record_conv(ConvKind kind, const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
-                 const Tensor& y, Ints s, Ints p, Ints d, int64_t g) {
-  Tensor b = bias ? *bias : Tensor();
-  const Tensor inputs[] = {input, weight, b};
-  const Tensor saved[] = {input, weight};
-  const int64_t spatial = kind == ConvKind::kConv1d ? 1 : 2;
-  record_composite(
-      "ConvolutionBackward0", inputs, {&y, 1}, saved,
-      [kind, s = std::move(s), p = std::move(p), d = std::move(d), g, spatial](
-          const std::vector<Tensor>& sv, const std::vector<Tensor>& grads, const std::vector<bool>& needs) {
-        std::vector<Tensor> out(3);
-        const Tensor& gy = grads[0];
-        if (!gy.defined()) return out;
-        if (needs[0]) out[0] = conv_grad_input(kind, gy, sv[1], sv[0].shape(), s, p, d, g);
-        if (needs[1]) out[1] = conv_grad_weight(kind, gy, sv[0], sv[1].shape(), s, p, d, g);
-        if (needs[2]) out[2] = eager::conv_backward_bias(gy, spatial);
-        return out;
-      });
+std::vector<Tensor> max_pool2d_with_workspace_backward(const GradContext& c) {
+  return {eager::max_pool2d_with_workspace_backward(
+      c.grad(), c.output(1), c.input_meta(0).shape, c.attr<Ints>("kernel_size"), c.attr<Ints>("stride"),
+      c.attr<Ints>("padding"), c.attr<Ints>("dilation"), c.attr<bool>("ceil_mode"))};
+}
+
+std::vector<Tensor> avg_pool2d_backward(const GradContext& c) {
+  const int64_t divisor = c.attr<int64_t>("divisor_override");
+  return {eager::avg_pool2d_backward(c.grad(), c.input_meta(0).shape, c.attr<Ints>("kernel_size"),
+                                     c.attr<Ints>("stride"), c.attr<Ints>("padding"), c.attr<bool>("ceil_mode"),
+                                     c.attr<bool>("count_include_pad"),
+                                     divisor ? std::optional<int64_t>(divisor) : std::nullopt)};
+}
+
+std::vector<Tensor> adaptive_avg_pool2d_backward(const GradContext& c) {
+  return {eager::adaptive_avg_pool2d_backward(c.grad(), c.input_meta(0).shape)};
 }
 
 }  // namespace
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const Ints& stride,
-              const Ints& padding, const Ints& dilation, int64_t groups) {
-  Tensor y = eager::conv2d(input, weight, bias, stride, padding, dilation, groups);
-  record_conv(ConvKind::kConv2d, input, weight, bias, y, stride, padding, dilation, groups);
-  return y;
-}
-
-Tensor conv1d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const Ints& stride,
-              const Ints& padding, const Ints& dilation, int64_t groups) {
-  Tensor y = eager::conv1d(input, weight, bias, stride, padding, dilation, groups);
-  record_conv(ConvKind::kConv1d, input, weight, bias, y, stride, padding, dilation, groups);
-  return y;
-}
-
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
-                        const Ints& stride, const Ints& padding, const Ints& output_padding, int64_t groups,
-                        const Ints& dilation) {
-  Tensor y = eager::conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation);
-  record_conv(ConvKind::kTranspose2d, input, weight, bias, y, stride, padding, dilation, groups);
-  return y;
-}
-
-Tensor max_pool2d(const Tensor& input, const Ints& kernel_size, const Ints& stride, const Ints& padding,
-                  const Ints& dilation, bool ceil_mode) {
-  auto [values, workspace] = eager::max_pool2d_with_workspace(input, kernel_size, stride, padding, dilation, ceil_mode);
-  const Shape size = input.shape();
-  record_composite(
-      "MaxPool2DBackward0", {&input, 1}, {&values, 1}, {&workspace, 1},
-      [=](const std::vector<Tensor>& sv, const std::vector<Tensor>& grads, const std::vector<bool>&) {
-        if (!grads[0].defined()) return std::vector<Tensor>(1);
-        return std::vector<Tensor>{eager::max_pool2d_with_workspace_backward(grads[0], sv[0], size, kernel_size, stride,
-                                                                             padding, dilation, ceil_mode)};
-      });
-  return values;
-}
-
-std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Ints& kernel_size, const Ints& stride,
-                                                  const Ints& padding, const Ints& dilation, bool ceil_mode) {
-  auto [values, indices] = eager::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
-  const Tensor outputs[] = {values, indices};
-  const Tensor saved[] = {indices};
-  const Shape size = input.shape();
-  record_composite(
-      "MaxPool2DWithIndicesBackward0", {&input, 1}, outputs, saved,
-      [size](const std::vector<Tensor>& sv, const std::vector<Tensor>& grads, const std::vector<bool>&) {
-        if (!grads[0].defined()) return std::vector<Tensor>(1);
-        return std::vector<Tensor>{eager::max_pool2d_backward(grads[0], sv[0], size)};
-      },
-      {true, false});
-  return {values, indices};
-}
-
-Tensor avg_pool2d(const Tensor& input, const Ints& kernel_size, const Ints& stride, const Ints& padding,
-                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-  Tensor y = eager::avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  const Shape size = input.shape();
-  record_composite(
-      "AvgPool2DBackward0", {&input, 1}, {&y, 1}, {},
-      [=](const std::vector<Tensor>&, const std::vector<Tensor>& grads, const std::vector<bool>&) {
-        if (!grads[0].defined()) return std::vector<Tensor>(1);
-        return std::vector<Tensor>{eager::avg_pool2d_backward(grads[0], size, kernel_size, stride, padding,
-                                                              ceil_mode, count_include_pad, divisor_override)};
-      });
-  return y;
-}
-
-Tensor adaptive_avg_pool2d(const Tensor& input, const Ints& output_size) {
-  Tensor y = eager::adaptive_avg_pool2d(input, output_size);
-  const Shape size = input.shape();
-  record_composite(
-      "AdaptiveAvgPool2DBackward0", {&input, 1}, {&y, 1}, {},
-      [size](const std::vector<Tensor>&, const std::vector<Tensor>& grads, const std::vector<bool>&) {
-        if (!grads[0].defined()) return std::vector<Tensor>(1);
-        return std::vector<Tensor>{eager::adaptive_avg_pool2d_backward(grads[0], size)};
-      });
-  return y;
+void register_conv_rules() {
+  define_rule("conv2d", {"ConvolutionBackward0",
+                         convolution_backward<eager::conv2d_backward_input, eager::conv2d_backward_weight>,
+                         kIn0 | kIn1});
+  define_rule("conv_transpose2d",
+              {"ConvolutionBackward0",
+               convolution_backward<eager::conv_transpose2d_backward_input, eager::conv_transpose2d_backward_weight>,
+               kIn0 | kIn1});
+  define_rule("max_pool2d", {"MaxPool2DWithIndicesBackward0", max_pool2d_backward, 0, kOut1});
+  define_rule("max_pool2d_with_workspace", {"MaxPool2DBackward0", max_pool2d_with_workspace_backward, 0, kOut1});
+  define_rule("avg_pool2d", {"AvgPool2DBackward0", avg_pool2d_backward});
+  define_rule("adaptive_avg_pool2d", {"AdaptiveAvgPool2DBackward0", adaptive_avg_pool2d_backward});
+  for (const char* n : {"conv2d_backward_input", "conv2d_backward_weight", "max_pool2d_backward",
+                        "max_pool2d_with_workspace_backward", "avg_pool2d_backward", "adaptive_avg_pool2d_backward"})
+    define_rule(n, {});
 }
 
 }  // namespace rill::autograd

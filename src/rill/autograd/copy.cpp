@@ -1,8 +1,7 @@
 // Gradients of conversions and writes: cast (to(dtype), clone), copy_, fill_,
-// and the machinery every in-place write shares: the leaf checks and the
-// rebasing of history, with CopySlices for writes through a view (Note [Views
-// and in-place] in node.h).
-#include "rill/autograd/functional.h"
+// and the machinery every in-place write shares (record.cpp calls it): the leaf
+// checks and the rebasing of history, with CopySlices for writes through a view
+// (Note [Views and in-place] in node.h).
 #include "rill/autograd/rules.h"
 
 namespace rill::autograd {
@@ -25,7 +24,7 @@ std::vector<Tensor> fill_backward(const GradContext& c) { return {zeros(c.input_
 // the viewed region replaced by what fn's backward makes of that region.
 class CopySlices : public Node {
  public:
-  CopySlices(FunctionNode::Fn replay, std::shared_ptr<Node> fn) : Node(1), replay_(std::move(replay)), fn_(fn) {}
+  CopySlices(std::function<Tensor(const Tensor&)> replay, std::shared_ptr<Node> fn) : Node(1), replay_(std::move(replay)), fn_(fn) {}
   std::string name() const override { return "CopySlices"; }
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
@@ -45,33 +44,16 @@ class CopySlices : public Node {
   void release_saved() override { fn_->release_saved(); }
 
  private:
-  FunctionNode::Fn replay_;
+  std::function<Tensor(const Tensor&)> replay_;
   std::shared_ptr<Node> fn_;
 };
-
-const GradRule& rule_of(const char* name) {
-  const GradRule* r = find_rule(name);
-  RILL_ASSERT(r != nullptr, "no gradient rule for ", name);
-  return *r;
-}
-
-// Runs write (which changes dst in place), bumps dst's version and records node_rule when needed.
-template <typename Write>
-void write_inplace(const Tensor& dst, std::span<const Tensor> inputs, const char* rule_name, Write write) {
-  if (grad_enabled()) check_inplace(dst);
-  std::shared_ptr<Node> node;
-  if (should_record(inputs) && dtype_is_floating(dst.dtype()))
-    node = std::make_shared<OpNode>(rule_of(rule_name), inputs, std::span<const Scalar>{}, empty_attrs(),
-                                    std::vector<MetaSym>{dst.meta()});
-  write();
-  dst.storage()->bump_version();
-  if (node) rebase_history(dst, std::move(node));
-}
 
 }  // namespace
 
 void register_copy_rules() {
-  define_rule("cast", {"ToCopyBackward0", cast_backward});
+  define_rule("cast", {"ToCopyBackward0", cast_backward, 0, 0, [](const GradContext& c) {
+                 return c.input_meta(0).dtype == c.attr<DType>("dtype") ? "CloneBackward0" : "ToCopyBackward0";
+               }});
   define_rule("copy_", {"CopyBackwards", copy_backward});
   define_rule("fill_", {"FillBackward0", fill_backward});
 }
@@ -100,22 +82,11 @@ void rebase_history(const Tensor& self, std::shared_ptr<Node> node) {
   for (size_t i = 1; i < node->next_edges().size(); ++i) slices->next_edges().push_back(node->next_edges()[i]);
   set_history(base, slices, 0);
   // The view's own history now goes through its base.
-  m->grad_fn = make_view_node("AsStridedBackward0", m->view_to_base, Edge{slices, 0});
+  m->grad_fn = make_view_of_base_node(m->view_to_base, Edge{slices, 0});
   m->output_nr = 0;
   m->view_version = self.storage()->version();
   if (m->retains_grad) m->grad_fn->retain_grad(0, self.impl()->autograd_meta_ptr());
   self.impl()->set_requires_grad(true);
-}
-
-const Tensor& copy_(const Tensor& dst, const Tensor& src) {
-  Tensor in[2] = {dst, src};
-  write_inplace(dst, in, "copy_", [&] { eager::copy_(dst, src); });
-  return dst;
-}
-
-const Tensor& fill_(const Tensor& dst, Scalar value) {
-  write_inplace(dst, {&dst, 1}, "fill_", [&] { eager::fill_(dst, value); });
-  return dst;
 }
 
 }  // namespace rill::autograd

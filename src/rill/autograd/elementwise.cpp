@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "rill/autograd/rules.h"
+#include "rill/eager/math.h"
 #include "rill/ops/elementwise.h"
 
 namespace rill::autograd {
@@ -29,76 +30,76 @@ Tensor zero_like(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.d
 
 // --- unary ---
 
-std::vector<Tensor> neg_backward(const GradContext& c) { return {unary("neg", c.grad())}; }
+std::vector<Tensor> neg_backward(const GradContext& c) { return {eager::neg(c.grad())}; }
 
 std::vector<Tensor> abs_backward(const GradContext& c) {
   Tensor x = c.input(0), g = c.grad();
   Tensor zero = zero_like(g);
-  return {choose(binary("gt_scalar", x, Scalar(int64_t{0})), g,
-                choose(binary("lt_scalar", x, Scalar(int64_t{0})), unary("neg", g), zero))};
+  return {eager::where(eager::gt(x, Scalar(int64_t{0})), g,
+                eager::where(eager::lt(x, Scalar(int64_t{0})), eager::neg(g), zero))};
 }
 
 std::vector<Tensor> relu_backward(const GradContext& c) {
-  return {choose(binary("gt_scalar", c.output(0), Scalar(int64_t{0})), c.grad(), zero_like(c.grad()))};
+  return {eager::where(eager::gt(c.output(0), Scalar(int64_t{0})), c.grad(), zero_like(c.grad()))};
 }
 
-std::vector<Tensor> exp_backward(const GradContext& c) { return {binary("mul", c.grad(), c.output(0))}; }
+std::vector<Tensor> exp_backward(const GradContext& c) { return {eager::mul(c.grad(), c.output(0))}; }
 
-std::vector<Tensor> log_backward(const GradContext& c) { return {binary("div", c.grad(), c.input(0))}; }
+std::vector<Tensor> log_backward(const GradContext& c) { return {eager::div(c.grad(), c.input(0))}; }
 
 std::vector<Tensor> sqrt_backward(const GradContext& c) {
-  return {binary("div", c.grad(), binary("mul_scalar", c.output(0), Scalar(2.0)))};
+  return {eager::div(c.grad(), eager::mul(c.output(0), Scalar(2.0)))};
 }
 
 std::vector<Tensor> sigmoid_backward(const GradContext& c) {
   Tensor y = c.output(0);
-  return {binary("mul", c.grad(), binary("mul", binary("rsub_scalar", y, Scalar(1.0)), y))};
+  return {eager::mul(c.grad(), eager::mul(eager::rsub(y, Scalar(1.0)), y))};
 }
 
 std::vector<Tensor> tanh_backward(const GradContext& c) {
   Tensor y = c.output(0);
-  return {binary("mul", c.grad(), binary("rsub_scalar", binary("mul", y, y), Scalar(1.0)))};
+  return {eager::mul(c.grad(), eager::rsub(eager::mul(y, y), Scalar(1.0)))};
 }
 
 std::vector<Tensor> zero_backward(const GradContext& c) { return {zeros(c.grad().shape(), c.grad().dtype())}; }
 
 std::vector<Tensor> log1p_backward(const GradContext& c) {
-  return {binary("div", c.grad(), binary("add_scalar", c.input(0), Scalar(int64_t{1})))};
+  return {eager::div(c.grad(), eager::add(c.input(0), Scalar(int64_t{1})))};
 }
 
 std::vector<Tensor> expm1_backward(const GradContext& c) {
-  return {binary("mul", c.grad(), binary("add_scalar", c.output(0), Scalar(int64_t{1})))};
+  return {eager::mul(c.grad(), eager::add(c.output(0), Scalar(int64_t{1})))};
 }
 
 // rsqrt: -0.5 * g * y^3
 std::vector<Tensor> rsqrt_backward(const GradContext& c) {
   Tensor y = c.output(0);
-  return {binary("mul", binary("mul_scalar", c.grad(), Scalar(-0.5)), binary("mul", binary("mul", y, y), y))};
+  return {eager::mul(eager::mul(c.grad(), Scalar(-0.5)), eager::mul(eager::mul(y, y), y))};
 }
 
-std::vector<Tensor> sin_backward(const GradContext& c) { return {binary("mul", c.grad(), unary("cos", c.input(0)))}; }
+std::vector<Tensor> sin_backward(const GradContext& c) { return {eager::mul(c.grad(), eager::cos(c.input(0)))}; }
 
 std::vector<Tensor> cos_backward(const GradContext& c) {
-  return {binary("mul", unary("neg", c.grad()), unary("sin", c.input(0)))};
+  return {eager::mul(eager::neg(c.grad()), eager::sin(c.input(0)))};
 }
 
 // erf: g * 2/sqrt(pi) * exp(-x^2)
 std::vector<Tensor> erf_backward(const GradContext& c) {
   Tensor x = c.input(0);
-  Tensor e = unary("exp", unary("neg", binary("mul", x, x)));
-  return {binary("mul", binary("mul_scalar", c.grad(), Scalar(M_2_SQRTPI)), e)};
+  Tensor e = eager::exp(eager::neg(eager::mul(x, x)));
+  return {eager::mul(eager::mul(c.grad(), Scalar(M_2_SQRTPI)), e)};
 }
 
 // reciprocal: -g * y^2
 std::vector<Tensor> reciprocal_backward(const GradContext& c) {
   Tensor y = c.output(0);
-  return {binary("mul", unary("neg", c.grad()), binary("mul", y, y))};
+  return {eager::mul(eager::neg(c.grad()), eager::mul(y, y))};
 }
 
 // silu, gelu, softplus, ...: the op's own backward kernel, with the call's numbers and attrs.
 std::vector<Tensor> activation_backward(const GradContext& c, const char* backward_op) {
   Tensor in[2] = {c.grad(), c.input(0)};
-  return {eager::call1(eager::op(backward_op), in, c.scalars(), make_attrs(c.attrs().values))};
+  return {eager::call1(eager::op(backward_op), in, c.scalars(), c.interned_attrs())};
 }
 
 template <const char* kOp>
@@ -110,12 +111,12 @@ std::vector<Tensor> activation_rule(const GradContext& c) {
 std::vector<Tensor> clamp_scalar_backward(const GradContext& c) {
   Tensor x = c.input(0), g = c.grad();
   Tensor keep;
-  if (c.attrs().get_bool(0)) keep = binary("ge_scalar", x, c.scalars()[0]);
-  if (c.attrs().get_bool(1)) {
-    Tensor le = binary("le_scalar", x, c.scalars()[1]);
-    keep = keep.defined() ? binary("logical_and", keep, le) : le;
+  if (c.attr<bool>("has_min")) keep = eager::ge(x, c.scalars()[0]);
+  if (c.attr<bool>("has_max")) {
+    Tensor le = eager::le(x, c.scalars()[1]);
+    keep = keep.defined() ? eager::logical_and(keep, le) : le;
   }
-  return {choose(keep, g, zero_like(g))};
+  return {eager::where(keep, g, zero_like(g))};
 }
 
 // clamp(x, min, max) with tensors (PyTorch's clamp_backward_min_max): when min > max, max wins.
@@ -123,44 +124,47 @@ std::vector<Tensor> clamp_backward(const GradContext& c) {
   Tensor x = c.input(0), lo = c.input(1), hi = c.input(2), g = c.grad();
   Tensor zero = zero_like(g);
   Tensor gx, glo, ghi;
-  if (c.needs_grad(0)) gx = choose(binary("logical_and", binary("ge", x, lo), binary("le", x, hi)), g, zero);
-  if (c.needs_grad(1)) glo = choose(binary("logical_and", binary("lt", x, lo), binary("lt", lo, hi)), g, zero);
-  if (c.needs_grad(2)) ghi = choose(binary("logical_or", binary("gt", x, hi), binary("lt", hi, lo)), g, zero);
+  if (c.needs_grad(0)) gx = eager::where(eager::logical_and(eager::ge(x, lo), eager::le(x, hi)), g, zero);
+  if (c.needs_grad(1)) glo = eager::where(eager::logical_and(eager::lt(x, lo), eager::lt(lo, hi)), g, zero);
+  if (c.needs_grad(2)) ghi = eager::where(eager::logical_or(eager::gt(x, hi), eager::lt(hi, lo)), g, zero);
   return {gx, glo, ghi};
 }
 
 // clamp_min(x, min): x keeps the gradient where x >= min, min gets it elsewhere (clamp_max: mirrored).
-std::vector<Tensor> clamp_bound_backward(const GradContext& c, const char* keeps) {
+using Compare = Tensor (*)(const Tensor&, const Tensor&);
+using CompareNumber = Tensor (*)(const Tensor&, Scalar);
+
+std::vector<Tensor> clamp_bound_backward(const GradContext& c, Compare keeps) {
   Tensor x = c.input(0), b = c.input(1), g = c.grad();
-  Tensor keep = binary(keeps, x, b);
+  Tensor keep = keeps(x, b);
   Tensor zero = zero_like(g);
-  return {c.needs_grad(0) ? choose(keep, g, zero) : Tensor(), c.needs_grad(1) ? choose(keep, zero, g) : Tensor()};
+  return {c.needs_grad(0) ? eager::where(keep, g, zero) : Tensor(), c.needs_grad(1) ? eager::where(keep, zero, g) : Tensor()};
 }
 
-std::vector<Tensor> clamp_min_backward(const GradContext& c) { return clamp_bound_backward(c, "ge"); }
-std::vector<Tensor> clamp_max_backward(const GradContext& c) { return clamp_bound_backward(c, "le"); }
+std::vector<Tensor> clamp_min_backward(const GradContext& c) { return clamp_bound_backward(c, eager::ge); }
+std::vector<Tensor> clamp_max_backward(const GradContext& c) { return clamp_bound_backward(c, eager::le); }
 
 // --- binary ---
 
 std::vector<Tensor> add_backward(const GradContext& c) { return {c.grad(), c.grad()}; }
 
 std::vector<Tensor> sub_backward(const GradContext& c) {
-  return {c.grad(), c.needs_grad(1) ? unary("neg", c.grad()) : Tensor()};
+  return {c.grad(), c.needs_grad(1) ? eager::neg(c.grad()) : Tensor()};
 }
 
 std::vector<Tensor> mul_backward(const GradContext& c) {
   Tensor ga, gb;
-  if (c.needs_grad(0)) ga = binary("mul", c.grad(), c.input(1));
-  if (c.needs_grad(1)) gb = binary("mul", c.grad(), c.input(0));
+  if (c.needs_grad(0)) ga = eager::mul(c.grad(), c.input(1));
+  if (c.needs_grad(1)) gb = eager::mul(c.grad(), c.input(0));
   return {ga, gb};
 }
 
 std::vector<Tensor> div_backward(const GradContext& c) {
   Tensor ga, gb;
   Tensor b = c.input(1);
-  if (c.needs_grad(0)) ga = binary("div", c.grad(), b);
+  if (c.needs_grad(0)) ga = eager::div(c.grad(), b);
   if (c.needs_grad(1))
-    gb = binary("div", binary("mul", unary("neg", c.grad()), c.input(0)), binary("mul", b, b));
+    gb = eager::div(eager::mul(eager::neg(c.grad()), c.input(0)), eager::mul(b, b));
   return {ga, gb};
 }
 
@@ -170,33 +174,33 @@ std::vector<Tensor> pow_backward(const GradContext& c) {
   Tensor zero = zero_like(g);
   Tensor ga, gb;
   if (c.needs_grad(0)) {
-    Tensor d = binary("mul", b, binary("pow", a, binary("sub_scalar", b, Scalar(int64_t{1}))));
-    ga = choose(binary("eq_scalar", b, Scalar(int64_t{0})), zero, binary("mul", g, d));
+    Tensor d = eager::mul(b, eager::pow(a, eager::sub(b, Scalar(int64_t{1}))));
+    ga = eager::where(eager::eq(b, Scalar(int64_t{0})), zero, eager::mul(g, d));
   }
   if (c.needs_grad(1)) {
-    Tensor d = binary("mul", c.output(0), unary("log", a));
-    Tensor masked = choose(binary("eq_scalar", a, Scalar(int64_t{0})),
-                          choose(binary("ge_scalar", b, Scalar(int64_t{0})), zero, d), d);
-    gb = binary("mul", g, masked);
+    Tensor d = eager::mul(c.output(0), eager::log(a));
+    Tensor masked = eager::where(eager::eq(a, Scalar(int64_t{0})),
+                          eager::where(eager::ge(b, Scalar(int64_t{0})), zero, d), d);
+    gb = eager::mul(g, masked);
   }
   return {ga, gb};
 }
 
 // maximum: the larger input gets the gradient, ties split it (PyTorch's formula, so NaNs match too).
-std::vector<Tensor> extremum_backward(const GradContext& c, const char* loses_a, const char* loses_b) {
+std::vector<Tensor> extremum_backward(const GradContext& c, Compare loses_a, Compare loses_b) {
   Tensor a = c.input(0), b = c.input(1), g = c.grad();
   Tensor zero = zero_like(g);
-  Tensor half = binary("div_scalar", g, Scalar(2.0));
-  Tensor tie = binary("eq", a, b);
-  Tensor shared = choose(tie, half, g);
+  Tensor half = eager::div(g, Scalar(2.0));
+  Tensor tie = eager::eq(a, b);
+  Tensor shared = eager::where(tie, half, g);
   Tensor ga, gb;
-  if (c.needs_grad(0)) ga = choose(binary(loses_a, a, b), zero, shared);
-  if (c.needs_grad(1)) gb = choose(binary(loses_b, a, b), zero, shared);
+  if (c.needs_grad(0)) ga = eager::where(loses_a(a, b), zero, shared);
+  if (c.needs_grad(1)) gb = eager::where(loses_b(a, b), zero, shared);
   return {ga, gb};
 }
 
-std::vector<Tensor> maximum_backward(const GradContext& c) { return extremum_backward(c, "lt", "gt"); }
-std::vector<Tensor> minimum_backward(const GradContext& c) { return extremum_backward(c, "gt", "lt"); }
+std::vector<Tensor> maximum_backward(const GradContext& c) { return extremum_backward(c, eager::lt, eager::gt); }
+std::vector<Tensor> minimum_backward(const GradContext& c) { return extremum_backward(c, eager::gt, eager::lt); }
 
 // floor_divide, and remainder with the number first: PyTorch has no derivative, and raises when asked.
 [[noreturn]] std::vector<Tensor> not_implemented_backward(const GradContext&) {
@@ -209,9 +213,9 @@ std::vector<Tensor> divmod_backward(const GradContext& c, const char* rounding) 
   Tensor gb;
   if (c.needs_grad(1)) {
     Tensor a = c.input(0), b = c.input(1);
-    Tensor q = std::string_view(rounding) == "floor" ? binary("floor_divide", a, b)
-                                                      : unary("trunc", binary("div", a, b));
-    gb = binary("mul", unary("neg", c.grad()), q);
+    Tensor q = std::string_view(rounding) == "floor" ? eager::floor_divide(a, b)
+                                                      : eager::trunc(eager::div(a, b));
+    gb = eager::mul(eager::neg(c.grad()), q);
   }
   return {c.grad(), gb};
 }
@@ -222,28 +226,28 @@ std::vector<Tensor> fmod_backward(const GradContext& c) { return divmod_backward
 // atan2(a, b): (g b, -g a) / (a^2 + b^2)
 std::vector<Tensor> atan2_backward(const GradContext& c) {
   Tensor a = c.input(0), b = c.input(1);
-  Tensor r = binary("div", c.grad(), binary("add", binary("mul", a, a), binary("mul", b, b)));
-  return {c.needs_grad(0) ? binary("mul", r, b) : Tensor(),
-          c.needs_grad(1) ? binary("mul", unary("neg", r), a) : Tensor()};
+  Tensor r = eager::div(c.grad(), eager::add(eager::mul(a, a), eager::mul(b, b)));
+  return {c.needs_grad(0) ? eager::mul(r, b) : Tensor(),
+          c.needs_grad(1) ? eager::mul(eager::neg(r), a) : Tensor()};
 }
 
 // nan_to_num: the gradient passes where x is finite (|x| < inf), as in PyTorch.
 std::vector<Tensor> nan_to_num_backward(const GradContext& c) {
-  Tensor finite = binary("lt_scalar", unary("abs", c.input(0)), Scalar(std::numeric_limits<double>::infinity()));
-  return {choose(finite, c.grad(), zero_like(c.grad()))};
+  Tensor finite = eager::lt(eager::abs(c.input(0)), Scalar(std::numeric_limits<double>::infinity()));
+  return {eager::where(finite, c.grad(), zero_like(c.grad()))};
 }
 
 // hardshrink: the gradient passes where |x| > lambd.
 std::vector<Tensor> hardshrink_backward(const GradContext& c) {
-  Tensor kept = binary("gt_scalar", unary("abs", c.input(0)), c.scalars()[0]);
-  return {choose(kept, c.grad(), zero_like(c.grad()))};
+  Tensor kept = eager::gt(eager::abs(c.input(0)), c.scalars()[0]);
+  return {eager::where(kept, c.grad(), zero_like(c.grad()))};
 }
 
 // logaddexp: d/da = 1 / (1 + e^(b - a)), d/db = 1 / (1 + e^(a - b)).
 std::vector<Tensor> logaddexp_backward(const GradContext& c) {
   Tensor a = c.input(0), b = c.input(1);
   auto part = [&](const Tensor& x, const Tensor& y) {
-    return binary("div", c.grad(), binary("add_scalar", unary("exp", binary("sub", y, x)), Scalar(1.0)));
+    return eager::div(c.grad(), eager::add(eager::exp(eager::sub(y, x)), Scalar(1.0)));
   };
   return {c.needs_grad(0) ? part(a, b) : Tensor(), c.needs_grad(1) ? part(b, a) : Tensor()};
 }
@@ -252,33 +256,33 @@ std::vector<Tensor> logaddexp_backward(const GradContext& c) {
 std::vector<Tensor> lerp_backward(const GradContext& c) {
   Tensor g = c.grad(), w = c.input(2);
   Tensor gs, ge, gw;
-  if (c.needs_grad(0)) gs = binary("mul", g, binary("rsub_scalar", w, Scalar(int64_t{1})));
-  if (c.needs_grad(1)) ge = binary("mul", g, w);
-  if (c.needs_grad(2)) gw = binary("mul", g, binary("sub", c.input(1), c.input(0)));
+  if (c.needs_grad(0)) gs = eager::mul(g, eager::rsub(w, Scalar(int64_t{1})));
+  if (c.needs_grad(1)) ge = eager::mul(g, w);
+  if (c.needs_grad(2)) gw = eager::mul(g, eager::sub(c.input(1), c.input(0)));
   return {gs, ge, gw};
 }
 
 std::vector<Tensor> lerp_scalar_backward(const GradContext& c) {
   Scalar w = c.scalars()[0];
   Tensor g = c.grad();
-  return {c.needs_grad(0) ? binary("mul_scalar", g, Scalar(1.0 - w.to_double())) : Tensor(),
-          c.needs_grad(1) ? binary("mul_scalar", g, w) : Tensor()};
+  return {c.needs_grad(0) ? eager::mul(g, Scalar(1.0 - w.to_double())) : Tensor(),
+          c.needs_grad(1) ? eager::mul(g, w) : Tensor()};
 }
 
 // addcmul(x, a, b, value) = x + value a b
 std::vector<Tensor> addcmul_backward(const GradContext& c) {
-  Tensor gv = binary("mul_scalar", c.grad(), c.scalars()[0]);
-  return {c.grad(), c.needs_grad(1) ? binary("mul", gv, c.input(2)) : Tensor(),
-          c.needs_grad(2) ? binary("mul", gv, c.input(1)) : Tensor()};
+  Tensor gv = eager::mul(c.grad(), c.scalars()[0]);
+  return {c.grad(), c.needs_grad(1) ? eager::mul(gv, c.input(2)) : Tensor(),
+          c.needs_grad(2) ? eager::mul(gv, c.input(1)) : Tensor()};
 }
 
 // addcdiv(x, a, b, value) = x + value a / b
 std::vector<Tensor> addcdiv_backward(const GradContext& c) {
-  Tensor gv = binary("mul_scalar", c.grad(), c.scalars()[0]);
+  Tensor gv = eager::mul(c.grad(), c.scalars()[0]);
   Tensor b = c.input(2);
   Tensor ga, gb;
-  if (c.needs_grad(1)) ga = binary("div", gv, b);
-  if (c.needs_grad(2)) gb = binary("div", binary("mul", unary("neg", gv), c.input(1)), binary("mul", b, b));
+  if (c.needs_grad(1)) ga = eager::div(gv, b);
+  if (c.needs_grad(2)) gb = eager::div(eager::mul(eager::neg(gv), c.input(1)), eager::mul(b, b));
   return {c.grad(), ga, gb};
 }
 
@@ -288,14 +292,14 @@ Scalar number(const GradContext& c) { return c.scalars()[0]; }
 
 std::vector<Tensor> identity_backward(const GradContext& c) { return {c.grad()}; }
 
-std::vector<Tensor> mul_scalar_backward(const GradContext& c) { return {binary("mul_scalar", c.grad(), number(c))}; }
+std::vector<Tensor> mul_scalar_backward(const GradContext& c) { return {eager::mul(c.grad(), number(c))}; }
 
-std::vector<Tensor> div_scalar_backward(const GradContext& c) { return {binary("div_scalar", c.grad(), number(c))}; }
+std::vector<Tensor> div_scalar_backward(const GradContext& c) { return {eager::div(c.grad(), number(c))}; }
 
 // s / x: -g * s / x^2
 std::vector<Tensor> rdiv_scalar_backward(const GradContext& c) {
   Tensor x = c.input(0);
-  return {binary("div", binary("mul_scalar", unary("neg", c.grad()), number(c)), binary("mul", x, x))};
+  return {eager::div(eager::mul(eager::neg(c.grad()), number(c)), eager::mul(x, x))};
 }
 
 // x ** s: s * x^(s-1), 0 when s == 0.
@@ -304,41 +308,41 @@ std::vector<Tensor> pow_scalar_backward(const GradContext& c) {
   if (s.to_double() == 0.0) return {zero_like(c.grad())};
   Tensor x = c.input(0);
   Scalar s1 = s.is_floating() ? Scalar(s.to_double() - 1.0) : Scalar(s.to_int() - 1);
-  return {binary("mul", c.grad(), binary("mul_scalar", binary("pow_scalar", x, s1), s))};
+  return {eager::mul(c.grad(), eager::mul(eager::pow(x, s1), s))};
 }
 
 // s ** x: s^x * log(s), 0 where s == 0 and x >= 0.
 std::vector<Tensor> rpow_scalar_backward(const GradContext& c) {
   Scalar s = number(c);
   Tensor y = c.output(0), g = c.grad();
-  Tensor d = binary("mul_scalar", y, Scalar(std::log(s.to_double())));
-  if (s.to_double() == 0.0) d = choose(binary("ge_scalar", c.input(0), Scalar(int64_t{0})), zero_like(g), d);
-  return {binary("mul", g, d)};
+  Tensor d = eager::mul(y, Scalar(std::log(s.to_double())));
+  if (s.to_double() == 0.0) d = eager::where(eager::ge(c.input(0), Scalar(int64_t{0})), zero_like(g), d);
+  return {eager::mul(g, d)};
 }
 
 // maximum(x, s) / minimum(x, s): as the tensor-tensor forms with a constant other.
-std::vector<Tensor> extremum_scalar_backward(const GradContext& c, const char* loses, const char* ties) {
+std::vector<Tensor> extremum_scalar_backward(const GradContext& c, CompareNumber loses) {
   Tensor x = c.input(0), g = c.grad();
-  Tensor shared = choose(binary(ties, x, number(c)), binary("div_scalar", g, Scalar(2.0)), g);
-  return {choose(binary(loses, x, number(c)), zero_like(g), shared)};
+  Tensor shared = eager::where(eager::eq(x, number(c)), eager::div(g, Scalar(2.0)), g);
+  return {eager::where(loses(x, number(c)), zero_like(g), shared)};
 }
 
 std::vector<Tensor> maximum_scalar_backward(const GradContext& c) {
-  return extremum_scalar_backward(c, "lt_scalar", "eq_scalar");
+  return extremum_scalar_backward(c, eager::lt);
 }
 std::vector<Tensor> minimum_scalar_backward(const GradContext& c) {
-  return extremum_scalar_backward(c, "gt_scalar", "eq_scalar");
+  return extremum_scalar_backward(c, eager::gt);
 }
 
-std::vector<Tensor> rsub_scalar_backward(const GradContext& c) { return {unary("neg", c.grad())}; }
+std::vector<Tensor> rsub_scalar_backward(const GradContext& c) { return {eager::neg(c.grad())}; }
 
-// choose(cond, a, b)
+// eager::where(cond, a, b)
 std::vector<Tensor> where_backward(const GradContext& c) {
   Tensor cond = c.input(0), g = c.grad();
   Tensor zero = zero_like(g);
   Tensor ga, gb;
-  if (c.needs_grad(1)) ga = choose(cond, g, zero);
-  if (c.needs_grad(2)) gb = choose(cond, zero, g);
+  if (c.needs_grad(1)) ga = eager::where(cond, g, zero);
+  if (c.needs_grad(2)) gb = eager::where(cond, zero, g);
   return {Tensor(), ga, gb};
 }
 

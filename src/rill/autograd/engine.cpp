@@ -4,9 +4,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "rill/autograd/grad_mode.h"
+#include "rill/eager/grad_mode.h"
 #include "rill/autograd/node.h"
 #include "rill/eager/functional.h"
+#include "rill/eager/math.h"
 #include "rill/ops/type_promotion.h"
 
 namespace rill::autograd {
@@ -22,11 +23,6 @@ struct Capture {
 struct LaterFirst {
   bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
 };
-
-Tensor sum(const Tensor& a, const Tensor& b) {
-  static const OpSchema& add = eager::op("add");
-  return eager::binary(add, a, b);
-}
 
 // Edges and gradients of the roots, checked as PyTorch checks them.
 void make_roots(std::span<const Tensor> tensors, std::span<const Tensor> grads, std::vector<Edge>& edges,
@@ -66,7 +62,7 @@ std::vector<Capture> make_captures(std::span<const Tensor> inputs, std::vector<E
 // AccumulateGrad does; the captured gradients are returned.
 std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root_grads, bool keep_graph,
                         const std::vector<Capture>& captures) {
-  GradModeGuard no_grad(false);
+  eager::GradModeGuard no_grad(false);
   // Gradient rules are rill's own code: the conversions they make (a gradient brought back to its input's
   // dtype) are not the user's, so strict dtype mode does not apply to them.
   StrictDtypeGuard not_strict(false);
@@ -123,7 +119,7 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root
   auto deliver = [&](const Edge& e, Tensor g) {
     std::vector<Tensor>& buf = buffers[e.fn.get()];
     if (buf.empty()) buf.resize(e.fn->num_inputs());
-    if (g.defined()) buf[e.input_nr] = buf[e.input_nr].defined() ? sum(buf[e.input_nr], g) : std::move(g);
+    if (g.defined()) buf[e.input_nr] = buf[e.input_nr].defined() ? eager::add(buf[e.input_nr], g) : std::move(g);
     if (--deps[e.fn.get()] == 0) ready.push(e.fn.get());
   };
   for (size_t i = 0; i < roots.size(); ++i)
@@ -140,7 +136,7 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root
     for (uint32_t nr = 0; nr < grads.size(); ++nr) {
       if (!grads[nr].defined()) continue;
       if (const HookList* hooks = n->find_tensor_hooks(nr)) grads[nr] = hooks->run(grads[nr]);
-      if (auto m = n->retained(nr)) m->grad = m->grad.defined() ? sum(m->grad, grads[nr]) : eager::clone(grads[nr]);
+      if (auto m = n->retained(nr)) m->grad = m->grad.defined() ? eager::add(m->grad, grads[nr]) : eager::clone(grads[nr]);
       any = true;
     }
     for (const Capture& c : captures)

@@ -13,6 +13,10 @@
 
 namespace rill::autograd {
 
+/** Install autograd's recorder into eager's one call() (Note [Recording] in eager/grad_mode.h); once per
+ * process, before ops should record (the Python module and the C++ tests do it at start-up). */
+void install();
+
 /** tensors.backward(grads): accumulate gradients into the leaves' .grad. An undefined entry of grads means
  * ones (scalar outputs only). inputs, when not empty, limits accumulation to those tensors. */
 void backward(std::span<const Tensor> tensors, std::span<const Tensor> grads, bool retain_graph,

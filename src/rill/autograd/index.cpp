@@ -1,23 +1,9 @@
-// Indexing with gradients (ops/index.cpp) and PyTorch's advanced-indexing rules.
-//
-// Note [Advanced indexing]
-// x[indices] (index) takes, per dim of x, an undefined tensor (the whole dim),
-// an integer tensor, or a bool/uint8 mask standing for as many dims as it has
-// (a 0-dim mask adds a dim of size 1 or 0). Masks become integer tensors
-// through nonzero (a sync point, Note [Data-dependent shapes] in
-// eager/index.cpp); the integer tensors are broadcast to one shape B. The index
-// op works on leading dims, so x is permuted to bring the indexed dims first and
-// the result has shape B + the remaining dims. As in PyTorch (and numpy), when
-// the indexed dims are adjacent, B then moves back to where they were
-// (x[:, i, j] has B in dim 1); when a full dim separates them, B stays first.
-// index_put_ takes the same indices, with values broadcast to the shape index
-// would return and moved into the permuted frame. Its gradient and index's are
-// each other: index's gradient is index_put(accumulate=True) into zeros, so
-// repeated indices add up; index_put's gradient for the values is index.
-#include <numeric>
-
-#include "rill/autograd/functional.h"
+// Gradients of indexing (ops/index.cpp; the advanced-indexing rules that map
+// x[indices] onto these ops are Note [Advanced indexing] in eager/index.cpp).
+// index and index_put are each other's gradient: index's is index_put(accumulate=True)
+// into zeros, so repeated indices add up; index_put's gradient for the values is index.
 #include "rill/autograd/rules.h"
+#include "rill/eager/math.h"
 
 namespace rill::autograd {
 namespace {
@@ -33,7 +19,7 @@ std::vector<Tensor> tail(const GradContext& c, size_t first) {
 std::vector<Tensor> index_backward(const GradContext& c) {
   std::vector<Tensor> out(c.num_inputs());
   const TensorMeta& x = c.input_meta(0);
-  out[0] = eager::index_put(zeros(x.shape, c.grad().dtype()), tail(c, 1), c.grad(), /*accumulate=*/true);
+  out[0] = eager::index_put_leading(zeros(x.shape, c.grad().dtype()), tail(c, 1), c.grad(), /*accumulate=*/true);
   return out;
 }
 
@@ -42,15 +28,15 @@ std::vector<Tensor> index_put_backward(const GradContext& c) {
   std::vector<Tensor> idx = tail(c, 2);
   const Tensor& g = c.grad();
   if (c.needs_grad(0))
-    out[0] = c.attrs().get_bool(0) ? g : eager::index_put(g, idx, scalar_tensor(Scalar(int64_t{0}), g.dtype()), false);
-  if (c.needs_grad(1)) out[1] = eager::index(g, idx);
+    out[0] = c.attr<bool>("accumulate") ? g : eager::index_put_leading(g, idx, scalar_tensor(Scalar(int64_t{0}), g.dtype()), false);
+  if (c.needs_grad(1)) out[1] = eager::index_leading(g, idx);
   return out;
 }
 
 std::vector<Tensor> gather_backward(const GradContext& c) {
   const TensorMeta& x = c.input_meta(0);
   Tensor g = c.grad();
-  return {eager::scatter(zeros(x.shape, g.dtype()), c.attrs().get_int(0), c.input(1), g, "add"), Tensor()};
+  return {eager::scatter(zeros(x.shape, g.dtype()), c.attr<int64_t>("dim"), c.input(1), g, "add"), Tensor()};
 }
 
 // g (index's shape) placed in zeros of src's shape, for a src larger than the index.
@@ -64,8 +50,8 @@ Tensor pad_to(const Tensor& g, const Shape& shape) {
 }
 
 std::vector<Tensor> scatter_backward(const GradContext& c) {
-  const std::string& reduce = c.attrs().get_string(1);
-  const int64_t dim = c.attrs().get_int(0);
+  const std::string& reduce = c.attr<std::string>("reduce");
+  const int64_t dim = c.attr<int64_t>("dim");
   Tensor index = c.input(1), g = c.grad();
   RILL_CHECK(reduce != "multiply", NotImplemented, "[scatter] the derivative for reduce='multiply' is not "
              "implemented");
@@ -80,278 +66,15 @@ std::vector<Tensor> scatter_backward(const GradContext& c) {
   return {gx, Tensor(), gsrc};
 }
 
-// The dims indexed and their integer index tensors, after masks are expanded (Note [Advanced indexing]).
-struct Expanded {
-  Tensor x;  // x itself, or with a dim added for each 0-dim mask
-  std::vector<int64_t> dims;
-  std::vector<Tensor> indices;
-};
-
-Expanded expand_indices(const Tensor& x, std::span<const Tensor> indices, const char* op) {
-  Expanded e{x, {}, {}};
-  int64_t d = 0;
-  for (size_t i = 0; i < indices.size(); ++i) {
-    const Tensor& t = indices[i];
-    if (!t.defined()) {
-      ++d;
-      continue;
-    }
-    const DType dt = t.dtype();
-    if (dt == DType::kBool || dt == DType::kUInt8) {
-      if (t.ndim() == 0) {
-        e.x = unsqueeze(e.x, d);
-        Tensor nz = eager::nonzero(eager::reshape(t, {1}));  // (0 or 1, 1)
-        e.indices.push_back(eager::select(nz, 1, 0));
-        e.dims.push_back(d++);
-        continue;
-      }
-      const int64_t k = t.ndim();
-      RILL_CHECK(d + k <= e.x.ndim(), Index, "[", op, "] too many indices for tensor of dimension ", x.ndim());
-      for (int64_t j = 0; j < k; ++j)
-        RILL_CHECK(t.shape()[j] == e.x.shape()[d + j], Index, "[", op, "] The shape of the mask ",
-                   shape_str(t.shape()), " at index ", j, " does not match the shape of the indexed tensor ",
-                   shape_str(e.x.shape()), " at index ", d + j);
-      Tensor nz = eager::nonzero(t);
-      for (int64_t j = 0; j < k; ++j) {
-        e.indices.push_back(eager::select(nz, 1, j));
-        e.dims.push_back(d++);
-      }
-      continue;
-    }
-    RILL_CHECK(dtype_is_integral(dt), Index, "[", op, "] tensors used as indices must be long, int, byte or bool "
-               "tensors, got ", dtype_name(dt));
-    e.indices.push_back(t);
-    e.dims.push_back(d++);
-  }
-  RILL_CHECK(d <= e.x.ndim(), Index, "[", op, "] too many indices for tensor of dimension ", x.ndim());
-  return e;
-}
-
-bool adjacent(const std::vector<int64_t>& dims) {
-  for (size_t i = 1; i < dims.size(); ++i)
-    if (dims[i] != dims[0] + static_cast<int64_t>(i)) return false;
-  return true;
-}
-
-// The permutation bringing dims first (in order), then the others.
-std::vector<int64_t> dims_first(const std::vector<int64_t>& dims, int64_t ndim) {
-  std::vector<int64_t> perm = dims;
-  std::vector<bool> used(ndim, false);
-  for (int64_t d : dims) used[d] = true;
-  for (int64_t d = 0; d < ndim; ++d)
-    if (!used[d]) perm.push_back(d);
-  return perm;
-}
-
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
-// For adjacent indexed dims starting at first: the permutation taking (B, rest) to (rest[:first], B, rest[first:]).
-std::vector<int64_t> b_to_first(int64_t nb, int64_t first, int64_t ndim) {
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < first; ++i) perm.push_back(nb + i);
-  for (int64_t i = 0; i < nb; ++i) perm.push_back(i);
-  for (int64_t i = nb + first; i < ndim; ++i) perm.push_back(i);
-  return perm;
-}
-
-std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
-  std::vector<int64_t> inv(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
-  return inv;
-}
-
 }  // namespace
 
 void register_index_rules() {
   define_rule("index", {"IndexBackward0", index_backward, kAllButFirst});
   define_rule("index_put", {"IndexPutBackward0", index_put_backward, kAllButFirstTwo});
   define_rule("gather", {"GatherBackward0", gather_backward, kIn1});
-  define_rule("scatter", {"ScatterBackward0", scatter_backward, kIn1});
-}
-
-Tensor index(const Tensor& x, std::span<const Tensor> indices) {
-  static const OpSchema& op = eager::op("index");
-  Expanded e = expand_indices(x, indices, "index");
-  if (e.dims.empty()) return view(e.x, e.x.shape());
-  std::vector<int64_t> perm = dims_first(e.dims, e.x.ndim());
-  Tensor xp = is_identity(perm) ? e.x : permute(e.x, perm);
-  std::vector<Tensor> in = eager::broadcast_indices(e.indices);
-  in.insert(in.begin(), xp);
-  Tensor y = eager::call1(op, in);
-  record(op, in, {}, empty_attrs(), {&y, 1}, "IndexBackward0");
-  const int64_t first = e.dims[0];
-  if (!adjacent(e.dims) || first == 0) return y;
-  const int64_t nb = in[1].ndim();
-  return contiguous(permute(y, b_to_first(nb, first, y.ndim())));
-}
-
-const Tensor& index_put_(const Tensor& x, std::span<const Tensor> indices, const Tensor& values, bool accumulate) {
-  static const OpSchema& op = eager::op("index_put");
-  Expanded e = expand_indices(x, indices, "index_put");
-  if (e.dims.empty()) {
-    if (accumulate) copy_(e.x, binary(eager::op("add"), e.x, values));
-    else copy_(e.x, values);
-    return x;
-  }
-  std::vector<int64_t> perm = dims_first(e.dims, e.x.ndim());
-  Tensor xp = is_identity(perm) ? e.x : permute(e.x, perm);
-  std::vector<Tensor> idx = eager::broadcast_indices(e.indices);
-  const Shape& b = idx[0].shape();
-  const int64_t nb = static_cast<int64_t>(b.size());
-  // The shape x[indices] has, in the caller's frame (Note [Advanced indexing]).
-  Shape target = b;
-  target.insert(target.end(), xp.shape().begin() + static_cast<int64_t>(idx.size()), xp.shape().end());
-  const int64_t first = e.dims[0];
-  const bool moved = adjacent(e.dims) && first > 0;
-  std::vector<int64_t> to_first = b_to_first(nb, first, static_cast<int64_t>(target.size()));
-  Shape user = target;
-  if (moved)
-    for (size_t i = 0; i < to_first.size(); ++i) user[i] = target[to_first[i]];
-  RILL_CHECK(values.dtype() == x.dtype(), Runtime, "[index_put] Index put requires the source and destination "
-             "dtypes match, got ", dtype_name(x.dtype()), " for the destination and ", dtype_name(values.dtype()),
-             " for the source; convert the values with .to(", dtype_name(x.dtype()), ")");
-  Tensor v = values;
-  while (v.ndim() > static_cast<int64_t>(user.size()) && v.shape()[0] == 1) v = select(v, 0, 0);
-  if (v.shape() != user) {
-    Shape bs = broadcast_shapes(v.shape(), user, "index_put");
-    RILL_CHECK(bs == user, Runtime, "[index_put] shape mismatch: value tensor of shape ", shape_str(values.shape()),
-               " cannot be broadcast to indexing result of shape ", shape_str(user));
-    v = expand(v, user);
-  }
-  if (moved) v = permute(v, inverse(to_first));
-  std::vector<Tensor> in = std::move(idx);
-  in.insert(in.begin(), v);
-  in.insert(in.begin(), xp);
-  inplace(op, in, {}, make_attrs({accumulate}));
-  return x;
-}
-
-Tensor index_put(const Tensor& x, std::span<const Tensor> indices, const Tensor& values, bool accumulate) {
-  Tensor y = clone(x);
-  index_put_(y, indices, values, accumulate);
-  return y;
-}
-
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
-  RILL_CHECK(idx.ndim() <= 1, Index, "[index_select] Index is supposed to be a vector");
-  RILL_CHECK(idx.dtype() == DType::kInt64 || idx.dtype() == DType::kInt32, Runtime,
-             "[index_select] Expected dtype int32/int64 for index, got ", dtype_name(idx.dtype()));
-  if (x.ndim() == 0) {
-    RILL_CHECK(dim == 0 || dim == -1, Index, "[index_select] Dimension out of range (expected to be in range of "
-               "[-1, 0], but got ", dim, ")");
-    return view(index_select(view(x, {1}), 0, idx), idx.ndim() == 0 ? Shape{} : Shape{idx.numel()});
-  }
-  dim = normalize_dim(dim, x.ndim(), "index_select");
-  std::vector<Tensor> indices(dim + 1);
-  indices[dim] = idx.ndim() == 0 ? eager::reshape(idx, {1}) : idx;
-  return index(x, indices);
-}
-
-Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha,
-                 bool inplace) {
-  RILL_CHECK(index.ndim() <= 1, Index, "[index_add] Index is supposed to be a vector");
-  dim = normalize_dim(dim, x.ndim(), "index_add");
-  const int64_t n = index.numel();
-  RILL_CHECK(x.ndim() == 0 || source.ndim() == 0 || (source.ndim() == x.ndim() && source.shape()[dim] == n), Index,
-             "[index_add] source tensor shape ", shape_str(source.shape()), " must match self ",
-             shape_str(x.shape()), " with dimension ", dim, " of size ", n);
-  Tensor src = source;
-  const bool one = alpha.is_floating() ? alpha.to_double() == 1.0 : alpha.to_int() == 1;
-  if (!one) src = binary_scalar(eager::op("mul_scalar"), src, alpha);
-  Tensor base = x.ndim() == 0 ? view(x, {1}) : x;
-  std::vector<Tensor> indices(dim + 1);
-  indices[dim] = index.ndim() == 0 ? eager::reshape(index, {1}) : index;
-  if (inplace) {
-    index_put_(base, indices, src.ndim() == 0 && x.ndim() == 0 ? view(src, {1}) : src, true);
-    return x;
-  }
-  Tensor y = clone(base);
-  index_put_(y, indices, src.ndim() == 0 && x.ndim() == 0 ? view(src, {1}) : src, true);
-  return x.ndim() == 0 ? view(y, {}) : y;
-}
-
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  static const OpSchema& op = eager::op("gather");
-  Tensor y = eager::gather(x, dim, index);
-  Tensor in[2] = {x, index};
-  record(op, in, {}, make_attrs({dim}), {&y, 1});
-  return y;
-}
-
-Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
-               bool in_place) {
-  static const OpSchema& op = eager::op("scatter");
-  Tensor in[3] = {x, index, src};
-  RILL_CHECK(reduce != "multiply" || !should_record(in), NotImplemented, "[scatter] the derivative for "
-             "reduce='multiply' is not implemented; call it under rill.no_grad()");
-  AttrsSym attrs = make_attrs({dim, reduce});
-  const char* name = reduce == "add" ? "ScatterAddBackward0" : "ScatterBackward0";
-  if (in_place) {
-    inplace(op, in, {}, attrs);
-    return x;
-  }
-  Tensor y = eager::call1(op, in, {}, attrs);
-  record(op, in, {}, attrs, {&y, 1}, name);
-  return y;
-}
-
-Tensor scatter_value(const Tensor& x, int64_t dim, const Tensor& index, Scalar value, const std::string& reduce,
-                     bool in_place) {
-  Tensor src = eager::expand(eager::full({}, value, x.dtype()), index.shape());
-  return scatter(x, dim, index, src, reduce, in_place);
-}
-
-Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value, bool in_place) {
-  RILL_CHECK(mask.dtype() == DType::kBool, Runtime, "[masked_fill] only supports boolean masks, but got mask with "
-             "dtype ", dtype_name(mask.dtype()));
-  RILL_CHECK(value.ndim() == 0, Runtime, "[masked_fill] only supports a 0-dimensional value tensor, but got tensor "
-             "with ", value.ndim(), " dimension(s).");
-  Tensor v = to_dtype(value, x.dtype());
-  if (!in_place) return where(mask, v, x);
-  RILL_CHECK(broadcast_shapes(mask.shape(), x.shape(), "masked_fill_") == x.shape(), Runtime, "[masked_fill_] the "
-             "mask of shape ", shape_str(mask.shape()), " can't be broadcast to the tensor's shape ",
-             shape_str(x.shape()));
-  copy_(x, where(mask, v, x));
-  return x;
-}
-
-Tensor masked_select(const Tensor& x, const Tensor& mask) {
-  RILL_CHECK(mask.dtype() == DType::kBool, Runtime, "[masked_select] expected BoolTensor for mask, got ",
-             dtype_name(mask.dtype()));
-  Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_select");
-  Tensor xb = x.shape() == shape ? x : expand(x, shape);
-  Tensor mb = mask.shape() == shape ? mask : eager::expand(mask, shape);
-  if (shape.empty()) return index(view(xb, {1}), std::vector<Tensor>{eager::reshape(mb, {1})});
-  return index(xb, std::vector<Tensor>{mb});
-}
-
-Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
-  RILL_CHECK(indices.dtype() == DType::kInt64, Runtime, "[take_along_dim] dtype of indices should be Long but got ",
-             dtype_name(indices.dtype()));
-  if (!dim) return gather(reshape(x, {-1}), 0, eager::reshape(indices, {-1}));
-  RILL_CHECK(x.ndim() == indices.ndim(), Runtime, "[take_along_dim] input and indices should have the same number "
-             "of dimensions, but got ", x.ndim(), " dimensions for input, and ", indices.ndim(),
-             " dimensions for indices");
-  const int64_t d = normalize_dim(*dim, x.ndim(), "take_along_dim");
-  if (x.ndim() == 0) return gather(x, d, indices);
-  Shape self_sizes = x.shape();
-  self_sizes[d] = indices.shape()[d];
-  Shape shape = broadcast_shapes(self_sizes, indices.shape(), "take_along_dim");
-  Tensor ib = indices.shape() == shape ? indices : eager::expand(indices, shape);
-  shape[d] = x.shape()[d];
-  Tensor xb = x.shape() == shape ? x : expand(x, shape);
-  return gather(xb, d, ib);
-}
-
-std::vector<Tensor> nonzero_tuple(const Tensor& x) {
-  Tensor nz = eager::nonzero(x.ndim() == 0 ? eager::reshape(x, {1}) : x);
-  std::vector<Tensor> out;
-  for (int64_t d = 0; d < nz.shape()[1]; ++d) out.push_back(eager::contiguous(eager::select(nz, 1, d)));
-  return out;
+  define_rule("scatter", {"ScatterBackward0", scatter_backward, kIn1, 0, [](const GradContext& c) {
+                 return c.attr<std::string>("reduce") == "add" ? "ScatterAddBackward0" : "ScatterBackward0";
+               }});
 }
 
 }  // namespace rill::autograd

@@ -147,6 +147,33 @@ void accumulate_grad(const Tensor& t, const Tensor& grad) {
   m.grad.storage()->bump_version();
 }
 
+std::vector<Tensor> ViewOfBase::apply(std::vector<Tensor>&& grads) {
+  if (!grads[0].defined()) return {Tensor()};
+  return {to_base_(grads[0])};
+}
+
+std::shared_ptr<Node> make_view_of_base_node(std::function<Tensor(const Tensor&)> to_base, Edge base) {
+  auto node = std::make_shared<ViewOfBase>(std::move(to_base));
+  node->next_edges().push_back(std::move(base));
+  return node;
+}
+
+Tensor detach(const Tensor& x) { return x.view_as_meta(x.meta(), x.offset()); }
+
+void detach_(const Tensor& x) {
+  AutogradMeta* m = find_meta(x);
+  if (m) {
+    RILL_CHECK(!m->view_base.defined() || !m->grad_fn, Runtime,
+               "[detach_] Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+               "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, "
+               "and hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+               "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.");
+    m->grad_fn = nullptr;
+    m->output_nr = 0;
+  }
+  x.impl()->set_requires_grad(false);
+}
+
 // --- per-tensor state -----------------------------------------------------------------------
 
 AutogradMeta& meta_of(const Tensor& t) {
@@ -163,7 +190,7 @@ std::shared_ptr<Node> grad_fn(const Tensor& t) {
     Edge base = gradient_edge(m->view_base);
     m->view_version = t.storage()->version();
     if (base.valid()) {
-      auto node = make_view_node("AsStridedBackward0", m->view_to_base, std::move(base));
+      auto node = make_view_of_base_node(m->view_to_base, std::move(base));
       m->grad_fn = std::move(node);
       m->output_nr = 0;
     }

@@ -127,6 +127,26 @@ class AccumulateGrad : public Node {
   std::shared_ptr<TensorImpl> leaf_;
 };
 
+/** The history of a view whose base was written in place since the view was made: its gradient mapped to the
+ * base's by view_to_base (Note [Views and in-place]); graph plumbing, like AccumulateGrad, not an op's rule. */
+class ViewOfBase : public Node {
+ public:
+  explicit ViewOfBase(std::function<Tensor(const Tensor&)> to_base) : Node(1), to_base_(std::move(to_base)) {}
+  std::string name() const override { return "AsStridedBackward0"; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+
+ private:
+  std::function<Tensor(const Tensor&)> to_base_;
+};
+
+/** A ViewOfBase whose gradient goes to base. */
+std::shared_ptr<Node> make_view_of_base_node(std::function<Tensor(const Tensor&)> to_base, Edge base);
+
+/** A tensor sharing x's memory (and version counter) with no history; never requires grad. */
+Tensor detach(const Tensor& x);
+/** Make x a leaf that does not require grad. */
+void detach_(const Tensor& x);
+
 /** Add grad into t's .grad (set it to a copy when it has none). */
 void accumulate_grad(const Tensor& t, const Tensor& grad);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "rill/autograd/rules.h"
+#include "rill/eager/math.h"
 
 namespace rill::autograd {
 namespace {
@@ -35,35 +36,34 @@ int64_t reduced_count(const TensorMeta& in, const std::vector<int64_t>& dims) {
 }
 
 std::vector<Tensor> sum_backward(const GradContext& c) {
-  return {restore(c.grad(), c.input_meta(0), c.attrs().get_ints(0), c.attrs().get_bool(1))};
+  return {restore(c.grad(), c.input_meta(0), c.attr<std::vector<int64_t>>("dim"), c.attr<bool>("keepdim"))};
 }
 
 std::vector<Tensor> mean_backward(const GradContext& c) {
-  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
-  Tensor g = binary("div_scalar", c.grad(), Scalar(reduced_count(c.input_meta(0), dims)));
-  return {restore(g, c.input_meta(0), dims, c.attrs().get_bool(1))};
+  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  Tensor g = eager::div(c.grad(), Scalar(reduced_count(c.input_meta(0), dims)));
+  return {restore(g, c.input_meta(0), dims, c.attr<bool>("keepdim"))};
 }
 
 // amax, amin, max(), min(): the gradient split evenly among the elements equal to the result.
 std::vector<Tensor> extreme_backward(const GradContext& c) {
-  static const OpSchema& sum = eager::op("sum");
-  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
-  const bool keepdim = c.attrs().get_bool(1);
+  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  const bool keepdim = c.attr<bool>("keepdim");
   const TensorMeta& in = c.input_meta(0);
   Tensor x = c.input(0);
-  Tensor mask = binary("eq", x, restore(c.output(0), in, dims, keepdim));
-  Tensor count = eager::reduce(sum, mask, dims, /*keepdim=*/true);
+  Tensor mask = eager::eq(x, restore(c.output(0), in, dims, keepdim));
+  Tensor count = eager::sum(mask, dims, /*keepdim=*/true);
   Tensor g = restore(c.grad(), in, dims, keepdim);
-  Tensor share = binary("div", g, eager::to_dtype(count, g.dtype()));
-  return {choose(mask, share, scalar_tensor(Scalar(int64_t{0}), g.dtype()))};
+  Tensor share = eager::div(g, eager::to_dtype(count, g.dtype()));
+  return {eager::where(mask, share, scalar_tensor(Scalar(int64_t{0}), g.dtype()))};
 }
 
 // max_dim, min_dim: the gradient goes to the element whose index was returned.
 std::vector<Tensor> extreme_dim_backward(const GradContext& c) {
   const TensorMeta& in = c.input_meta(0);
-  const bool keepdim = c.attrs().get_bool(1);
+  const bool keepdim = c.attr<bool>("keepdim");
   if (in.ndim() == 0) return {c.grad()};
-  const int64_t dim = normalize_dim(c.attrs().get_int(0), in.ndim(), "backward");
+  const int64_t dim = normalize_dim(c.attr<int64_t>("dim"), in.ndim(), "backward");
   Tensor index = c.output(1), g = c.grad();
   if (!keepdim) {
     index = eager::unsqueeze(index, dim);
@@ -73,8 +73,8 @@ std::vector<Tensor> extreme_dim_backward(const GradContext& c) {
   positions[dim] = in.shape[dim];
   Tensor iota = eager::reshape(
       eager::arange(Scalar(int64_t{0}), Scalar(in.shape[dim]), Scalar(int64_t{1}), DType::kInt64), positions);
-  Tensor hit = binary("eq", iota, index);
-  return {choose(hit, g, scalar_tensor(Scalar(int64_t{0}), g.dtype()))};
+  Tensor hit = eager::eq(iota, index);
+  return {eager::where(hit, g, scalar_tensor(Scalar(int64_t{0}), g.dtype()))};
 }
 
 Tensor zero_of(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.dtype()); }
@@ -82,41 +82,38 @@ Tensor zero_of(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.dty
 // prod: the product of the other elements: out / x without zeros; with one zero, the product of the
 // non-zero elements at the zero (0 elsewhere); with more, 0 everywhere.
 std::vector<Tensor> prod_backward(const GradContext& c) {
-  static const OpSchema& sum = eager::op("sum");
-  static const OpSchema& prod = eager::op("prod");
-  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
-  const bool keepdim = c.attrs().get_bool(1);
+  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  const bool keepdim = c.attr<bool>("keepdim");
   const TensorMeta& in = c.input_meta(0);
   Tensor x = c.input(0);
   Tensor g = restore(c.grad(), in, dims, keepdim);
   Tensor out = restore(c.output(0), in, dims, keepdim);
-  Tensor zero = binary("eq_scalar", x, Scalar(int64_t{0}));
-  Tensor zeros_in = restore(eager::reduce(sum, zero, dims, true), in, dims, true);
-  Tensor others = eager::to_dtype(eager::reduce(prod, choose(zero, scalar_tensor(Scalar(int64_t{1}), x.dtype()), x),
+  Tensor zero = eager::eq(x, Scalar(int64_t{0}));
+  Tensor zeros_in = restore(eager::sum(zero, dims, true), in, dims, true);
+  Tensor others = eager::to_dtype(eager::prod(eager::where(zero, scalar_tensor(Scalar(int64_t{1}), x.dtype()), x),
                                                 dims, true), out.dtype());
   Tensor at_zero =
-      choose(binary("eq_scalar", zeros_in, Scalar(int64_t{1})), restore(others, in, dims, true), zero_of(out));
-  Tensor elsewhere = choose(binary("eq_scalar", zeros_in, Scalar(int64_t{0})), binary("div", out, x), zero_of(out));
-  return {binary("mul", g, choose(zero, at_zero, elsewhere))};
+      eager::where(eager::eq(zeros_in, Scalar(int64_t{1})), restore(others, in, dims, true), zero_of(out));
+  Tensor elsewhere = eager::where(eager::eq(zeros_in, Scalar(int64_t{0})), eager::div(out, x), zero_of(out));
+  return {eager::mul(g, eager::where(zero, at_zero, elsewhere))};
 }
 
 // var: 2 / (N - correction) * g * (x - mean); std: var's with g / (2 std), 0 where std == 0.
 std::vector<Tensor> moment_backward(const GradContext& c, bool is_std) {
-  static const OpSchema& mean = eager::op("mean");
-  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
-  const bool keepdim = c.attrs().get_bool(1);
-  const double correction = c.attrs().get_double(2);
+  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  const bool keepdim = c.attr<bool>("keepdim");
+  const double correction = c.attr<double>("correction");
   const TensorMeta& in = c.input_meta(0);
   Tensor x = c.input(0), g = c.grad();
   if (is_std) {
     Tensor y = c.output(0);
-    g = choose(binary("eq_scalar", y, Scalar(int64_t{0})), zero_of(g),
-               binary("div", g, binary("mul_scalar", y, Scalar(2.0))));
+    g = eager::where(eager::eq(y, Scalar(int64_t{0})), zero_of(g),
+               eager::div(g, eager::mul(y, Scalar(2.0))));
   }
-  Tensor dev = binary("sub", x, eager::reduce(mean, x, dims, true));
+  Tensor dev = eager::sub(x, eager::mean(x, dims, true));
   double n = static_cast<double>(reduced_count(in, dims));
-  Tensor scaled = binary("mul_scalar", restore(g, in, dims, keepdim), Scalar(2.0 / (n - correction)));
-  return {binary("mul", scaled, dev)};
+  Tensor scaled = eager::mul(restore(g, in, dims, keepdim), Scalar(2.0 / (n - correction)));
+  return {eager::mul(scaled, dev)};
 }
 
 std::vector<Tensor> var_backward(const GradContext& c) { return moment_backward(c, false); }
@@ -124,53 +121,52 @@ std::vector<Tensor> std_backward(const GradContext& c) { return moment_backward(
 
 // logsumexp: g * exp(x - out), i.e. g times the softmax over the reduced dims.
 std::vector<Tensor> logsumexp_backward(const GradContext& c) {
-  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
-  const bool keepdim = c.attrs().get_bool(1);
+  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  const bool keepdim = c.attr<bool>("keepdim");
   const TensorMeta& in = c.input_meta(0);
-  Tensor p = unary("exp", binary("sub", c.input(0), restore(c.output(0), in, dims, keepdim)));
-  return {binary("mul", restore(c.grad(), in, dims, keepdim), p)};
+  Tensor p = eager::exp(eager::sub(c.input(0), restore(c.output(0), in, dims, keepdim)));
+  return {eager::mul(restore(c.grad(), in, dims, keepdim), p)};
 }
 
 // norm: PyTorch's linalg_vector_norm_backward, case by case.
 std::vector<Tensor> norm_backward(const GradContext& c) {
-  static const OpSchema& sum = eager::op("sum");
-  const std::vector<int64_t>& dims = c.attrs().get_ints(0);
-  const bool keepdim = c.attrs().get_bool(1);
-  const double ord = c.attrs().get_double(2);
+  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  const bool keepdim = c.attr<bool>("keepdim");
+  const double ord = c.attr<double>("ord");
   const TensorMeta& in = c.input_meta(0);
   Tensor x = c.input(0);
   Tensor g = restore(c.grad(), in, dims, keepdim);
   Tensor y = restore(c.output(0), in, dims, keepdim);
   Tensor zero = zero_of(g);
   if (ord == 0.0) return {zeros(in.shape, g.dtype())};
-  if (ord == 1.0) return {binary("mul", unary("sign", x), g)};
-  Tensor y_zero = binary("eq_scalar", y, Scalar(int64_t{0}));
-  if (ord == 2.0) return {binary("mul", x, choose(y_zero, zero, binary("div", g, y)))};
+  if (ord == 1.0) return {eager::mul(eager::sign(x), g)};
+  Tensor y_zero = eager::eq(y, Scalar(int64_t{0}));
+  if (ord == 2.0) return {eager::mul(x, eager::where(y_zero, zero, eager::div(g, y)))};
   if (std::isinf(ord)) {
-    Tensor a = unary("abs", x);
-    Tensor mask = binary("logical_or", binary("eq", a, y), binary("ne", a, a));
-    Tensor count = restore(eager::reduce(sum, mask, dims, true), in, dims, true);
-    Tensor share = binary("div", g, eager::to_dtype(count, g.dtype()));
-    return {binary("mul", unary("sign", x), choose(mask, share, zero))};
+    Tensor a = eager::abs(x);
+    Tensor mask = eager::logical_or(eager::eq(a, y), eager::ne(a, a));
+    Tensor count = restore(eager::sum(mask, dims, true), in, dims, true);
+    Tensor share = eager::div(g, eager::to_dtype(count, g.dtype()));
+    return {eager::mul(eager::sign(x), eager::where(mask, share, zero))};
   }
-  Tensor scaled = binary("mul", unary("sign", x), binary("pow_scalar", unary("abs", x), Scalar(ord - 1.0)));
+  Tensor scaled = eager::mul(eager::sign(x), eager::pow(eager::abs(x), Scalar(ord - 1.0)));
   if (ord < 1.0) {
-    scaled = choose(binary("eq_scalar", x, Scalar(int64_t{0})), zero, scaled);
-    return {binary("mul", binary("mul", scaled, g), binary("pow_scalar", y, Scalar(1.0 - ord)))};
+    scaled = eager::where(eager::eq(x, Scalar(int64_t{0})), zero, scaled);
+    return {eager::mul(eager::mul(scaled, g), eager::pow(y, Scalar(1.0 - ord)))};
   }
-  Tensor scale = choose(y_zero, zero, binary("div", g, binary("pow_scalar", y, Scalar(ord - 1.0))));
-  return {binary("mul", scaled, scale)};
+  Tensor scale = eager::where(y_zero, zero, eager::div(g, eager::pow(y, Scalar(ord - 1.0))));
+  return {eager::mul(scaled, scale)};
 }
 
 int64_t scan_dim(const GradContext& c) {
-  const int64_t nd = c.input_meta(0).ndim(), d = c.attrs().get_int(0);
+  const int64_t nd = c.input_meta(0).ndim(), d = c.attr<int64_t>("dim");
   return nd == 0 ? 0 : normalize_dim(d, nd, "backward");
 }
 
 // cumsum: the gradient summed from the end (a reversed cumsum).
 std::vector<Tensor> cumsum_backward(const GradContext& c) {
   static const OpSchema& cumsum = eager::op("cumsum");
-  return {eager::scan(cumsum, c.grad(), scan_dim(c), std::nullopt, !c.attrs().get_bool(1))};
+  return {eager::scan(cumsum, c.grad(), scan_dim(c), std::nullopt, !c.attr<bool>("reverse"))};
 }
 
 // cumprod: its own kernel (Note [cumprod gradient with zeros] in kernels/cpu/scan.cpp).
@@ -180,18 +176,27 @@ std::vector<Tensor> cumprod_backward(const GradContext& c) {
   return {eager::call1(op, in, {}, make_attrs({scan_dim(c)}))};
 }
 
+// PyTorch names a reduction over every dim ...Backward0 and one over some dims ...Backward1.
+template <const char* all, const char* some>
+const char* all_or_some(const GradContext& c) {
+  return c.attr<std::vector<int64_t>>("dim").empty() ? all : some;
+}
+
+constexpr char kSum0[] = "SumBackward0", kSum1[] = "SumBackward1", kMean0[] = "MeanBackward0",
+               kMean1[] = "MeanBackward1", kProd0[] = "ProdBackward0", kProd1[] = "ProdBackward1";
+
 }  // namespace
 
 void register_reduce_rules() {
-  define_rule("sum", {"SumBackward1", sum_backward});
-  define_rule("mean", {"MeanBackward1", mean_backward});
+  define_rule("sum", {"SumBackward1", sum_backward, 0, 0, all_or_some<kSum0, kSum1>});
+  define_rule("mean", {"MeanBackward1", mean_backward, 0, 0, all_or_some<kMean0, kMean1>});
   define_rule("amax", {"AmaxBackward0", extreme_backward, kIn0, kOut0});
   define_rule("amin", {"AminBackward0", extreme_backward, kIn0, kOut0});
   define_rule("max", {"MaxBackward1", extreme_backward, kIn0, kOut0});
   define_rule("min", {"MinBackward1", extreme_backward, kIn0, kOut0});
   define_rule("max_dim", {"MaxBackward0", extreme_dim_backward, 0, kOut1});
   define_rule("min_dim", {"MinBackward0", extreme_dim_backward, 0, kOut1});
-  define_rule("prod", {"ProdBackward1", prod_backward, kIn0, kOut0});
+  define_rule("prod", {"ProdBackward1", prod_backward, kIn0, kOut0, all_or_some<kProd0, kProd1>});
   define_rule("var", {"VarBackward0", var_backward, kIn0});
   define_rule("std", {"StdBackward0", std_backward, kIn0, kOut0});
   define_rule("logsumexp", {"LogsumexpBackward0", logsumexp_backward, kIn0, kOut0});

@@ -1,24 +1,26 @@
 #include "rill/autograd/rules.h"
 
+#include "rill/eager/math.h"
+
 #include <mutex>
 #include <unordered_map>
 
 namespace rill::autograd {
 namespace {
 
-std::unordered_map<std::string, GradRule>& rule_table() {
-  static std::unordered_map<std::string, GradRule> table;
+std::unordered_map<const OpSchema*, GradRule>& rule_table() {
+  static std::unordered_map<const OpSchema*, GradRule> table;
   return table;
 }
 
 }  // namespace
 
 void define_rule(std::string_view op, GradRule rule) {
-  auto [it, inserted] = rule_table().emplace(std::string(op), std::move(rule));
+  auto [it, inserted] = rule_table().emplace(&eager::op(op), std::move(rule));
   RILL_ASSERT(inserted, "gradient rule for '", op, "' defined twice");
 }
 
-const GradRule* find_rule(std::string_view op) {
+const GradRule* find_rule(const OpSchema& op) {
   static std::once_flag once;
   std::call_once(once, [] {
     register_elementwise_rules();
@@ -29,8 +31,10 @@ const GradRule* find_rule(std::string_view op) {
     register_index_rules();
     register_sort_rules();
     register_nn_rules();
+    register_view_rules();
+    register_conv_rules();
   });
-  auto it = rule_table().find(std::string(op));
+  auto it = rule_table().find(&op);
   return it == rule_table().end() ? nullptr : &it->second;
 }
 
@@ -47,16 +51,19 @@ Tensor GradContext::output(size_t i) const {
 }
 
 std::span<const Scalar> GradContext::scalars() const { return node_.scalars_; }
+const OpSchema& GradContext::op() const { return node_.op_; }
+AttrsSym GradContext::interned_attrs() const { return node_.attrs_; }
 const Attrs& GradContext::attrs() const { return *node_.attrs_; }
 const TensorMeta& GradContext::input_meta(size_t i) const { return *node_.input_metas_[i]; }
-bool GradContext::needs_grad(size_t i) const { return node_.next_edges()[i].valid(); }
+bool GradContext::needs_grad(size_t i) const { return every_input_ || node_.next_edges()[i].valid(); }
 size_t GradContext::num_inputs() const { return node_.input_metas_.size(); }
 
 // --- OpNode ---------------------------------------------------------------------------------
 
-OpNode::OpNode(const GradRule& rule, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
-               AttrsSym attrs, std::vector<MetaSym> output_metas)
+OpNode::OpNode(const OpSchema& op, const GradRule& rule, std::span<const Tensor> inputs,
+               std::span<const Scalar> scalars, AttrsSym attrs, std::vector<MetaSym> output_metas)
     : Node(output_metas.size()),
+      op_(op),
       rule_(rule),
       name_(rule.node_name),
       saved_inputs_(inputs.size()),
@@ -71,16 +78,19 @@ OpNode::OpNode(const GradRule& rule, std::span<const Tensor> inputs, std::span<c
     next_edges().push_back(gradient_edge(inputs[i]));
     if (rule.saved_inputs & (1u << i)) saved_inputs_[i] = SavedTensor(inputs[i]);
   }
+  if (rule.name_of) name_ = rule.name_of(GradContext(*this, {}));
 }
 
-std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
+std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) { return gradients(std::move(grads), false); }
+
+std::vector<Tensor> OpNode::gradients(std::vector<Tensor> grads, bool every_input) const {
   for (size_t i = 0; i < grads.size(); ++i)
     if (!grads[i].defined()) grads[i] = zeros(output_metas_[i]->shape, output_metas_[i]->dtype);
-  std::vector<Tensor> out = rule_.backward(GradContext(*this, grads));
+  std::vector<Tensor> out = rule_.backward(GradContext(*this, grads, every_input));
   RILL_ASSERT(out.size() == next_edges().size(), "[", name_, "] returned ", out.size(), " gradients for ",
               next_edges().size(), " inputs");
   for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i].defined() || !next_edges()[i].valid()) {
+    if (!out[i].defined() || (!every_input && !next_edges()[i].valid())) {
       out[i] = Tensor();
       continue;
     }
@@ -95,17 +105,6 @@ void OpNode::release_saved() {
   for (SavedTensor& s : saved_outputs_) s.release();
 }
 
-std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {
-  if (!grads[0].defined()) return {Tensor()};
-  return {fn_(grads[0])};
-}
-
-std::shared_ptr<Node> make_view_node(std::string name, FunctionNode::Fn fn, Edge next) {
-  auto node = std::make_shared<FunctionNode>(std::move(name), std::move(fn));
-  node->next_edges().push_back(std::move(next));
-  return node;
-}
-
 // --- helpers --------------------------------------------------------------------------------
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
@@ -116,23 +115,12 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   std::vector<int64_t> dims;
   for (size_t d = 0; d < full.size(); ++d)
     if (d < lead || (shape[d - lead] == 1 && full[d] != 1)) dims.push_back(static_cast<int64_t>(d));
-  if (!dims.empty()) {
-    static const OpSchema& sum = eager::op("sum");
-    x = eager::reduce(sum, x, dims, /*keepdim=*/true);
-  }
+  if (!dims.empty()) x = eager::sum(x, dims, /*keepdim=*/true);
   return eager::reshape(x, shape);
 }
 
 Tensor scalar_tensor(Scalar value, DType dtype) { return eager::full({}, value, dtype); }
 
 Tensor zeros(const Shape& shape, DType dtype) { return eager::full(shape, Scalar(int64_t{0}), dtype); }
-
-Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) { return eager::binary(eager::op(op), a, b); }
-
-Tensor binary(std::string_view op, const Tensor& a, Scalar b) { return eager::binary_scalar(eager::op(op), a, b); }
-
-Tensor unary(std::string_view op, const Tensor& x) { return eager::unary(eager::op(op), x); }
-
-Tensor choose(const Tensor& cond, const Tensor& a, const Tensor& b) { return eager::where(cond, a, b); }
 
 }  // namespace rill::autograd

@@ -1,8 +1,11 @@
-// Gradient rules, one file per op family mirroring ops/ (elementwise.cpp,
-// reduce.cpp, matmul.cpp, copy.cpp; views in view.cpp). A rule is registered
-// under its op's name with what it saves; record() (functional.h) attaches an
-// OpNode running it. Adding an op = schema in ops/, kernel in kernels/cpu/,
-// rule here.
+// Gradient rules: the one kind of backward there is. A rule belongs to an op
+// (registered against its schema, one file per op family mirroring ops/:
+// elementwise.cpp, reduce.cpp, matmul.cpp, copy.cpp, view.cpp, ...) and maps
+// the gradients of the op's outputs to those of its inputs, from what the call
+// saved, its attrs (read by name) and its input metas. The recorder
+// (record.cpp) attaches an OpNode running the rule to every recorded call
+// (Note [Recording] in eager/grad_mode.h). Rules compute with the functional
+// API; backward runs with recording off.
 #pragma once
 
 #include <span>
@@ -12,6 +15,7 @@
 
 #include "rill/autograd/node.h"
 #include "rill/eager/functional.h"
+#include "rill/eager/grad_mode.h"
 
 namespace rill::autograd {
 
@@ -20,7 +24,8 @@ class OpNode;
 /** What a rule sees: the gradients of the op's outputs and what the op saved. */
 class GradContext {
  public:
-  GradContext(const OpNode& node, std::span<const Tensor> grads) : node_(node), grads_(grads) {}
+  GradContext(const OpNode& node, std::span<const Tensor> grads, bool every_input = false)
+      : node_(node), grads_(grads), every_input_(every_input) {}
   /** Gradient of output i (zeros when none arrived). */
   const Tensor& grad(size_t i = 0) const { return grads_[i]; }
   /** Saved input i (the rule must have asked for it). */
@@ -31,17 +36,26 @@ class GradContext {
   std::span<const Scalar> scalars() const;
   /** The op call's attrs. */
   const Attrs& attrs() const;
+  /** The attr called name (Note [Arguments of an op call]). */
+  template <typename T>
+  const T& attr(std::string_view name) const {
+    return attr_of<T>(op(), attrs(), name);
+  }
+  /** The attrs as the call interned them (to call an op with the same attrs). */
+  AttrsSym interned_attrs() const;
+  /** The op whose gradient this is. */
+  const OpSchema& op() const;
   /** Shape and dtype of input i as the op received it. */
   const TensorMeta& input_meta(size_t i) const;
   /** True when input i's gradient goes somewhere (others may be left undefined). */
   bool needs_grad(size_t i) const;
-  /** Number of op inputs (ops such as cat take any number). */
   /** Number of tensor inputs of the op call (ops with optional inputs take a varying number). */
   size_t num_inputs() const;
 
  private:
   const OpNode& node_;
   std::span<const Tensor> grads_;
+  bool every_input_;
 };
 
 /** A rule's backward: one gradient per op input, each broadcastable to the input's shape (the node sums it
@@ -58,12 +72,15 @@ struct GradRule {
   uint32_t saved_inputs = 0;
   /** Bit i: the rule reads output i. */
   uint32_t saved_outputs = 0;
+  /** The node's name when it depends on the call (sum over all dims is SumBackward0, over some SumBackward1);
+   * null: node_name. */
+  const char* (*name_of)(const GradContext& c) = nullptr;
 };
 
-/** Register the rule of op (raises RuntimeError on a duplicate). */
+/** Register the rule of the op called op (a bug when there is no such op, or it has a rule already). */
 void define_rule(std::string_view op, GradRule rule);
 /** The rule of op, or null when it has none (every rule family registers on first use). */
-const GradRule* find_rule(std::string_view op);
+const GradRule* find_rule(const OpSchema& op);
 
 /** Per-family registration, called once by find_rule. */
 void register_elementwise_rules();
@@ -74,25 +91,29 @@ void register_shape_rules();
 void register_index_rules();
 void register_sort_rules();
 void register_nn_rules();
+void register_view_rules();
+void register_conv_rules();
 
 /** The backward node of one recorded op call. */
 class OpNode : public Node {
  public:
   /** Edges and saved inputs come from inputs as they are now (before an in-place write). */
-  OpNode(const GradRule& rule, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
-         std::vector<MetaSym> output_metas);
+  OpNode(const OpSchema& op, const GradRule& rule, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+         AttrsSym attrs, std::vector<MetaSym> output_metas);
   std::string name() const override { return name_; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  /** The rule's gradients; every_input: for every input, whether it needs one or not (a view's gradient
+   * mapped to its base, Note [Views and in-place] in node.h). */
+  std::vector<Tensor> gradients(std::vector<Tensor> grads, bool every_input) const;
   void release_saved() override;
   /** Save input i (or a stand-in with its value, for an in-place op that overwrites it). */
   void save_input(size_t i, const Tensor& t) { saved_inputs_[i] = SavedTensor(t); }
   /** Save output i. */
   void save_output(size_t i, const Tensor& t) { saved_outputs_[i] = SavedTensor(t, static_cast<int>(i)); }
-  /** Replace the name (wrappers whose PyTorch node name depends on the call, e.g. CloneBackward0). */
-  void set_name(std::string name) { name_ = std::move(name); }
 
  private:
   friend class GradContext;
+  const OpSchema& op_;
   const GradRule& rule_;
   std::string name_;
   std::vector<SavedTensor> saved_inputs_;
@@ -102,22 +123,6 @@ class OpNode : public Node {
   std::vector<MetaSym> input_metas_;
   std::vector<MetaSym> output_metas_;
 };
-
-/** A node whose backward is a function of the gradient (views, view replays). */
-class FunctionNode : public Node {
- public:
-  using Fn = std::function<Tensor(const Tensor&)>;
-  FunctionNode(std::string name, Fn fn) : Node(1), name_(std::move(name)), fn_(std::move(fn)) {}
-  std::string name() const override { return name_; }
-  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
-
- private:
-  std::string name_;
-  Fn fn_;
-};
-
-/** A FunctionNode with one next edge. */
-std::shared_ptr<Node> make_view_node(std::string name, FunctionNode::Fn fn, Edge next);
 
 // --- in-place writes (copy.cpp) ---------------------------------------------------------------
 
@@ -135,13 +140,5 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 Tensor scalar_tensor(Scalar value, DType dtype);
 /** Zeros of shape and dtype. */
 Tensor zeros(const Shape& shape, DType dtype);
-/** Binary op by name on two tensors. */
-Tensor binary(std::string_view op, const Tensor& a, const Tensor& b);
-/** Binary op by name with a number (add_scalar, ...). */
-Tensor binary(std::string_view op, const Tensor& a, Scalar b);
-/** Unary op by name. */
-Tensor unary(std::string_view op, const Tensor& x);
-/** where(cond, a, b) (not recorded). */
-Tensor choose(const Tensor& cond, const Tensor& a, const Tensor& b);
 
 }  // namespace rill::autograd

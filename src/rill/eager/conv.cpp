@@ -324,7 +324,12 @@ std::pair<Tensor, Tensor> max_pool2d_call(const OpSchema& o, const Tensor& input
 
 }  // namespace
 
-std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size,
+Tensor max_pool2d(const Tensor& input, const std::vector<int64_t>& kernel_size, const std::vector<int64_t>& stride,
+                  const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool ceil_mode) {
+  return max_pool2d_with_workspace(input, kernel_size, stride, padding, dilation, ceil_mode).first;
+}
+
+std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const std::vector<int64_t>& kernel_size,
                                      const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                                      const std::vector<int64_t>& dilation, bool ceil_mode) {
   static const OpSchema& o = op("max_pool2d");

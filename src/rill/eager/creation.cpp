@@ -42,7 +42,7 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 Tensor full(const Shape& shape, Scalar value, DType dtype, Device device) {
   check_device(device, "full");
   Tensor out = empty(shape, dtype, device);
-  fill_(out, value);  // checks that value fits dtype: Note [Scalar range check]
+  write_fill(out, value);  // checks that value fits dtype: Note [Scalar range check]
   return out;
 }
 

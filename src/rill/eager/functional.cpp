@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "rill/eager/grad_mode.h"
 #include "rill/kernels/registry.h"
 #include "rill/ops/type_promotion.h"
 #include "rill/ops/view.h"
@@ -18,6 +19,7 @@ std::span<const Tensor> convert_inputs(std::span<const Tensor> inputs, const Inf
   bool any = false;
   for (size_t i = 0; i < inputs.size(); ++i) any |= inputs[i].dtype() != r.input_dtypes[i];
   if (!any) return inputs;
+  GradModeGuard off(false);  // the call is recorded on its own inputs, not on the conversions
   storage.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) storage.push_back(to_dtype(inputs[i], r.input_dtypes[i]));
   return storage;
@@ -104,6 +106,8 @@ std::vector<Tensor> call(const OpSchema& op, std::span<const Tensor> inputs, std
   outputs.reserve(r.outputs.size());
   for (const MetaSym& m : r.outputs) outputs.push_back(Tensor::empty(m));
   submit(op, args, scalars, attrs, outputs);
+  if (should_record(inputs)) [[unlikely]]
+    recorder()->record(op, inputs, scalars, attrs, outputs);
   return outputs;
 }
 
@@ -115,7 +119,32 @@ Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const
   std::span<const Tensor> args = convert_inputs(inputs, r, converted);
   Tensor out = Tensor::empty(r.outputs[0]);
   submit(op, args, scalars, attrs, {&out, 1});
+  if (should_record(inputs)) [[unlikely]]
+    recorder()->record(op, inputs, scalars, attrs, {&out, 1});
   return out;
+}
+
+void record_composite(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                      AttrsSym attrs, std::span<const Tensor> outputs) {
+  if (should_record(inputs)) recorder()->record(op, inputs, scalars, attrs, outputs);
+}
+
+const Tensor& inplace(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                      AttrsSym attrs) {
+  struct Write {
+    const OpSchema& op;
+    std::span<const Tensor> inputs;
+    std::span<const Scalar> scalars;
+    AttrsSym attrs;
+  } w{op, inputs, scalars, attrs};
+  auto write = [](void* ctx) {
+    auto& w = *static_cast<Write*>(ctx);
+    call_into(w.op, w.inputs, w.scalars, w.attrs, w.inputs[0]);
+    w.inputs[0].storage()->bump_version();
+  };
+  if (grad_enabled() && recorder()) recorder()->record_inplace(op, inputs, scalars, attrs, +write, &w);
+  else write(&w);
+  return inputs[0];
 }
 
 void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
@@ -135,8 +164,9 @@ void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<con
     return;
   }
   // Compute densely in the op's dtype, then convert into out.
+  GradModeGuard off(false);  // a write: what records it is the caller (inplace(), copy_)
   Tensor tmp = call1(op, inputs, scalars, attrs);
-  copy_(out, tmp);
+  write_into(out, tmp);
 }
 
 // --- conversions and copies ---------------------------------------------------------------
@@ -154,10 +184,27 @@ Tensor clone(const Tensor& x) {
 
 Tensor contiguous(const Tensor& x) { return x.is_contiguous() ? x : clone(x); }
 
-const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+void write_into(const Tensor& dst, const Tensor& src) {
   static const OpSchema& cast = op("cast");
+  GradModeGuard off(false);
   Tensor s = src.shape() == dst.shape() ? src : expand(src, dst.shape());
   call_into(cast, {&s, 1}, {}, make_attrs({dst.dtype()}), dst);
+}
+
+const Tensor& copy_(const Tensor& dst, const Tensor& src) {
+  static const OpSchema& copy = op("copy_");
+  struct Write {
+    const Tensor& dst;
+    const Tensor& src;
+  } w{dst, src};
+  auto write = [](void* ctx) {
+    auto& w = *static_cast<Write*>(ctx);
+    write_into(w.dst, w.src);
+    w.dst.storage()->bump_version();
+  };
+  Tensor in[2] = {dst, src};
+  if (grad_enabled() && recorder()) recorder()->record_inplace(copy, std::span<const Tensor>(in), {}, empty_attrs(), +write, &w);
+  else write(&w);
   return dst;
 }
 
@@ -198,7 +245,7 @@ bool scalar_overflows(Scalar v, DType t) {
 
 }  // namespace
 
-const Tensor& fill_(const Tensor& dst, Scalar value) {
+void write_fill(const Tensor& dst, Scalar value) {
   static const OpSchema& fill = op("fill");
   if (scalar_overflows(value, dst.dtype())) {
     if (value.is_floating())
@@ -209,6 +256,22 @@ const Tensor& fill_(const Tensor& dst, Scalar value) {
   }
   Scalar v[1] = {value};
   call_into(fill, {}, v, make_attrs({dst.shape(), dst.dtype()}), dst);
+}
+
+const Tensor& fill_(const Tensor& dst, Scalar value) {
+  static const OpSchema& fill = op("fill_");
+  struct Write {
+    const Tensor& dst;
+    Scalar value;
+  } w{dst, value};
+  auto write = [](void* ctx) {
+    auto& w = *static_cast<Write*>(ctx);
+    write_fill(w.dst, w.value);
+    w.dst.storage()->bump_version();
+  };
+  Scalar v[1] = {value};
+  if (grad_enabled() && recorder()) recorder()->record_inplace(fill, {&dst, 1}, std::span<const Scalar>(v), empty_attrs(), +write, &w);
+  else write(&w);
   return dst;
 }
 
@@ -219,7 +282,10 @@ Tensor view_call(const OpSchema& op, const Tensor& x, AttrsSym attrs) {
   RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
   MetaSym in[1] = {x.meta()};
   const InferResult& r = ops::infer_cached(op, in, {}, attrs);
-  return x.view_as_meta(r.outputs[0], x.offset() + r.view_offset);
+  Tensor y = x.view_as_meta(r.outputs[0], x.offset() + r.view_offset);
+  if (grad_enabled() && recorder()) [[unlikely]]
+    recorder()->record_view(op, x, attrs, y);
+  return y;
 }
 
 Tensor view(const Tensor& x, const Shape& shape) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "rill/eager/functional.h"
+#include "rill/eager/math.h"
 
 namespace rill::eager {
 namespace {
@@ -113,31 +114,45 @@ Tensor number(double v, DType t) { return full({}, Scalar(v), t); }
 Tensor logsumexp(const Tensor& input, const std::vector<int64_t>& dims, bool keepdim) {
   static const OpSchema& lse = op("logsumexp");
   static const OpSchema& amax = op("amax");
-  static const OpSchema& sum = op("sum");
-  const TensorMeta& out = composite_meta(lse, input, make_attrs({dims, keepdim}));
-  Tensor x = to_dtype(input, out.dtype);
-  if (x.numel() == 0) return unary(op("log"), reduce(sum, unary(op("exp"), x), dims, keepdim));
-  // Shift by the (finite) maximum so exp cannot overflow.
-  Tensor m = reduce(amax, x, dims, /*keepdim=*/true);
-  Tensor inf = binary_scalar(op("eq_scalar"), unary(op("abs"), m), Scalar(std::numeric_limits<double>::infinity()));
-  m = where(inf, number(0.0, out.dtype), m);
-  Tensor s = reduce(sum, unary(op("exp"), binary(op("sub"), x, m)), dims, keepdim);
-  return binary(op("add"), unary(op("log"), s), reshape(m, out.shape));
+  AttrsSym attrs = make_attrs({dims, keepdim});
+  const TensorMeta& out = composite_meta(lse, input, attrs);
+  Tensor y;
+  {
+    GradModeGuard off(false);  // recorded once, as logsumexp (Note [Composite ops] in ops/reduce.cpp)
+    Tensor x = to_dtype(input, out.dtype);
+    if (x.numel() == 0) {
+      y = log(sum(exp(x), dims, keepdim));
+    } else {
+      // Shift by the (finite) maximum so exp cannot overflow.
+      Tensor m = reduce(amax, x, dims, /*keepdim=*/true);
+      m = where(eq(abs(m), Scalar(std::numeric_limits<double>::infinity())), number(0.0, out.dtype), m);
+      y = add(log(sum(exp(sub(x, m)), dims, keepdim)), reshape(m, out.shape));
+    }
+  }
+  record_composite(lse, {&input, 1}, {}, attrs, {&y, 1});
+  return y;
 }
 
 Tensor norm(const Tensor& input, double ord, const std::vector<int64_t>& dims, bool keepdim,
             std::optional<DType> dtype) {
   static const OpSchema& norm_op = op("norm");
+  static const OpSchema& amax = op("amax");
+  static const OpSchema& amin = op("amin");
   Tensor x = dtype ? to_dtype(input, *dtype) : input;
-  composite_meta(norm_op, x, make_attrs({dims, keepdim, ord}));
-  Tensor a = unary(op("abs"), x);
-  if (std::isinf(ord)) return reduce(op(ord > 0 ? "amax" : "amin"), a, dims, keepdim);
-  if (ord == 0.0) return to_dtype(reduce(op("sum"), binary_scalar(op("ne_scalar"), x, Scalar(0.0)), dims, keepdim),
-                                  x.dtype());
-  if (ord == 1.0) return reduce(op("sum"), a, dims, keepdim);
-  if (ord == 2.0) return unary(op("sqrt"), reduce(op("sum"), binary(op("mul"), x, x), dims, keepdim));
-  Tensor s = reduce(op("sum"), binary_scalar(op("pow_scalar"), a, Scalar(ord)), dims, keepdim);
-  return binary_scalar(op("pow_scalar"), s, Scalar(1.0 / ord));
+  AttrsSym attrs = make_attrs({dims, keepdim, ord});
+  composite_meta(norm_op, x, attrs);
+  Tensor y;
+  {
+    GradModeGuard off(false);  // recorded once, as norm (Note [Composite ops] in ops/reduce.cpp)
+    Tensor a = abs(x);
+    if (std::isinf(ord)) y = reduce(ord > 0 ? amax : amin, a, dims, keepdim);
+    else if (ord == 0.0) y = to_dtype(sum(ne(x, Scalar(0.0)), dims, keepdim), x.dtype());
+    else if (ord == 1.0) y = sum(a, dims, keepdim);
+    else if (ord == 2.0) y = sqrt(sum(mul(x, x), dims, keepdim));
+    else y = pow(sum(pow(a, Scalar(ord)), dims, keepdim), Scalar(1.0 / ord));
+  }
+  record_composite(norm_op, {&x, 1}, {}, attrs, {&y, 1});
+  return y;
 }
 
 }  // namespace rill::eager

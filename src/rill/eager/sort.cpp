@@ -1,4 +1,5 @@
-// Sorting in the functional API: sort (a kernel) and unique, of values or of
+// Sorting in the functional API: sort (a kernel), topk and kthvalue (views of
+// a sort) and unique, of values or of
 // slices along a dim (sync points computed on the host, Note [Data-dependent
 // shapes] in eager/index.cpp).
 #include <algorithm>
@@ -26,6 +27,28 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, bo
   static const OpSchema& op = eager::op("sort");
   std::vector<Tensor> out = call(op, {&x, 1}, {}, sort_attrs(dim, descending, stable));
   return {out[0], out[1]};
+}
+
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool /*sorted*/) {
+  const int64_t d = normalize_dim(dim, x.ndim(), "topk");
+  const int64_t size = x.ndim() ? x.shape()[d] : 1;
+  RILL_CHECK(k >= 0 && k <= size, Runtime, "[topk] selected index k out of range: k = ", k, " for a dim of size ",
+             size);
+  auto [values, indices] = sort(x, d, largest, /*stable=*/true);
+  if (x.ndim() == 0) return {values, indices};
+  return {narrow(values, d, 0, k), eager::contiguous(eager::narrow(indices, d, 0, k))};
+}
+
+std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
+  const int64_t d = normalize_dim(dim, x.ndim(), "kthvalue");
+  const int64_t size = x.ndim() ? x.shape()[d] : 1;
+  RILL_CHECK(k >= 1 && k <= size, Runtime, "[kthvalue] kthvalue(): selected number k out of range for dimension ",
+             d);
+  auto [values, indices] = sort(x, d, /*descending=*/false, /*stable=*/true);
+  if (x.ndim() == 0) return {values, indices};
+  Tensor v = select(values, d, k - 1), i = eager::select(indices, d, k - 1);
+  if (keepdim) return {unsqueeze(v, d), eager::unsqueeze(i, d)};
+  return {v, i};
 }
 
 std::vector<Tensor> unique(const Tensor& x) {

@@ -24,6 +24,9 @@ MetaSym dense_like(const Shape& shape, DType dtype, const MetaSym& like) {
   return make_contiguous_meta(shape, dtype, like->device);
 }
 
+// copy_, fill_: self, written in place.
+InferResult infer_written(const InferContext& c) { return {{c.inputs[0]}, {}}; }
+
 // abs, neg, relu: same dtype out.
 InferResult infer_unary_same(const InferContext& c) {
   DType t = c.inputs[0]->dtype;
@@ -307,6 +310,11 @@ void register_elementwise_ops() {
   ops::define("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", infer_addc, k,
               "self + value * tensor1 / tensor2");
   ops::define("cast(Tensor self, ScalarType dtype) -> Tensor", infer_cast, k, "self converted to dtype");
+  // The in-place writes eager::copy_ and eager::fill_ (a cast and a fill into self), so their gradients are
+  // rules like any op's.
+  const OpFlags write = {.composite = true};
+  ops::define("copy_(Tensor self, Tensor src) -> Tensor", infer_written, write, "src written into self");
+  ops::define("fill_(Tensor self, Scalar value) -> Tensor", infer_written, write, "self filled with value");
 }
 
 }  // namespace rill

@@ -268,6 +268,12 @@ InferResult infer_view(const InferContext& c) {
 InferResult infer_transpose(const InferContext& c) {
   return as_view(view::transpose(*c.inputs[0], c.attr<int64_t>("dim0"), c.attr<int64_t>("dim1")));
 }
+InferResult infer_t(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[0];
+  RILL_CHECK(x.ndim() <= 2, Runtime, "[t] expects a tensor with <= 2 dimensions, but self is ", x.ndim(),
+             "D; use .transpose(dim0, dim1) or .mT");
+  return as_view(x.ndim() < 2 ? view::transpose(x, 0, 0) : view::transpose(x, 0, 1));
+}
 InferResult infer_permute(const InferContext& c) {
   return as_view(view::permute(*c.inputs[0], c.attr<std::vector<int64_t>>("dims")));
 }
@@ -303,6 +309,7 @@ void register_view_ops() {
   const OpFlags v = {.strided_output = true, .view = true};
   ops::define("view(Tensor self, int[] size) -> Tensor", infer_view, v, "the same elements in another shape");
   ops::define("transpose(Tensor self, int dim0, int dim1) -> Tensor", infer_transpose, v, "two dims swapped");
+  ops::define("t(Tensor self) -> Tensor", infer_t, v, "a matrix transposed (fewer dims: the same elements)");
   ops::define("permute(Tensor self, int[] dims) -> Tensor", infer_permute, v, "the dims reordered");
   ops::define("expand(Tensor self, int[] size) -> Tensor", infer_expand, v,
               "size-1 dims repeated by a zero stride (-1 keeps a size)");

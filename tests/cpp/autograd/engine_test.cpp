@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "rill/autograd/engine.h"
-#include "rill/autograd/functional.h"
+#include "rill/eager/functional.h"
 #include "rill/autograd/node.h"
 #include "rill/util/error.h"
 
@@ -31,7 +31,7 @@ Tensor leaf(std::vector<float> v) {
 
 const OpSchema& op(const char* name) { return eager::op(name); }
 
-Tensor sum(const Tensor& t) { return ag::reduce(op("sum"), t, {}, false); }
+Tensor sum(const Tensor& t) { return eager::reduce(op("sum"), t, {}, false); }
 
 Tensor grad_of(const Tensor& t) {
   AutogradMeta* m = ag::find_meta(t);
@@ -41,8 +41,8 @@ Tensor grad_of(const Tensor& t) {
 TEST(AutogradEngine, DiamondSumsBothPaths) {
   // y = sum(a * a + exp(a)) with a = 2x: dy/dx = 2 * (2a + exp(a)).
   Tensor x = leaf({0.5f, -1.0f});
-  Tensor a = ag::binary_scalar(op("mul_scalar"), x, Scalar(2.0));
-  Tensor y = sum(ag::binary(op("add"), ag::binary(op("mul"), a, a), ag::unary(op("exp"), a)));
+  Tensor a = eager::binary_scalar(op("mul_scalar"), x, Scalar(2.0));
+  Tensor y = sum(eager::binary(op("add"), eager::binary(op("mul"), a, a), eager::unary(op("exp"), a)));
   Tensor roots[1] = {y};
   ag::backward(roots, {}, false);
   std::vector<float> g = values(grad_of(x));
@@ -53,7 +53,7 @@ TEST(AutogradEngine, DiamondSumsBothPaths) {
 TEST(AutogradEngine, AccumulatesAcrossCalls) {
   Tensor x = leaf({1.0f, 2.0f, 3.0f});
   for (int i = 0; i < 3; ++i) {
-    Tensor roots[1] = {sum(ag::binary_scalar(op("mul_scalar"), x, Scalar(2.0)))};
+    Tensor roots[1] = {sum(eager::binary_scalar(op("mul_scalar"), x, Scalar(2.0)))};
     ag::backward(roots, {}, false);
   }
   EXPECT_EQ(values(grad_of(x)), (std::vector<float>{6, 6, 6}));
@@ -61,7 +61,7 @@ TEST(AutogradEngine, AccumulatesAcrossCalls) {
 
 TEST(AutogradEngine, SecondBackwardNeedsRetainGraph) {
   Tensor x = leaf({1.0f});
-  Tensor y = sum(ag::unary(op("exp"), x));
+  Tensor y = sum(eager::unary(op("exp"), x));
   Tensor roots[1] = {y};
   ag::backward(roots, {}, /*retain_graph=*/true);
   ag::backward(roots, {}, /*retain_graph=*/false);
@@ -78,7 +78,7 @@ TEST(AutogradEngine, SecondBackwardNeedsRetainGraph) {
 TEST(AutogradEngine, GradCapturesWithoutAccumulating) {
   Tensor x = leaf({1.0f, 2.0f});
   Tensor w = leaf({3.0f, 4.0f});
-  Tensor y = sum(ag::binary(op("mul"), x, w));
+  Tensor y = sum(eager::binary(op("mul"), x, w));
   Tensor outs[1] = {y}, ins[2] = {x, w};
   std::vector<Tensor> g = ag::grad(outs, ins, {}, false, false);
   EXPECT_EQ(values(g[0]), (std::vector<float>{3, 4}));
@@ -98,10 +98,10 @@ TEST(AutogradEngine, InPlaceOnLeafRaisesAndVersionChecks) {
   Tensor x = leaf({1.0f});
   Tensor one = eager::full({1}, Scalar(1.0), DType::kFloat32);
   Tensor in[2] = {x, one};
-  EXPECT_THROW(ag::inplace(op("add"), in), Error);
-  Tensor e = ag::unary(op("exp"), x);
+  EXPECT_THROW(eager::inplace(op("add"), in), Error);
+  Tensor e = eager::unary(op("exp"), x);
   Tensor in2[2] = {e, one};
-  ag::inplace(op("add"), in2);
+  eager::inplace(op("add"), in2);
   EXPECT_EQ(e.storage()->version(), 1u);
   Tensor roots[1] = {sum(e)};
   EXPECT_THROW(ag::backward(roots, {}, false), Error);
@@ -109,8 +109,8 @@ TEST(AutogradEngine, InPlaceOnLeafRaisesAndVersionChecks) {
 
 TEST(AutogradEngine, NoGradRecordsNothing) {
   Tensor x = leaf({1.0f});
-  ag::GradModeGuard off(false);
-  Tensor y = ag::unary(op("exp"), x);
+  eager::GradModeGuard off(false);
+  Tensor y = eager::unary(op("exp"), x);
   EXPECT_FALSE(y.impl()->requires_grad());
   EXPECT_EQ(ag::grad_fn(y), nullptr);
 }

@@ -70,7 +70,7 @@ TEST_P(ConvTest, GroupsKeepChannelsApart) {
 TEST_P(ConvTest, PoolingByHand) {
   const DType dt = GetParam();
   Tensor x = from_values({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, dt);
-  auto [values, indices] = eager::max_pool2d(x, {2}, {1}, {0}, {1}, false);
+  auto [values, indices] = eager::max_pool2d_with_indices(x, {2}, {1}, {0}, {1}, false);
   EXPECT_EQ(values_of(values), (std::vector<double>{5, 6, 8, 9}));
   eager::wait_readable(indices);
   const int64_t* idx = static_cast<const int64_t*>(indices.data_ptr());
@@ -152,7 +152,7 @@ TEST(ConvErrors, MessagesNameTheOp) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Kernel size can't be greater"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(eager::max_pool2d(x, {5}, {}, {0}, {1}, false), Error);
+  EXPECT_THROW(eager::max_pool2d_with_indices(x, {5}, {}, {0}, {1}, false), Error);
 }
 
 }  // namespace
