@@ -233,15 +233,27 @@ def in_scope(op):
 
 
 def rill_function(name):
-    """rill's counterpart of the OpInfo name (``nn.functional.relu`` -> rill.nn.functional.relu), or None."""
+    """rill's counterpart of the OpInfo name (``nn.functional.relu`` -> rill.nn.functional.relu), or None.
+
+    A name that is only a Tensor attribute (``item``, ``zero_``; the properties ``T``, ``mT``) is
+    called or read on the input, as the OpInfo's own lambda does on torch's."""
     if name.startswith("__") and name.endswith("__"):
         return getattr(rill.Tensor, name, None)
     obj = rill
     for part in name.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
-            return None
-    return obj if callable(obj) else None
+            break
+    if obj is not None:
+        return obj if callable(obj) else None
+    if "." in name or not hasattr(torch.Tensor, name) or not hasattr(rill.Tensor, name):
+        return None
+    if isinstance(getattr(torch.Tensor, name), property) or type(getattr(torch.Tensor, name)).__name__ == (
+            "getset_descriptor"):
+        return lambda x: getattr(x, name)
+    if name.endswith("_"):  # in-place: on a copy, as the OpInfo's lambda does
+        return lambda x, *args, **kwargs: getattr(x.clone(), name)(*args, **kwargs)
+    return lambda x, *args, **kwargs: getattr(x, name)(*args, **kwargs)
 
 
 def variant_name(variant, fallback):
