@@ -1,6 +1,6 @@
 """Tensor methods the training stack needs: pickling (so tensors cross process boundaries, e.g. from
-DataLoader workers), deepcopy, and the in-place random fills uniform_/normal_ (installed only where the op
-library does not define them)."""
+DataLoader workers), deepcopy, the in-place random fills uniform_/normal_ and softmax/log_softmax (each
+installed only where the op library does not define it)."""
 import copy
 
 from rill import _C
@@ -76,8 +76,21 @@ def _normal_(self, mean=0.0, std=1.0, generator=None):
     return _fill_(self, _samples("normal", self._shape, _sample_dtype(self), generator) * std + mean)
 
 
+def _softmax(self, dim, dtype=None):
+    """softmax along dim (torch.Tensor.softmax: dim is required)."""
+    from rill.nn.functional import softmax
+    return softmax(self, dim, dtype=dtype)
+
+
+def _log_softmax(self, dim, dtype=None):
+    """log_softmax along dim (torch.Tensor.log_softmax: dim is required)."""
+    from rill.nn.functional import log_softmax
+    return log_softmax(self, dim, dtype=dtype)
+
+
 Tensor.__reduce_ex__ = _reduce_ex
 Tensor.__deepcopy__ = _deepcopy
-for _name, _fn in (("uniform_", _uniform_), ("normal_", _normal_)):
+for _name, _fn in (("uniform_", _uniform_), ("normal_", _normal_), ("softmax", _softmax),
+                   ("log_softmax", _log_softmax)):
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _fn)

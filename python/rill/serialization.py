@@ -6,8 +6,9 @@ Format (version 1), little-endian:
 
 The header is UTF-8 JSON: {"data_nbytes", "data_crc32", "root": node}; a node is one of
 none/bool/int/float/str, list/tuple/dict/odict (dict keys are nodes too), tensor
-({"dtype", "shape", "offset", "nbytes", "requires_grad", "param"}) or ref (a tensor saved earlier in the
-same file: the same object comes back). Tensor data is stored contiguous (views are saved as their
+({"dtype", "shape", "offset", "nbytes", "requires_grad", "param"}), ref (a tensor saved earlier in the
+same file: the same object comes back) or ndarray (a numpy array of one of those dtypes but bfloat16:
+{"dtype", "shape", "offset", "nbytes"}, loaded as a new writable array). Tensor data is stored contiguous (views are saved as their
 values), each blob 64-byte aligned. Loading parses JSON and numbers only: nothing in a file can name a
 Python object to build or call, and every size, offset and checksum is checked before use.
 
@@ -75,7 +76,24 @@ class _Writer:
         if key in self.memo:
             return {"t": "ref", "id": self.memo[key]}
         from rill.nn.parameter import Parameter
-        arr = _tensor_bytes(t)
+        offset, nbytes = self.blob(_tensor_bytes(t))
+        ref = len(self.memo)
+        self.memo[key] = ref
+        self._keep = getattr(self, "_keep", [])
+        self._keep.append(t)  # ids stay unique while saving
+        return {"t": "tensor", "id": ref, "dtype": t.dtype.name, "shape": list(t.shape), "offset": offset,
+                "nbytes": nbytes, "requires_grad": bool(t.requires_grad), "param": isinstance(t, Parameter)}
+
+    def ndarray(self, a):
+        name = a.dtype.name
+        if name not in _DTYPES or name == "bfloat16" or a.dtype.kind not in "biuf":
+            raise TypeError(f"[save] can't save a numpy array of dtype {a.dtype}: rill.save stores arrays of "
+                            "bool, uint8, int8, int16, int32, int64, float16, float32 and float64")
+        offset, nbytes = self.blob(np.asarray(a, order="C").astype(_DTYPES[name], copy=False))
+        return {"t": "ndarray", "dtype": name, "shape": list(a.shape), "offset": offset, "nbytes": nbytes}
+
+    def blob(self, arr):
+        """Append arr's bytes, 64-byte aligned; returns (offset, nbytes)."""
         pad = (-self.nbytes) % _ALIGN
         if pad:
             self.blobs.append(b"\0" * pad)
@@ -84,12 +102,7 @@ class _Writer:
         raw = arr.tobytes()
         self.blobs.append(raw)
         self.nbytes += len(raw)
-        ref = len(self.memo)
-        self.memo[key] = ref
-        self._keep = getattr(self, "_keep", [])
-        self._keep.append(t)  # ids stay unique while saving
-        return {"t": "tensor", "id": ref, "dtype": t.dtype.name, "shape": list(t.shape), "offset": offset,
-                "nbytes": len(raw), "requires_grad": bool(t.requires_grad), "param": isinstance(t, Parameter)}
+        return offset, len(raw)
 
     def node(self, obj, depth=0):
         if depth > 200:
@@ -106,6 +119,8 @@ class _Writer:
             return {"t": "str", "v": obj}
         if isinstance(obj, Tensor):
             return self.tensor(obj)
+        if isinstance(obj, np.ndarray):
+            return self.ndarray(obj)
         if isinstance(obj, (np.integer, np.floating, np.bool_)):
             return self.node(obj.item(), depth)
         if isinstance(obj, _C.dtype):
@@ -122,8 +137,8 @@ class _Writer:
         if isinstance(obj, list):
             return {"t": "list", "items": [self.node(v, depth + 1) for v in obj]}
         raise TypeError(f"[save] can't save an object of type {type(obj).__module__}.{type(obj).__qualname__}: "
-                        "rill.save stores tensors and dict/OrderedDict/list/tuple/int/float/str/bool/None "
-                        "containers of them (save a module's state_dict(), not the module)")
+                        "rill.save stores tensors, numpy arrays and "
+                        "dict/OrderedDict/list/tuple/int/float/str/bool/None containers of them (save a module's state_dict(), not the module)")
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
@@ -165,7 +180,8 @@ class _Reader:
             raise _bad(f"corrupted file: tensor field '{key}' is {v!r}")
         return v
 
-    def tensor(self, node):
+    def array(self, node):
+        """The carrier array (read-only, over the file's bytes) of a tensor or ndarray node, checked."""
         name = node.get("dtype")
         if name not in _DTYPES:
             raise _bad(f"corrupted file: unknown dtype {name!r}")
@@ -185,8 +201,11 @@ class _Reader:
         if offset + nbytes > len(self.data):
             raise _bad(f"truncated or corrupted file: tensor data at bytes {offset}..{offset + nbytes} lies past the "
                        f"end of the data ({len(self.data)} bytes)")
-        arr = np.frombuffer(self.data, dtype=_DTYPES[name], count=numel, offset=offset).reshape(shape)
-        t = _tensor_from_array(arr, name)
+        return np.frombuffer(self.data, dtype=_DTYPES[name], count=numel, offset=offset).reshape(shape)
+
+    def tensor(self, node):
+        name = node.get("dtype")
+        t = _tensor_from_array(self.array(node), name)
         if node.get("param"):
             from rill.nn.parameter import Parameter
             t = Parameter(t, requires_grad=bool(node.get("requires_grad")))
@@ -235,6 +254,11 @@ class _Reader:
             return getattr(_C, v)
         if kind == "tensor":
             return self.tensor(node)
+        if kind == "ndarray":
+            if node.get("dtype") == "bfloat16":
+                raise _bad("corrupted file: numpy has no bfloat16 arrays")
+            arr = self.array(node)
+            return arr.astype(arr.dtype.newbyteorder("="), copy=True)
         if kind == "ref":
             ref = node.get("id")
             if not isinstance(ref, int) or ref not in self.tensors:

@@ -288,3 +288,29 @@ def test_load_torch_optimizer_state_dict_into_rill_optimizer(tmp_path):
     topt.step()
     ropt.step()
     assert_close(rp[0].detach(), tp[0].detach(), rtol=1e-5, atol=1e-6)
+
+
+# --- numpy arrays ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
+                                   "float64"])
+def test_numpy_arrays_round_trip(tmp_path, dtype):
+    arrays = {"a": make_array((2, 3), dtype), "scalar": np.array(make_array((), dtype)), "empty": np.zeros(
+        (0, 4), dtype=dtype), "transposed": make_array((3, 2), dtype).T, "big_endian": make_array(
+        (5,), dtype).astype(np.dtype(dtype).newbyteorder(">"))}
+    path = tmp_path / "arrays.pt"
+    rill.save({"arrays": arrays, "with_tensor": [rill.ones(2), arrays["a"]]}, path)
+    got = rill.load(path)
+    for k, a in arrays.items():
+        assert isinstance(got["arrays"][k], np.ndarray), k
+        assert got["arrays"][k].dtype == np.dtype(dtype) and got["arrays"][k].shape == a.shape, k
+        np.testing.assert_array_equal(got["arrays"][k], a, err_msg=k)
+        assert got["arrays"][k].flags.writeable, k
+    assert isinstance(got["with_tensor"][0], rill.Tensor)
+
+
+@pytest.mark.parametrize("array", [np.array([1 + 2j]), np.array(["a"]), np.array([object()]),
+                                   np.array([1], dtype=np.uint16)])
+def test_saving_an_unsupported_numpy_array_raises_type_error(tmp_path, array):
+    with pytest.raises(TypeError, match="numpy array of dtype"):
+        rill.save({"x": array}, tmp_path / "x.pt")

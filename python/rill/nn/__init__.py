@@ -6,7 +6,7 @@ from rill.nn.modules import (  # noqa: F401
     CrossEntropyLoss, Dropout, Embedding, Flatten, GELU, GroupNorm, Identity, L1Loss, LayerNorm, LeakyReLU, Linear,
     LogSoftmax, MaxPool2d, Module, ModuleDict, ModuleList, MSELoss, MultiheadAttention, NLLLoss, ParameterDict,
     ParameterList, ReLU, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax, Tanh, TransformerEncoder,
-    TransformerEncoderLayer, Unflatten,
+    TransformerEncoderLayer, Unflatten, RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell,
 )
 from rill.nn import init, parallel, utils  # noqa: F401
 

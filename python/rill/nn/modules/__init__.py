@@ -14,6 +14,7 @@ from rill.nn.modules.loss import (  # noqa: F401
     BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
 )
 from rill.nn.modules.dropout import Dropout  # noqa: F401
+from rill.nn.modules.rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from rill.nn.modules.sparse import Embedding  # noqa: F401
 from rill.nn.modules.transformer import (  # noqa: F401
     MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
