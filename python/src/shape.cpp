@@ -1,6 +1,6 @@
 // Shape, indexing and sorting ops: module functions (rill.cat, rill.gather, rill.sort, ...) and Tensor
-// methods, with PyTorch's names, argument names and defaults. Everything differentiable goes through
-// autograd::.
+// methods, with PyTorch's names, argument names and defaults, calling the functional API (eager::), which
+// records gradients itself.
 #include "bind.h"
 #include "rill/ops/type_promotion.h"
 
