@@ -18,13 +18,6 @@ namespace {
 
 constexpr uint32_t kIn0 = 1, kIn1 = 2, kIn2 = 4, kOut0 = 1;
 
-// Names of the activations' backward ops (template arguments of activation_rule).
-constexpr char kGeluBackward[] = "gelu_backward";
-constexpr char kSiluBackward[] = "silu_backward";
-constexpr char kSoftplusBackward[] = "softplus_backward";
-constexpr char kLeakyReluBackward[] = "leaky_relu_backward";
-constexpr char kEluBackward[] = "elu_backward";
-constexpr char kHardtanhBackward[] = "hardtanh_backward";
 
 Tensor zero_like(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.dtype()); }
 
@@ -97,14 +90,8 @@ std::vector<Tensor> reciprocal_backward(const GradContext& c) {
 }
 
 // silu, gelu, softplus, ...: the op's own backward kernel, with the call's numbers and attrs.
-std::vector<Tensor> activation_backward(const GradContext& c, const char* backward_op) {
-  Tensor in[2] = {c.grad(), c.input(0)};
-  return {eager::call1(eager::op(backward_op), in, c.scalars(), c.interned_attrs())};
-}
-
-template <const char* kOp>
 std::vector<Tensor> activation_rule(const GradContext& c) {
-  return activation_backward(c, kOp);
+  return {eager::activation_backward(c.op(), c.grad(), c.input(0), c.scalars(), c.interned_attrs())};
 }
 
 // clamp with numbers: g where min <= x <= max (the bounds given), else 0 (NaN in x gets 0).
@@ -397,12 +384,12 @@ void register_elementwise_rules() {
   define_rule("cos", {"CosBackward0", cos_backward, kIn0});
   define_rule("erf", {"ErfBackward0", erf_backward, kIn0});
   define_rule("reciprocal", {"ReciprocalBackward0", reciprocal_backward, 0, kOut0});
-  define_rule("gelu", {"GeluBackward0", activation_rule<kGeluBackward>, kIn0});
-  define_rule("silu", {"SiluBackward0", activation_rule<kSiluBackward>, kIn0});
-  define_rule("softplus", {"SoftplusBackward0", activation_rule<kSoftplusBackward>, kIn0});
-  define_rule("leaky_relu", {"LeakyReluBackward0", activation_rule<kLeakyReluBackward>, kIn0});
-  define_rule("elu", {"EluBackward0", activation_rule<kEluBackward>, kIn0});
-  define_rule("hardtanh", {"HardtanhBackward0", activation_rule<kHardtanhBackward>, kIn0});
+  define_rule("gelu", {"GeluBackward0", activation_rule, kIn0});
+  define_rule("silu", {"SiluBackward0", activation_rule, kIn0});
+  define_rule("softplus", {"SoftplusBackward0", activation_rule, kIn0});
+  define_rule("leaky_relu", {"LeakyReluBackward0", activation_rule, kIn0});
+  define_rule("elu", {"EluBackward0", activation_rule, kIn0});
+  define_rule("hardtanh", {"HardtanhBackward0", activation_rule, kIn0});
   define_rule("clamp_scalar", {"ClampBackward1", clamp_scalar_backward, kIn0});
   define_rule("clamp", {"ClampBackward0", clamp_backward, kIn0 | kIn1 | kIn2});
   define_rule("clamp_min", {"ClampMinBackward1", clamp_min_backward, kIn0 | kIn1});

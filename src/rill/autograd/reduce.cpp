@@ -165,15 +165,12 @@ int64_t scan_dim(const GradContext& c) {
 
 // cumsum: the gradient summed from the end (a reversed cumsum).
 std::vector<Tensor> cumsum_backward(const GradContext& c) {
-  static const OpSchema& cumsum = eager::op("cumsum");
-  return {eager::scan(cumsum, c.grad(), scan_dim(c), std::nullopt, !c.attr<bool>("reverse"))};
+  return {eager::cumsum(c.grad(), scan_dim(c), !c.attr<bool>("reverse"))};
 }
 
 // cumprod: its own kernel (Note [cumprod gradient with zeros] in kernels/cpu/scan.cpp).
 std::vector<Tensor> cumprod_backward(const GradContext& c) {
-  static const OpSchema& op = eager::op("cumprod_backward");
-  Tensor in[2] = {eager::contiguous(c.input(0)), eager::contiguous(eager::to_dtype(c.grad(), c.input(0).dtype()))};
-  return {eager::call1(op, in, {}, make_attrs({scan_dim(c)}))};
+  return {eager::cumprod_backward(c.input(0), eager::to_dtype(c.grad(), c.input(0).dtype()), scan_dim(c))};
 }
 
 // PyTorch names a reduction over every dim ...Backward0 and one over some dims ...Backward1.

@@ -1,5 +1,10 @@
 #include "rill/eager/math.h"
+
+#include <string>
+#include <unordered_map>
+
 #include "rill/eager/functional.h"
+#include "rill/ops/elementwise.h"
 
 namespace rill::eager {
 
@@ -191,6 +196,30 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor prod(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   static const OpSchema& o = op("prod");
   return reduce(o, x, dims, keepdim);
+}
+
+Tensor cumsum(const Tensor& x, int64_t dim, bool reverse) {
+  static const OpSchema& o = op("cumsum");
+  return scan(o, x, dim, std::nullopt, reverse);
+}
+
+Tensor cumprod_backward(const Tensor& x, const Tensor& grad, int64_t dim) {
+  static const OpSchema& o = op("cumprod_backward");
+  Tensor in[2] = {contiguous(x), contiguous(grad)};
+  return call1(o, in, {}, make_attrs({dim}));
+}
+
+Tensor activation_backward(const OpSchema& activation, const Tensor& grad, const Tensor& x,
+                           std::span<const Scalar> scalars, AttrsSym attrs) {
+  static const std::unordered_map<const OpSchema*, const OpSchema*> backward_of = [] {
+    std::unordered_map<const OpSchema*, const OpSchema*> m;
+    for (std::string_view name : kActivationOps) m[&op(name)] = &op(std::string(name) + "_backward");
+    return m;
+  }();
+  auto it = backward_of.find(&activation);
+  RILL_ASSERT(it != backward_of.end(), "[", activation.name, "] is not an activation with a backward op");
+  Tensor in[2] = {grad, x};
+  return call1(*it->second, in, scalars, attrs);
 }
 
 }  // namespace rill::eager

@@ -3,10 +3,12 @@
 // looked up by name once, here, so a rule never names an op by string.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "rill/core/scalar.h"
 #include "rill/core/tensor.h"
+#include "rill/ops/op_schema.h"
 
 namespace rill::eager {
 
@@ -46,6 +48,14 @@ Tensor ge(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, Scalar b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
+/** The gradient of an activation (ops/elementwise.h's kActivationOps: silu, gelu, ...) at x, by its own backward
+ * op `<activation>_backward(grad, x)` with the forward call's numbers and attrs. */
+Tensor activation_backward(const OpSchema& activation, const Tensor& grad, const Tensor& x,
+                           std::span<const Scalar> scalars, AttrsSym attrs);
+/** cumsum along dim (reverse: from the end). */
+Tensor cumsum(const Tensor& x, int64_t dim, bool reverse);
+/** The gradient of cumprod(x) along dim for the output gradient grad, exact where x has zeros. */
+Tensor cumprod_backward(const Tensor& x, const Tensor& grad, int64_t dim);
 /** Sum over dims (empty: all). */
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
 /** Mean over dims (empty: all). */
