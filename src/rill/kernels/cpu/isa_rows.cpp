@@ -302,12 +302,39 @@ float row_exp_sum(const float* x, float m, float* out, int64_t n) {
   }
 }
 
-// 64-byte vectors of the compiler's vector extension, whose lanes are independent whatever the instruction set:
-// reduce.cpp's and moments.cpp's loops on them give the same bits in every build (no product to fuse in a sum).
-typedef float F64B __attribute__((vector_size(64)));
-typedef double D64B __attribute__((vector_size(64)));
-typedef float F32B __attribute__((vector_size(32)));
-constexpr int64_t kW = 16;  // floats per F64B
+// reduce.cpp's cascade on 16-float lanes, and var's moments on 8-double lanes, on vectors of the build's own
+// width (kParts of them per lane group): GCC lowers vectors wider than its registers through the stack. The
+// lanes are added one by one and combined in lane order at the end, so every build gives the same bits (no
+// product to fuse in a sum).
+constexpr int kVecBytes = kLanes == 16 ? 64 : kLanes == 8 ? 32 : 16;
+constexpr int kParts = 64 / kVecBytes;
+typedef float FN __attribute__((vector_size(kVecBytes)));
+typedef double DN __attribute__((vector_size(kVecBytes)));
+typedef float FH __attribute__((vector_size(kVecBytes / 2)));
+constexpr int64_t kW = 16;                         // float lanes of one cascade accumulator
+constexpr int kFloatsPerPart = kVecBytes / 4;
+constexpr int kDoublesPerPart = kVecBytes / 8;
+
+/** Four 16-float accumulators, each as kParts vectors. */
+struct Acc4 {
+  FN v[4][kParts] = {};
+  void add(const Acc4& o) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 4
+      for (int q = 0; q < kParts; ++q) v[k][q] += o.v[k][q];
+  }
+  void load_add(const float* p) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 4
+      for (int q = 0; q < kParts; ++q) {
+        FN x;
+        std::memcpy(&x, p + k * kW + q * kFloatsPerPart, sizeof(FN));
+        v[k][q] += x;
+      }
+  }
+};
 
 float sum_cascade(const float* p, int64_t n, int64_t block, int cascade) {
   if (n < 4 * kW) {
@@ -315,46 +342,40 @@ float sum_cascade(const float* p, int64_t n, int64_t block, int cascade) {
     for (int64_t i = 0; i < n; ++i) a += p[i];
     return a;
   }
-  const F64B id = {};
   const int64_t body = n - n % (4 * kW);
   int64_t i = 0;
-  F64B r0 = id, r1 = id, r2 = id, r3 = id;
-  auto add4 = [&](F64B& a0, F64B& a1, F64B& a2, F64B& a3, int64_t at) {
-    F64B v0, v1, v2, v3;
-    std::memcpy(&v0, p + at, sizeof(F64B));
-    std::memcpy(&v1, p + at + kW, sizeof(F64B));
-    std::memcpy(&v2, p + at + 2 * kW, sizeof(F64B));
-    std::memcpy(&v3, p + at + 3 * kW, sizeof(F64B));
-    a0 += v0, a1 += v1, a2 += v2, a3 += v3;
-  };
+  Acc4 r;
   if (body <= block) {  // one block: no levels
-    for (; i < body; i += 4 * kW) add4(r0, r1, r2, r3, i);
+    for (; i < body; i += 4 * kW) r.load_add(p + i);
   } else {
-    F64B b0 = id, b1 = id, b2 = id, b3 = id;  // level 1: sums of blocks
-    F64B c0 = id, c1 = id, c2 = id, c3 = id;  // level 2: sums of `cascade` level-1 sums
-    F64B d0 = id, d1 = id, d2 = id, d3 = id;  // level 3: everything older
+    Acc4 b, c, d;  // level 1: sums of blocks; level 2: sums of `cascade` level-1 sums; level 3: the rest
     int blocks = 0, groups = 0;
     while (i < body) {
-      F64B a0 = id, a1 = id, a2 = id, a3 = id;
+      Acc4 a;
       const int64_t end = body < i + block ? body : i + block;
-      for (; i < end; i += 4 * kW) add4(a0, a1, a2, a3, i);
-      b0 += a0, b1 += a1, b2 += a2, b3 += a3;
+      for (; i < end; i += 4 * kW) a.load_add(p + i);
+      b.add(a);
       if (++blocks == cascade) {
-        c0 += b0, c1 += b1, c2 += b2, c3 += b3;
-        b0 = b1 = b2 = b3 = id;
+        c.add(b);
+        b = Acc4{};
         blocks = 0;
         if (++groups == cascade) {
-          d0 += c0, d1 += c1, d2 += c2, d3 += c3;
-          c0 = c1 = c2 = c3 = id;
+          d.add(c);
+          c = Acc4{};
           groups = 0;
         }
       }
     }
-    r0 = (d0 + c0) + b0, r1 = (d1 + c1) + b1, r2 = (d2 + c2) + b2, r3 = (d3 + c3) + b3;
+    // r = (d + c) + b, lane by lane.
+    r = d;
+    r.add(c);
+    r.add(b);
   }
-  const F64B r = (r0 + r1) + (r2 + r3);
   float lanes[kW];
-  std::memcpy(lanes, &r, sizeof(F64B));
+  for (int q = 0; q < kParts; ++q) {
+    const FN all = (r.v[0][q] + r.v[1][q]) + (r.v[2][q] + r.v[3][q]);
+    std::memcpy(lanes + q * kFloatsPerPart, &all, sizeof(FN));
+  }
   for (int64_t w = kW / 2; w > 0; w /= 2)
     for (int64_t k = 0; k < w; ++k) lanes[k] += lanes[k + w];
   float tail = 0.0f;
@@ -385,26 +406,29 @@ double moment_sum(const float* p, int64_t n, double mean, bool square) {
   int64_t i = 0;
   double total = 0;
   if (n >= 32) {
-    const D64B m = D64B{} + mean;
-    D64B a[4] = {};
+    const DN m = DN{} + mean;
+    DN a[4][kParts] = {};
     for (; i + 32 <= n; i += 32) {
-      D64B v[4];
+#pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
-        F32B f;
-        std::memcpy(&f, p + i + 8 * k, sizeof(F32B));
-        v[k] = __builtin_convertvector(f, D64B);
-      }
-      for (int k = 0; k < 4; ++k) {
-        if (square) {
-          v[k] -= m;
-          a[k] += v[k] * v[k];
-        } else {
-          a[k] += v[k];
+#pragma GCC unroll 4
+        for (int q = 0; q < kParts; ++q) {
+          FH f;
+          std::memcpy(&f, p + i + 8 * k + kDoublesPerPart * q, sizeof(FH));
+          DN v = __builtin_convertvector(f, DN);
+          if (square) {
+            v -= m;
+            a[k][q] += v * v;
+          } else {
+            a[k][q] += v;
+          }
         }
       }
     }
-    const D64B all = (a[0] + a[1]) + (a[2] + a[3]);
-    for (int k = 0; k < 8; ++k) total += all[k];
+    for (int q = 0; q < kParts; ++q) {
+      const DN all = (a[0][q] + a[1][q]) + (a[2][q] + a[3][q]);
+      for (int l = 0; l < kDoublesPerPart; ++l) total += all[l];
+    }
   }
   for (; i < n; ++i) {
     const double v = static_cast<double>(p[i]);
