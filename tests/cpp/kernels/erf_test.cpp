@@ -1,5 +1,5 @@
 // rill's float32 erf (kernels/cpu/erf.h, Note [Vectorised erf]) against double
-// erf on a sample of every float binade, scalar and 16-lane forms alike.
+// erf on a sample of every float binade (its vector forms: kernels/isa_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -61,24 +61,6 @@ TEST(Erf, SpecialValues) {
   EXPECT_EQ(erf_float(tiny), static_cast<float>(std::erf(static_cast<double>(tiny))));
 }
 
-#if defined(__AVX512F__)
-TEST(Erf, VectorMatchesScalarBitForBit) {
-  std::vector<float> xs = sample();
-  xs.push_back(std::numeric_limits<float>::quiet_NaN());
-  xs.push_back(std::numeric_limits<float>::infinity());
-  xs.push_back(-std::numeric_limits<float>::infinity());
-  xs.resize((xs.size() + 15) / 16 * 16, 0.5f);
-  for (size_t i = 0; i < xs.size(); i += 16) {
-    alignas(64) float out[16];
-    _mm512_store_ps(out, erf_float16(_mm512_loadu_ps(&xs[i])));
-    for (size_t j = 0; j < 16; ++j) {
-      const float want = erf_float(xs[i + j]);
-      ASSERT_TRUE(std::memcmp(&out[j], &want, 4) == 0 || (std::isnan(out[j]) && std::isnan(want)))
-          << "erf(" << xs[i + j] << "): vector " << out[j] << ", scalar " << want;
-    }
-  }
-}
-#endif
 
 }  // namespace
 }  // namespace rill::cpu

@@ -1,13 +1,15 @@
 // CPU kernels of the activations (ops/elementwise.cpp, kActivationOps) and of their
 // backward ops (`<name>_backward(grad, input)`, same number arguments). Each
 // activation is one functor over the compute type A (float for 16-bit floats):
-// forward(x), backward(g, x), and for dense float32 tensors 16-lane vec / vec_backward
-// forms on libmvec (Note [Vector math] in elementwise.cpp). The formulas are
-// PyTorch's, so values and gradients agree at ties (x == 0, x == threshold).
+// forward(x), backward(g, x), and for dense float32 tensors row / row_backward, which
+// hand the tensor to the row kernels built for this CPU (isa_rows.h; Note [Vector
+// math] in elementwise.cpp). The formulas are PyTorch's, so values and gradients
+// agree at ties (x == 0, x == threshold).
 #include <cmath>
 #include <type_traits>
 
 #include "rill/kernels/cpu/erf.h"
+#include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
 #include "rill/kernels/cpu/vector_math.h"
@@ -16,17 +18,8 @@
 namespace rill::cpu {
 namespace {
 
-#if defined(RILL_VECTOR_MATH)
-using V = __m512;
-inline V splat(float v) { return _mm512_set1_ps(v); }
-inline V add(V a, V b) { return _mm512_add_ps(a, b); }
-inline V sub(V a, V b) { return _mm512_sub_ps(a, b); }
-inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-inline V div(V a, V b) { return _mm512_div_ps(a, b); }
-#endif
-
 // erf in the compute type: rill's own for float (Note [Vectorised erf]), so every
-// float32 layout and the 16-bit floats agree with the 16-lane path; libm's for double.
+// float32 layout and the 16-bit floats agree with the rows; libm's for double.
 template <typename A>
 A gelu_erf(A x) {
   if constexpr (std::is_same_v<A, float>) return erf_float(x);
@@ -57,28 +50,10 @@ struct Gelu {
     A pdf = A(M_2_SQRTPI * M_SQRT1_2 * 0.5) * std::exp(x * x * A(-0.5));
     return g * (cdf + x * pdf);
   }
-#if defined(RILL_VECTOR_MATH)
-  V vec(V x) const {
-    if (tanh_form) {
-      V inner = mul(splat(kBeta), add(x, mul(splat(kKappa), mul(mul(x, x), x))));
-      return mul(mul(splat(0.5f), x), add(splat(1.f), _ZGVeN16v_tanhf(inner)));
-    }
-    return mul(mul(x, splat(0.5f)), add(splat(1.f), erf_float16(mul(x, splat(float(M_SQRT1_2))))));
+  void row(float* y, const float* x, int64_t n) const { row_kernels().gelu(y, x, n, tanh_form); }
+  void row_backward(float* y, const float* g, const float* x, int64_t n) const {
+    row_kernels().gelu_backward(y, g, x, n, tanh_form);
   }
-  V vec_backward(V g, V x) const {
-    if (tanh_form) {
-      V x_sq = mul(x, x);
-      V t = _ZGVeN16v_tanhf(mul(splat(kBeta), add(x, mul(splat(kKappa), mul(x_sq, x)))));
-      V left = mul(splat(0.5f), x), right = add(splat(1.f), t);
-      V right_derivative = mul(mul(mul(left, sub(splat(1.f), mul(t, t))), splat(kBeta)),
-                               add(splat(1.f), mul(splat(3.f * kKappa), x_sq)));
-      return mul(g, add(mul(splat(0.5f), right), right_derivative));
-    }
-    V cdf = mul(splat(0.5f), add(splat(1.f), erf_float16(mul(x, splat(float(M_SQRT1_2))))));
-    V pdf = mul(splat(float(M_2_SQRTPI * M_SQRT1_2 * 0.5)), _ZGVeN16v_expf(mul(mul(x, x), splat(-0.5f))));
-    return mul(g, add(cdf, mul(x, pdf)));
-  }
-#endif
 };
 
 // silu(x) = x * sigmoid(x).
@@ -91,13 +66,10 @@ struct Silu {
     A s = A(1) / (A(1) + std::exp(-x));
     return g * s * (A(1) + x * (A(1) - s));
   }
-#if defined(RILL_VECTOR_MATH)
-  V vec(V x) const { return div(x, add(splat(1.f), _ZGVeN16v_expf(sub(splat(0.f), x)))); }
-  V vec_backward(V g, V x) const {
-    V s = div(splat(1.f), add(splat(1.f), _ZGVeN16v_expf(sub(splat(0.f), x))));
-    return mul(mul(g, s), add(splat(1.f), mul(x, sub(splat(1.f), s))));
+  void row(float* y, const float* x, int64_t n) const { row_kernels().silu(y, x, n); }
+  void row_backward(float* y, const float* g, const float* x, int64_t n) const {
+    row_kernels().silu_backward(y, g, x, n);
   }
-#endif
 };
 
 // softplus(x) = log(1 + exp(beta x)) / beta, or x where beta x > threshold.
@@ -111,19 +83,10 @@ struct Softplus {
     A z = std::exp(x * beta);
     return x * beta > threshold ? g : g * z / (z + A(1));
   }
-#if defined(RILL_VECTOR_MATH)
-  V vec(V x) const {
-    V t = mul(x, splat(beta));
-    V r = div(_ZGVeN16v_log1pf(_ZGVeN16v_expf(t)), splat(beta));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, splat(threshold), _CMP_GT_OQ), r, x);
+  void row(float* y, const float* x, int64_t n) const { row_kernels().softplus(y, x, n, beta, threshold); }
+  void row_backward(float* y, const float* g, const float* x, int64_t n) const {
+    row_kernels().softplus_backward(y, g, x, n, beta, threshold);
   }
-  V vec_backward(V g, V x) const {
-    V t = mul(x, splat(beta));
-    V z = _ZGVeN16v_expf(t);
-    V r = div(mul(g, z), add(z, splat(1.f)));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, splat(threshold), _CMP_GT_OQ), r, g);
-  }
-#endif
 };
 
 template <typename A>
@@ -143,12 +106,7 @@ struct Elu {
   explicit Elu(const KernelContext& c) : alpha(c.scalars[0].to<A>()) {}
   A forward(A x) const { return x <= A(0) ? std::expm1(x) * alpha : x; }
   A backward(A g, A x) const { return x <= A(0) ? g * alpha * std::exp(x) : g; }
-#if defined(RILL_VECTOR_MATH)
-  V vec(V x) const {
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, splat(0.f), _CMP_LE_OQ), x,
-                                mul(_ZGVeN16v_expm1f(x), splat(alpha)));
-  }
-#endif
+  void row(float* y, const float* x, int64_t n) const { row_kernels().elu(y, x, n, alpha); }
 };
 
 // hardtanh(x) = clamp(x, min_val, max_val); the gradient is zero at and beyond the bounds.
@@ -179,13 +137,12 @@ void forward_kernel(const KernelContext& c) {
     } else {
       using A = OpMath<T>;
       const F<A> f(c);
-#if defined(RILL_VECTOR_MATH)
-      if constexpr (std::is_same_v<T, float> && requires(V v) { f.vec(v); }) {
-        if (map_dense_float32(c.outputs[0], c.inputs[0], [&f](V v) { return f.vec(v); })) return;
+      if constexpr (std::is_same_v<T, float> && requires(float* p) { f.row(p, p, 0); }) {
+        if (map_dense_float32(c.outputs[0], c.inputs[0], [&f](float* y, const float* x, int64_t n) { f.row(y, x, n); }))
+          return;
       }
-#endif
-      if constexpr (std::is_same_v<T, Half>) {
-        map_float16<T>(c.outputs[0], std::array{&c.inputs[0]}, [&f](float x) { return f.forward(x); });
+      if constexpr (kIs16BitFloat<T>) {
+        map_16bit<T, T>(c.outputs[0], std::array{&c.inputs[0]}, [&f](float x) { return f.forward(x); });
       } else {
         map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [&f](T x) { return T(f.forward(static_cast<A>(x))); });
       }
@@ -200,15 +157,13 @@ void backward_kernel(const KernelContext& c) {
     using T = typename decltype(tag)::type;
     using A = OpMath<T>;
     const F<A> f(c);
-#if defined(RILL_VECTOR_MATH)
-    if constexpr (std::is_same_v<T, float> && requires(V v) { f.vec_backward(v, v); }) {
+    if constexpr (std::is_same_v<T, float> && requires(float* p) { f.row_backward(p, p, p, 0); }) {
       if (map_dense_float32(c.outputs[0], c.inputs[0], c.inputs[1],
-                            [&f](V g, V x) { return f.vec_backward(g, x); }))
+                            [&f](float* y, const float* g, const float* x, int64_t n) { f.row_backward(y, g, x, n); }))
         return;
     }
-#endif
-    if constexpr (std::is_same_v<T, Half>) {
-      map_float16<T>(c.outputs[0], std::array{&c.inputs[0], &c.inputs[1]},
+    if constexpr (kIs16BitFloat<T>) {
+      map_16bit<T, T>(c.outputs[0], std::array{&c.inputs[0], &c.inputs[1]},
                      [&f](float g, float x) { return f.backward(g, x); });
     } else {
       map_elements<T, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1]}, [&f](T g, T x) {

@@ -3,13 +3,13 @@
 // The activations (gelu, softplus, ...) and their backward kernels are in activation.cpp.
 #include "rill/ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/loops.h"
 #include "rill/kernels/cpu/vector_math.h"
-
 
 namespace rill::cpu {
 namespace {
@@ -52,19 +52,16 @@ struct Cos { template <typename T> T operator()(T a) const { return std::cos(a);
 struct Erf { template <typename T> T operator()(T a) const { return std::erf(a); } };
 struct Reciprocal { template <typename T> T operator()(T a) const { return T(1) / a; } };
 
-#if defined(RILL_VECTOR_MATH)
-// The libmvec form of a unary functor, where glibc has one (Note [Vector math]).
-using VectorFn = __m512 (*)(__m512);
-template <typename F> inline constexpr VectorFn kVectorOf = nullptr;
-template <> inline constexpr VectorFn kVectorOf<Exp> = _ZGVeN16v_expf;
-template <> inline constexpr VectorFn kVectorOf<Log> = _ZGVeN16v_logf;
-template <> inline constexpr VectorFn kVectorOf<Tanh> = _ZGVeN16v_tanhf;
-template <> inline constexpr VectorFn kVectorOf<Log1p> = _ZGVeN16v_log1pf;
-template <> inline constexpr VectorFn kVectorOf<Expm1> = _ZGVeN16v_expm1f;
-template <> inline constexpr VectorFn kVectorOf<Sin> = _ZGVeN16v_sinf;
-template <> inline constexpr VectorFn kVectorOf<Cos> = _ZGVeN16v_cosf;
-template <> inline constexpr VectorFn kVectorOf<Erf> = _ZGVeN16v_erff;
-#endif
+// The float32 row of a unary functor, where the row kernels have one (Note [Vector math]).
+template <typename F> inline constexpr UnaryMath kRowOf = UnaryMath::kCount;
+template <> inline constexpr UnaryMath kRowOf<Exp> = UnaryMath::kExp;
+template <> inline constexpr UnaryMath kRowOf<Log> = UnaryMath::kLog;
+template <> inline constexpr UnaryMath kRowOf<Tanh> = UnaryMath::kTanh;
+template <> inline constexpr UnaryMath kRowOf<Log1p> = UnaryMath::kLog1p;
+template <> inline constexpr UnaryMath kRowOf<Expm1> = UnaryMath::kExpm1;
+template <> inline constexpr UnaryMath kRowOf<Sin> = UnaryMath::kSin;
+template <> inline constexpr UnaryMath kRowOf<Cos> = UnaryMath::kCos;
+template <> inline constexpr UnaryMath kRowOf<Erf> = UnaryMath::kErf;
 
 // Rounding: integers pass through. round is half to even (nearbyint in the default rounding mode).
 template <typename T, typename Fn>
@@ -273,8 +270,8 @@ void unary_kernel(const KernelContext& c) {
     if constexpr (std::is_same_v<T, bool> && !std::is_same_v<F, Abs> && !std::is_same_v<F, Relu> &&
                   !std::is_same_v<F, Sign> && !std::is_same_v<F, BitNot>) {
       RILL_FAIL(Type, "[", c.op.name, "] is not supported for bool tensors");
-    } else if constexpr (std::is_same_v<T, Half>) {
-      map_float16<T>(c.outputs[0], std::array{&c.inputs[0]}, [](float a) { return F()(a); });
+    } else if constexpr (kIs16BitFloat<T>) {
+      map_16bit<T, T>(c.outputs[0], std::array{&c.inputs[0]}, [](float a) { return F()(a); });
     } else {
       map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T a) { return T(F()(M<T>(a))); });
     }
@@ -284,18 +281,17 @@ void unary_kernel(const KernelContext& c) {
 // Note [Vector math]
 // std::exp/log/tanh are scalar calls; a loop of them ran exp/tanh several times
 // slower than PyTorch's vectorised kernels (the 64x64 op chain in bench/). For
-// dense float32 tensors, the ops whose functor has a kVectorOf form (exp, log, tanh,
+// dense float32 tensors, the ops whose functor has a kRowOf row (exp, log, tanh,
 // log1p, expm1, sin, cos, erf, and the activations in activation.cpp built on
-// them: gelu, silu, softplus, elu) go through glibc's libmvec 16-lane versions
-// instead (within 4 ulp, tested against PyTorch like every op). Other layouts
-// and dtypes take the scalar loop.
+// them: gelu, silu, softplus, elu) go through the row kernels built for this CPU
+// (Note [One build for every x86-64] in isa.cpp), which call glibc's libmvec
+// 8-lane (AVX2) or 16-lane (AVX-512) versions instead (within 4 ulp, tested
+// against PyTorch like every op). Other layouts and dtypes take the scalar loop.
 template <typename F>
 bool unary_float32_vector(const KernelContext& c) {
-#if defined(RILL_VECTOR_MATH)
-  if constexpr (kVectorOf<F> != nullptr) {
-    return map_dense_float32(c.outputs[0], c.inputs[0], [](__m512 v) { return kVectorOf<F>(v); });
+  if constexpr (kRowOf<F> != UnaryMath::kCount) {
+    return map_dense_float32(c.outputs[0], c.inputs[0], row_kernels().unary[static_cast<int>(kRowOf<F>)]);
   }
-#endif
   (void)c;
   return false;
 }
@@ -305,8 +301,8 @@ void unary_float_kernel(const KernelContext& c) {
   if (unary_float32_vector<F>(c)) return;
   visit_floating_dtype(c.inputs[0].meta->dtype, c.op.name.c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, Half>) {
-      map_float16<T>(c.outputs[0], std::array{&c.inputs[0]}, [](float a) { return F()(a); });
+    if constexpr (kIs16BitFloat<T>) {
+      map_16bit<T, T>(c.outputs[0], std::array{&c.inputs[0]}, [](float a) { return F()(a); });
     } else {
       map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T a) { return T(F()(M<T>(a))); });
     }
@@ -332,6 +328,48 @@ bool float_rows(const KernelContext& c) {
   return true;
 }
 
+// The same for dense float16 and bfloat16 operands: float16 as blocks converted to float32, the float32 row, and
+// the block rounded back (Note [float16 rows] in loops.h); bfloat16 as one fused row. Every step is a row built
+// for this CPU.
+template <typename T, typename F>
+bool float_rows_16bit(const KernelContext& c) {
+  const TensorArg& o = c.outputs[0];
+  const TensorArg& a = c.inputs[0];
+  const TensorArg& b = c.inputs[1];
+  int64_t n = o.meta->numel;
+  if (!o.meta->contiguous || !a.meta->contiguous || !b.meta->contiguous || a.meta->numel != n || b.meta->numel != n)
+    return false;
+  const RowKernels& k = row_kernels();
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    // bfloat16's conversions are shifts: one fused pass instead of blocks.
+    auto row16 = std::is_same_v<F, Add>   ? k.bfloat16_add
+                 : std::is_same_v<F, Sub> ? k.bfloat16_sub
+                 : std::is_same_v<F, Mul> ? k.bfloat16_mul
+                                          : k.bfloat16_div;
+    uint16_t* out = &o.ptr<BFloat16>()->bits;
+    const uint16_t* pa = &static_cast<const BFloat16*>(a.data)->bits;
+    const uint16_t* pb = &static_cast<const BFloat16*>(b.data)->bits;
+    parallel::parallel_for(0, n, kParallelGrain, [&](int64_t lo, int64_t hi) { row16(out + lo, pa + lo, pb + lo, hi - lo); });
+    return true;
+  }
+  auto row = std::is_same_v<F, Add> ? k.add : std::is_same_v<F, Sub> ? k.sub : std::is_same_v<F, Mul> ? k.mul : k.div;
+  T* out = o.ptr<T>();
+  const T* pa = static_cast<const T*>(a.data);
+  const T* pb = static_cast<const T*>(b.data);
+  parallel::parallel_for(0, n, kParallelGrain, [&](int64_t lo, int64_t hi) {
+    constexpr int64_t B = 512;
+    alignas(64) float fa[B], fb[B];
+    for (int64_t i = lo; i < hi; i += B) {
+      const int64_t m = std::min(B, hi - i);
+      to_float_block(pa + i, fa, m);
+      to_float_block(pb + i, fb, m);
+      row(fa, fa, fb, m);
+      from_float_block(fa, out + i, m);
+    }
+  });
+  return true;
+}
+
 template <typename F>
 inline constexpr bool kHasFloatRows =
     std::is_same_v<F, Add> || std::is_same_v<F, Sub> || std::is_same_v<F, Mul> || std::is_same_v<F, Div>;
@@ -345,8 +383,11 @@ void binary_kernel(const KernelContext& c) {
     if constexpr (std::is_same_v<T, float> && !kCompare && kHasFloatRows<F>) {
       if (float_rows<F>(c)) return;
     }
-    if constexpr (std::is_same_v<T, Half>) {
-      map_float16<Out>(c.outputs[0], std::array{&c.inputs[0], &c.inputs[1]},
+    if constexpr (kIs16BitFloat<T> && !kCompare && kHasFloatRows<F>) {
+      if (float_rows_16bit<T, F>(c)) return;
+    }
+    if constexpr (kIs16BitFloat<T>) {
+      map_16bit<T, Out>(c.outputs[0], std::array{&c.inputs[0], &c.inputs[1]},
                        [](float a, float b) { return F()(a, b); });
     } else {
       map_elements<Out, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1]},
@@ -404,10 +445,10 @@ void binary_scalar_kernel(const KernelContext& c) {
     if constexpr (std::is_same_v<F, Pow> && !kReverse && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
       if (pow_small_exponent<T>(c.outputs[0], c.inputs[0], s)) return;
     }
-    if constexpr (std::is_same_v<T, Half> && kReverse) {
-      map_float16<Out>(c.outputs[0], std::array{&c.inputs[0]}, [s](float a) { return F()(s, a); });
-    } else if constexpr (std::is_same_v<T, Half>) {
-      map_float16<Out>(c.outputs[0], std::array{&c.inputs[0]}, [s](float a) { return F()(a, s); });
+    if constexpr (kIs16BitFloat<T> && kReverse) {
+      map_16bit<T, Out>(c.outputs[0], std::array{&c.inputs[0]}, [s](float a) { return F()(s, a); });
+    } else if constexpr (kIs16BitFloat<T>) {
+      map_16bit<T, Out>(c.outputs[0], std::array{&c.inputs[0]}, [s](float a) { return F()(a, s); });
     } else if constexpr (kReverse) {
       map_elements<Out, T>(c.outputs[0], {&c.inputs[0]}, [s](T a) { return Out(F()(s, M<T>(a))); });
     } else {
@@ -557,11 +598,30 @@ Dst convert(Src v) {
   }
 }
 
+// float16 or bfloat16 <-> float32 of a dense tensor through the conversion rows (Note [float16 rows] in
+// loops.h); false for other layouts.
+template <typename Dst, typename Src>
+bool cast_16bit_rows(const TensorArg& out, const TensorArg& in) {
+  const int64_t n = out.meta->numel;
+  if (!out.meta->contiguous || !in.meta->contiguous || in.meta->numel != n) return false;
+  Dst* o = out.ptr<Dst>();
+  const Src* x = static_cast<const Src*>(in.data);
+  parallel::parallel_for(0, n, kParallelGrain, [&](int64_t lo, int64_t hi) {
+    if constexpr (std::is_same_v<Dst, float>) to_float_block(x + lo, o + lo, hi - lo);
+    else from_float_block(x + lo, o + lo, hi - lo);
+  });
+  return true;
+}
+
 void cast_kernel(const KernelContext& c) {
   visit_dtype(c.outputs[0].meta->dtype, [&](auto out_tag) {
     using Dst = typename decltype(out_tag)::type;
     visit_dtype(c.inputs[0].meta->dtype, [&](auto in_tag) {
       using Src = typename decltype(in_tag)::type;
+      if constexpr ((std::is_same_v<Dst, float> && kIs16BitFloat<Src>) ||
+                    (kIs16BitFloat<Dst> && std::is_same_v<Src, float>)) {
+        if (cast_16bit_rows<Dst, Src>(c.outputs[0], c.inputs[0])) return;
+      }
       map_elements<Dst, Src>(c.outputs[0], {&c.inputs[0]}, [](Src v) { return convert<Dst, Src>(v); });
     });
   });

@@ -1,13 +1,11 @@
-// A float32 erf of rill's own, scalar and 16-lane (AVX-512), within about 1 ulp
-// (Note [Vectorised erf]). gelu's kernels use it (activation.cpp).
+// A float32 erf of rill's own, within about 1 ulp (Note [Vectorised erf]): its tables
+// and the scalar form; the vector forms are rows built per instruction set
+// (isa_rows.cpp, RowKernels::erf_polynomial). gelu's kernels use it (activation.cpp).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 namespace rill::cpu {
 
@@ -30,7 +28,7 @@ namespace rill::cpu {
 // the result is within 1.05 ulp of erf (checked exhaustively against double erf;
 // tests/cpp/kernels/erf_test.cpp checks a sample and the special values). The
 // scalar and vector forms do the same float operations (fused multiply-adds),
-// so they agree bit for bit.
+// so they agree bit for bit (tests/cpp/kernels/isa_test.cpp checks every build).
 namespace erf_detail {
 
 inline constexpr int kDegree = 6;
@@ -113,29 +111,5 @@ inline float erf_float(float x) {
   }
   return std::copysign(y, x);
 }
-
-#if defined(__AVX512F__)
-/** erf of 16 floats; the same operations as erf_float, lane by lane. */
-inline __m512 erf_float16(__m512 x) {
-  using namespace erf_detail;
-  const __m512 a = _mm512_abs_ps(x);
-  // The maskz forms with every lane set are the plain instructions; the plain intrinsics start from
-  // _mm512_undefined_*(), which GCC 12 reports as maybe uninitialized.
-  constexpr __mmask16 kAll = 0xffff;
-  const __m512 clamped = _mm512_maskz_min_ps(kAll, a, _mm512_set1_ps(kLast));  // NaN lanes get kLast (fixed below)
-  const __m512i i = _mm512_maskz_cvttps_epi32(kAll, _mm512_mul_ps(clamped, _mm512_set1_ps(kIntervalsPerUnit)));
-  auto pick = [&](const float* table) { return _mm512_maskz_permutexvar_ps(kAll, i, _mm512_load_ps(table)); };
-  const __m512 d = _mm512_sub_ps(clamped, pick(kCenter));
-  __m512 q = pick(kCoef[kDegree - 1]);
-  for (int k = kDegree - 2; k >= 0; --k) q = _mm512_fmadd_ps(q, d, pick(kCoef[k]));
-  const __m512 one = _mm512_set1_ps(1.0f);
-  __m512 y = _mm512_add_ps(pick(kHi), _mm512_fmadd_ps(q, d, _mm512_fmadd_ps(pick(kUnit), d, pick(kLo))));
-  y = _mm512_mask_mov_ps(_mm512_maskz_min_ps(kAll, y, one), _mm512_cmp_ps_mask(a, _mm512_set1_ps(4.0f), _CMP_GE_OQ),
-                         one);
-  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN));
-  const __m512 r = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y), sign));
-  return _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
-}
-#endif
 
 }  // namespace rill::cpu

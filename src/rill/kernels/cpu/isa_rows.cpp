@@ -1,25 +1,476 @@
 // The row loops of isa_rows.h. CMake builds this file once per instruction set, each time with that set's
-// compiler flags and RILL_ISA_NS naming its namespace (Note [One build for every x86-64] in isa.cpp).
+// compiler flags and RILL_ISA_NS naming its namespace (Note [One build for every x86-64] in isa.cpp). Each
+// row is written once on the vector V of isa_lanes.h (16, 8 or 1 floats); a row's last n % kLanes elements
+// go through a zero-padded block of one vector, lanes being independent. The formulas are those of the
+// scalar functors in elementwise.cpp and activation.cpp.
 #include "rill/kernels/cpu/isa_rows.h"
+
+#include "rill/kernels/cpu/erf.h"  // its tables only: its functions are not built per instruction set
+#include "rill/kernels/cpu/isa_lanes.h"
 
 namespace rill::cpu::RILL_ISA_NS {
 namespace {
 
-void add(float* out, const float* a, const float* b, int64_t n) {
+void add_row(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
-void sub(float* out, const float* a, const float* b, int64_t n) {
+void sub_row(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
 }
-void mul(float* out, const float* a, const float* b, int64_t n) {
+void mul_row(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
 }
-void div(float* out, const float* a, const float* b, int64_t n) {
+void div_row(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] / b[i];
+}
+
+/** out = f(x) by vectors; the tail through a padded vector. */
+template <typename F>
+void map_row(float* out, const float* x, int64_t n, const F& f) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) store(out + i, f(load(x + i)));
+  if (i < n) {
+    alignas(64) float t[kLanes] = {};
+    std::memcpy(t, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    store(t, f(load(t)));
+    std::memcpy(out + i, t, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+/** out = f(a, b) by vectors. */
+template <typename F>
+void map_row(float* out, const float* a, const float* b, int64_t n, const F& f) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) store(out + i, f(load(a + i), load(b + i)));
+  if (i < n) {
+    alignas(64) float ta[kLanes] = {}, tb[kLanes] = {};
+    std::memcpy(ta, a + i, static_cast<size_t>(n - i) * sizeof(float));
+    std::memcpy(tb, b + i, static_cast<size_t>(n - i) * sizeof(float));
+    store(ta, f(load(ta), load(tb)));
+    std::memcpy(out + i, ta, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+template <V (*kF)(V)>
+void unary(float* out, const float* x, int64_t n) {
+  map_row(out, x, n, kF);
+}
+
+// erf_float of erf.h lane by lane, with the same float operations (so the same results): |x| clamped below 4
+// picks one of 16 intervals, whose polynomial in d = |x| - center is evaluated by fused multiply-adds; 1 from
+// 4 on; x's sign; NaN stays NaN (its clamped lanes compute garbage that the last select drops).
+V erf_poly(V x) {
+  using namespace erf_detail;
+  const V a = abs_lanes(x);
+  const V clamped = min_lanes(a, splat(kLast));  // NaN lanes get kLast
+  const Index i = truncate(mul(clamped, splat(kIntervalsPerUnit)));
+  const V d = sub(clamped, pick(kCenter, i));
+  V q = pick(kCoef[kDegree - 1], i);
+  for (int k = kDegree - 2; k >= 0; --k) q = fma_exact(q, d, pick(kCoef[k], i));
+  const V one = splat(1.0f);
+  V y = add(pick(kHi, i), fma_exact(q, d, fma_exact(pick(kUnit, i), d, pick(kLo, i))));
+  y = select(greater_equal(a, splat(4.0f)), one, min_lanes(y, one));
+  return select(is_nan(x), x, or_sign(y, x));
+}
+
+void erf_polynomial(float* out, const float* x, int64_t n) { map_row(out, x, n, erf_poly); }
+
+constexpr float kGeluBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // sqrt(2 / pi)
+constexpr float kGeluKappa = 0.044715f;
+
+void gelu(float* out, const float* x, int64_t n, bool tanh_form) {
+  if (tanh_form) {
+    map_row(out, x, n, [](V v) {
+      V inner = mul(splat(kGeluBeta), add(v, mul(splat(kGeluKappa), mul(mul(v, v), v))));
+      return mul(mul(splat(0.5f), v), add(splat(1.f), tanh_lanes(inner)));
+    });
+  } else {
+    map_row(out, x, n, [](V v) {
+      return mul(mul(v, splat(0.5f)), add(splat(1.f), erf_poly(mul(v, splat(static_cast<float>(M_SQRT1_2))))));
+    });
+  }
+}
+
+void gelu_backward(float* out, const float* grad, const float* x, int64_t n, bool tanh_form) {
+  if (tanh_form) {
+    map_row(out, grad, x, n, [](V g, V v) {
+      V v_sq = mul(v, v);
+      V t = tanh_lanes(mul(splat(kGeluBeta), add(v, mul(splat(kGeluKappa), mul(v_sq, v)))));
+      V left = mul(splat(0.5f), v), right = add(splat(1.f), t);
+      V right_derivative = mul(mul(mul(left, sub(splat(1.f), mul(t, t))), splat(kGeluBeta)),
+                               add(splat(1.f), mul(splat(3.f * kGeluKappa), v_sq)));
+      return mul(g, add(mul(splat(0.5f), right), right_derivative));
+    });
+  } else {
+    map_row(out, grad, x, n, [](V g, V v) {
+      V cdf = mul(splat(0.5f), add(splat(1.f), erf_poly(mul(v, splat(static_cast<float>(M_SQRT1_2))))));
+      V pdf = mul(splat(static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5)), exp_lanes(mul(mul(v, v), splat(-0.5f))));
+      return mul(g, add(cdf, mul(v, pdf)));
+    });
+  }
+}
+
+void silu(float* out, const float* x, int64_t n) {
+  map_row(out, x, n, [](V v) { return div(v, add(splat(1.f), exp_lanes(sub(splat(0.f), v)))); });
+}
+
+void silu_backward(float* out, const float* grad, const float* x, int64_t n) {
+  map_row(out, grad, x, n, [](V g, V v) {
+    V s = div(splat(1.f), add(splat(1.f), exp_lanes(sub(splat(0.f), v))));
+    return mul(mul(g, s), add(splat(1.f), mul(v, sub(splat(1.f), s))));
+  });
+}
+
+void softplus(float* out, const float* x, int64_t n, float beta, float threshold) {
+  map_row(out, x, n, [beta, threshold](V v) {
+    V t = mul(v, splat(beta));
+    return select(greater(t, splat(threshold)), v, div(log1p_lanes(exp_lanes(t)), splat(beta)));
+  });
+}
+
+void softplus_backward(float* out, const float* grad, const float* x, int64_t n, float beta, float threshold) {
+  map_row(out, grad, x, n, [beta, threshold](V g, V v) {
+    V t = mul(v, splat(beta));
+    V z = exp_lanes(t);
+    return select(greater(t, splat(threshold)), g, div(mul(g, z), add(z, splat(1.f))));
+  });
+}
+
+void elu(float* out, const float* x, int64_t n, float alpha) {
+  map_row(out, x, n, [alpha](V v) { return select(less_equal(v, splat(0.f)), mul(expm1_lanes(v), splat(alpha)), v); });
+}
+
+#if defined(__AVX512F__)
+void float16_to_float(const uint16_t* in, float* out, int64_t n) {
+  int64_t i = 0;
+  // The maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized (its bug 105593).
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i,
+                     _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i))));
+  float16_to_float_scalar(in + i, out + i, n - i);
+}
+void float_to_float16(const float* in, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_maskz_cvtps_ph(kAll, _mm512_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  float_to_float16_scalar(in + i, out + i, n - i);
+}
+#elif defined(__AVX2__)
+void float16_to_float(const uint16_t* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  float16_to_float_scalar(in + i, out + i, n - i);
+}
+void float_to_float16(const float* in, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  float_to_float16_scalar(in + i, out + i, n - i);
+}
+#else
+void float16_to_float(const uint16_t* in, float* out, int64_t n) { float16_to_float_scalar(in, out, n); }
+void float_to_float16(const float* in, uint16_t* out, int64_t n) { float_to_float16_scalar(in, out, n); }
+#endif
+
+// bfloat16 is the top half of a float32: plain integer loops, which the compiler vectorises for each build.
+void bfloat16_to_float(const uint16_t* in, float* out, int64_t n);
+void float_to_bfloat16(const float* in, uint16_t* out, int64_t n);
+
+inline float bfloat16_value(uint16_t h) { return __builtin_bit_cast(float, static_cast<uint32_t>(h) << 16); }
+inline uint16_t bfloat16_bits(float f) {
+  const uint32_t x = __builtin_bit_cast(uint32_t, f);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
+}
+
+// One pass per element (convert, op, round), which each build vectorises whole.
+template <typename Op>
+void bfloat16_binary(uint16_t* out, const uint16_t* a, const uint16_t* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bfloat16_bits(Op()(bfloat16_value(a[i]), bfloat16_value(b[i])));
+}
+struct AddOp { float operator()(float a, float b) const { return a + b; } };
+struct SubOp { float operator()(float a, float b) const { return a - b; } };
+struct MulOp { float operator()(float a, float b) const { return a * b; } };
+struct DivOp { float operator()(float a, float b) const { return a / b; } };
+
+void bfloat16_to_float(const uint16_t* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bfloat16_value(in[i]);
+}
+void float_to_bfloat16(const float* in, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = bfloat16_bits(in[i]);
+}
+
+// The reductions keep kAcc independent vector accumulators (a floating sum is vectorised only by hand:
+// the compiler may not reassociate it), summed in a fixed order at the end. The baseline build's four
+// scalar accumulators are row_math.h's generic loops.
+constexpr int kAcc = kLanes == 1 ? 4 : 2;
+
+/** acc[k] = step(acc[k], x) over x's vectors; a last partial vector is padded with pad. */
+template <int K, typename Step>
+void accumulate(V (&acc)[K], const float* x, int64_t n, float pad, const Step& step) {
+  int64_t i = 0;
+  for (; i + K * kLanes <= n; i += K * kLanes)
+    for (int k = 0; k < K; ++k) acc[k] = step(acc[k], load(x + i + k * kLanes));
+  for (; i + kLanes <= n; i += kLanes) acc[0] = step(acc[0], load(x + i));
+  if (i < n) {
+    alignas(64) float t[kLanes];
+    for (int64_t j = 0; j < kLanes; ++j) t[j] = i + j < n ? x[i + j] : pad;
+    acc[0] = step(acc[0], load(t));
+  }
+}
+
+template <int K>
+float combine_sums(const V (&acc)[K]) {
+  if constexpr (K == 4) return lanes_sum(add(add(acc[0], acc[1]), add(acc[2], acc[3])));
+  else if constexpr (K == 2) return lanes_sum(add(acc[0], acc[1]));
+  else return lanes_sum(acc[0]);
+}
+
+float row_max(const float* x, int64_t n) {
+  const float inf = __builtin_inff();
+  V acc[1] = {splat(-inf)};
+  accumulate(acc, x, n, -inf, [](V m, V v) { return max_lanes(m, v); });
+  return lanes_max(acc[0]);
+}
+
+float row_sum(const float* x, int64_t n) {
+  V acc[kAcc];
+  for (V& a : acc) a = splat(0.f);
+  accumulate(acc, x, n, 0.f, [](V s, V v) { return add(s, v); });
+  return combine_sums(acc);
+}
+
+float row_dot(const float* a, const float* b, int64_t n) {
+  V acc[kAcc];
+  for (V& s : acc) s = splat(0.f);
+  int64_t i = 0;
+  for (; i + kAcc * kLanes <= n; i += kAcc * kLanes)
+    for (int k = 0; k < kAcc; ++k) acc[k] = mul_add(load(a + i + k * kLanes), load(b + i + k * kLanes), acc[k]);
+  for (; i + kLanes <= n; i += kLanes) acc[0] = mul_add(load(a + i), load(b + i), acc[0]);
+  if (i < n) {
+    alignas(64) float ta[kLanes] = {}, tb[kLanes] = {};
+    std::memcpy(ta, a + i, static_cast<size_t>(n - i) * sizeof(float));
+    std::memcpy(tb, b + i, static_cast<size_t>(n - i) * sizeof(float));
+    acc[0] = mul_add(load(ta), load(tb), acc[0]);
+  }
+  return combine_sums(acc);
+}
+
+float row_centered_squares(const float* x, float mean, int64_t n) {
+  const V m = splat(mean);
+  // One vector accumulator (four in the baseline build, as row_math.h's loop); padding with the mean adds 0.
+  constexpr int kSquaresAcc = kLanes == 1 ? 4 : 1;
+  V acc[kSquaresAcc];
+  for (V& a : acc) a = splat(0.f);
+  accumulate(acc, x, n, mean, [m](V s, V v) {
+    V d = sub(v, m);
+    return mul_add(d, d, s);
+  });
+  return combine_sums(acc);
+}
+
+float row_exp_sum(const float* x, float m, float* out, int64_t n) {
+  if constexpr (kLanes == 1) {
+    double s = 0;  // one running sum: in double, so a long row loses no digits to it
+    for (int64_t i = 0; i < n; ++i) {
+      float e = expf(x[i] - m);
+      if (out) out[i] = e;
+      s += static_cast<double>(e);
+    }
+    return static_cast<float>(s);
+  } else {
+    const V vm = splat(m);
+    V s = splat(0.f);
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      V e = exp_lanes(sub(load(x + i), vm));
+      if (out) store(out + i, e);
+      s = add(s, e);
+    }
+    if (i < n) {
+      alignas(64) float t[kLanes] = {};
+      std::memcpy(t, x + i, static_cast<size_t>(n - i) * sizeof(float));
+      store(t, exp_lanes(sub(load(t), vm)));
+      for (int64_t j = n - i; j < kLanes; ++j) t[j] = 0.f;  // the padding adds nothing to the sum
+      if (out) std::memcpy(out + i, t, static_cast<size_t>(n - i) * sizeof(float));
+      s = add(s, load(t));
+    }
+    return lanes_sum(s);
+  }
+}
+
+// reduce.cpp's cascade on 16-float lanes, and var's moments on 8-double lanes, on vectors of the build's own
+// width (kParts of them per lane group): GCC lowers vectors wider than its registers through the stack. The
+// lanes are added one by one and combined in lane order at the end, so every build gives the same bits (no
+// product to fuse in a sum).
+constexpr int kVecBytes = kLanes == 16 ? 64 : kLanes == 8 ? 32 : 16;
+constexpr int kParts = 64 / kVecBytes;
+typedef float FN __attribute__((vector_size(kVecBytes)));
+typedef double DN __attribute__((vector_size(kVecBytes)));
+typedef float FH __attribute__((vector_size(kVecBytes / 2)));
+constexpr int64_t kW = 16;                         // float lanes of one cascade accumulator
+constexpr int kFloatsPerPart = kVecBytes / 4;
+constexpr int kDoublesPerPart = kVecBytes / 8;
+
+/** Four 16-float accumulators, each as kParts vectors. */
+struct Acc4 {
+  FN v[4][kParts] = {};
+  void add(const Acc4& o) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 4
+      for (int q = 0; q < kParts; ++q) v[k][q] += o.v[k][q];
+  }
+  void load_add(const float* p) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 4
+      for (int q = 0; q < kParts; ++q) {
+        FN x;
+        std::memcpy(&x, p + k * kW + q * kFloatsPerPart, sizeof(FN));
+        v[k][q] += x;
+      }
+  }
+};
+
+float sum_cascade(const float* p, int64_t n, int64_t block, int cascade) {
+  if (n < 4 * kW) {
+    float a = 0.0f;
+    for (int64_t i = 0; i < n; ++i) a += p[i];
+    return a;
+  }
+  const int64_t body = n - n % (4 * kW);
+  int64_t i = 0;
+  Acc4 r;
+  if (body <= block) {  // one block: no levels
+    for (; i < body; i += 4 * kW) r.load_add(p + i);
+  } else {
+    Acc4 b, c, d;  // level 1: sums of blocks; level 2: sums of `cascade` level-1 sums; level 3: the rest
+    int blocks = 0, groups = 0;
+    while (i < body) {
+      Acc4 a;
+      const int64_t end = body < i + block ? body : i + block;
+      for (; i < end; i += 4 * kW) a.load_add(p + i);
+      b.add(a);
+      if (++blocks == cascade) {
+        c.add(b);
+        b = Acc4{};
+        blocks = 0;
+        if (++groups == cascade) {
+          d.add(c);
+          c = Acc4{};
+          groups = 0;
+        }
+      }
+    }
+    // r = (d + c) + b, lane by lane.
+    r = d;
+    r.add(c);
+    r.add(b);
+  }
+  float lanes[kW];
+  for (int q = 0; q < kParts; ++q) {
+    const FN all = (r.v[0][q] + r.v[1][q]) + (r.v[2][q] + r.v[3][q]);
+    std::memcpy(lanes + q * kFloatsPerPart, &all, sizeof(FN));
+  }
+  for (int64_t w = kW / 2; w > 0; w /= 2)
+    for (int64_t k = 0; k < w; ++k) lanes[k] += lanes[k + w];
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += p[i];
+  return lanes[0] + tail;
+}
+
+float sum_bfloat16_lanes(const uint16_t* p, int64_t n) {
+  constexpr int64_t L = 64;
+  auto load = [p](int64_t i) { return __builtin_bit_cast(float, static_cast<uint32_t>(p[i]) << 16); };
+  if (n < L) {
+    float a = 0.0f;
+    for (int64_t i = 0; i < n; ++i) a += load(i);
+    return a;
+  }
+  float acc[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int64_t k = 0; k < L; ++k) acc[k] += load(i + k);
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += load(i);
+  for (int64_t w = L / 2; w > 0; w /= 2)
+    for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0] + tail;
+}
+
+double moment_sum(const float* p, int64_t n, double mean, bool square) {
+  int64_t i = 0;
+  double total = 0;
+  if (n >= 32) {
+    const DN m = DN{} + mean;
+    DN a[4][kParts] = {};
+    for (; i + 32 <= n; i += 32) {
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+#pragma GCC unroll 4
+        for (int q = 0; q < kParts; ++q) {
+          FH f;
+          std::memcpy(&f, p + i + 8 * k + kDoublesPerPart * q, sizeof(FH));
+          DN v = __builtin_convertvector(f, DN);
+          if (square) {
+            v -= m;
+            a[k][q] += v * v;
+          } else {
+            a[k][q] += v;
+          }
+        }
+      }
+    }
+    for (int q = 0; q < kParts; ++q) {
+      const DN all = (a[0][q] + a[1][q]) + (a[2][q] + a[3][q]);
+      for (int l = 0; l < kDoublesPerPart; ++l) total += all[l];
+    }
+  }
+  for (; i < n; ++i) {
+    const double v = static_cast<double>(p[i]);
+    total += square ? (v - mean) * (v - mean) : v;
+  }
+  return total;
 }
 
 }  // namespace
 
-const RowKernels kRowKernels{RILL_ISA_NAME, add, sub, mul, div};
+const RowKernels kRowKernels{
+    RILL_ISA_NAME,
+    add_row,
+    sub_row,
+    mul_row,
+    div_row,
+    {unary<exp_lanes>, unary<log_lanes>, unary<tanh_lanes>, unary<log1p_lanes>, unary<expm1_lanes>,
+     unary<sin_lanes>, unary<cos_lanes>, unary<erf_libm_lanes>},
+    erf_polynomial,
+    gelu,
+    gelu_backward,
+    silu,
+    silu_backward,
+    softplus,
+    softplus_backward,
+    elu,
+    float16_to_float,
+    float_to_float16,
+    bfloat16_to_float,
+    float_to_bfloat16,
+    bfloat16_binary<AddOp>,
+    bfloat16_binary<SubOp>,
+    bfloat16_binary<MulOp>,
+    bfloat16_binary<DivOp>,
+    row_max,
+    row_sum,
+    row_dot,
+    row_centered_squares,
+    row_exp_sum,
+    sum_cascade,
+    sum_bfloat16_lanes,
+    moment_sum,
+};
 
 }  // namespace rill::cpu::RILL_ISA_NS

@@ -13,10 +13,7 @@
 #include <utility>
 #include <vector>
 
-#if defined(__F16C__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
+#include "rill/kernels/cpu/isa_rows.h"
 #include "rill/ops/op_schema.h"
 #include "rill/util/parallel.h"
 
@@ -186,44 +183,54 @@ void map_elements(const TensorArg& out, const std::array<const TensorArg*, sizeo
 // blocks with vector instructions (16 per vcvtph2ps with AVX-512, 8 with F16C), applies
 // the float32 function to the block (a loop the compiler vectorises) and rounds the
 // block back (to nearest even, as Half does): the add now takes 0.27 ms (PyTorch 0.23).
-// bfloat16 needs none of this: its conversions are shifts, which vectorise as they are.
+// The conversions are rows of isa_rows.h, so a build for any x86-64 uses F16C or AVX-512 where the CPU has it.
+// bfloat16 takes the same path (its conversions are shifts, but a build for plain x86-64 vectorises them on
+// 4 lanes only when they sit inside each op's loop: a 1M add ran 3x slower than on the row kernels).
 
-/** n float16 values as float32. */
+/** n float16 values as float32, by the row kernels built for this CPU (isa_rows.h). */
 inline void float16_to_float(const Half* in, float* out, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16)
-    // The maskz forms: the plain ones trip GCC 12's -Wmaybe-uninitialized (its bug 105593).
-    _mm512_storeu_ps(out + i,
-                     _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i))));
-#elif defined(__F16C__)
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-#endif
-  for (; i < n; ++i) out[i] = static_cast<float>(in[i]);
+  static_assert(sizeof(Half) == sizeof(uint16_t));
+  row_kernels().float16_to_float(reinterpret_cast<const uint16_t*>(in), out, n);
 }
 
 /** n float32 values rounded to float16 (to nearest even). */
 inline void float_to_float16(const float* in, Half* out, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
-                        _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(in + i),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#elif defined(__F16C__)
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#endif
-  for (; i < n; ++i) out[i] = Half(in[i]);
+  row_kernels().float_to_float16(in, reinterpret_cast<uint16_t*>(out), n);
 }
 
-/** out = g(float(in)...) over float16 inputs, g computing in float32; Out is Half or bool (comparisons).
- * Dense rows (inputs dense or broadcast along the row) go through float32 blocks (Note [float16 rows]). */
-template <typename Out, size_t K, typename G>
-void map_float16(const TensorArg& out, const std::array<const TensorArg*, K>& ins, const G& g) {
-  static_assert(std::is_same_v<Out, Half> || std::is_same_v<Out, bool>);
+/** n bfloat16 values as float32, by the row kernels built for this CPU. */
+inline void bfloat16_to_float(const BFloat16* in, float* out, int64_t n) {
+  static_assert(sizeof(BFloat16) == sizeof(uint16_t));
+  row_kernels().bfloat16_to_float(reinterpret_cast<const uint16_t*>(in), out, n);
+}
+
+/** n float32 values rounded to bfloat16 (to nearest even). */
+inline void float_to_bfloat16(const float* in, BFloat16* out, int64_t n) {
+  row_kernels().float_to_bfloat16(in, reinterpret_cast<uint16_t*>(out), n);
+}
+
+/** True for the 16-bit float types, whose elementwise loops go through float32 blocks. */
+template <typename T>
+inline constexpr bool kIs16BitFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+/** n values of a 16-bit float type as float32, and back. */
+template <typename T>
+inline void to_float_block(const T* in, float* out, int64_t n) {
+  if constexpr (std::is_same_v<T, Half>) float16_to_float(in, out, n);
+  else bfloat16_to_float(in, out, n);
+}
+template <typename T>
+inline void from_float_block(const float* in, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, Half>) float_to_float16(in, out, n);
+  else float_to_bfloat16(in, out, n);
+}
+
+/** out = g(float(in)...) over inputs of the 16-bit float type In (float16 or bfloat16), g computing in
+ * float32; Out is In or bool (comparisons). Dense rows (inputs dense or broadcast along the row) go through
+ * float32 blocks (Note [float16 rows]). */
+template <typename In, typename Out, size_t K, typename G>
+void map_16bit(const TensorArg& out, const std::array<const TensorArg*, K>& ins, const G& g) {
+  static_assert(kIs16BitFloat<In> && (std::is_same_v<Out, In> || std::is_same_v<Out, bool>));
   constexpr size_t N = K + 1;
   std::array<const TensorArg*, N> ops;
   ops[0] = &out;
@@ -231,11 +238,11 @@ void map_float16(const TensorArg& out, const std::array<const TensorArg*, K>& in
   ElementwisePlan<N> plan(out.meta->shape, ops);
   plan.run([&](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
     [&]<size_t... I>(std::index_sequence<I...>) {
-      const bool blocks = s[0] == sizeof(Out) && ((s[I + 1] == sizeof(Half) || s[I + 1] == 0) && ...);
+      const bool blocks = s[0] == sizeof(Out) && ((s[I + 1] == sizeof(In) || s[I + 1] == 0) && ...);
       if (!blocks) {
         for (int64_t i = 0; i < n; ++i)
           *reinterpret_cast<Out*>(p[0] + i * s[0]) =
-              Out(g(static_cast<float>(*reinterpret_cast<const Half*>(p[I + 1] + i * s[I + 1]))...));
+              Out(g(static_cast<float>(*reinterpret_cast<const In*>(p[I + 1] + i * s[I + 1]))...));
         return;
       }
       constexpr int64_t B = 512;
@@ -245,15 +252,15 @@ void map_float16(const TensorArg& out, const std::array<const TensorArg*, K>& in
         const int64_t m = std::min(B, n - i0);
         auto load = [&](size_t k, const char* base, int64_t stride) {
           if (stride == 0) {
-            std::fill(in[k], in[k] + m, static_cast<float>(*reinterpret_cast<const Half*>(base)));
+            std::fill(in[k], in[k] + m, static_cast<float>(*reinterpret_cast<const In*>(base)));
           } else {
-            float16_to_float(reinterpret_cast<const Half*>(base) + i0, in[k], m);
+            to_float_block(reinterpret_cast<const In*>(base) + i0, in[k], m);
           }
         };
         (load(I, p[I + 1], s[I + 1]), ...);
         for (int64_t j = 0; j < m; ++j) res[j] = g(in[I][j]...);
-        if constexpr (std::is_same_v<Out, Half>) {
-          float_to_float16(res, reinterpret_cast<Half*>(p[0]) + i0, m);
+        if constexpr (std::is_same_v<Out, In>) {
+          from_float_block(res, reinterpret_cast<In*>(p[0]) + i0, m);
         } else {
           std::memcpy(p[0] + i0, res, static_cast<size_t>(m));
         }

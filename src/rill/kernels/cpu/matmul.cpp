@@ -16,6 +16,7 @@ extern "C" void blas_shutdown(void);  // OpenBLAS: frees its buffers and resets 
 #include <vector>
 
 #include "rill/kernels/cpu/blas.h"
+#include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/ops/op_schema.h"
 #include "rill/util/fork.h"
@@ -329,11 +330,8 @@ void matmul_bf16(Problem& p) {
                                        &(a + i0 * a_rs)->bits, la.ld, &(b + j0 * b_cs)->bits, lb.ld, 0.0f,
                                        fc.get(), nn);
         RILL_ASSERT(ok, "[matmul] bfloat16 gemm vanished after its probe");
-        for (int64_t i = 0; i < mm; ++i) {
-          BFloat16* out = c + (i0 + i) * n + j0;
-          const float* in = fc.get() + i * nn;
-          for (int64_t j = 0; j < nn; ++j) out[j] = BFloat16(in[j]);
-        }
+        for (int64_t i = 0; i < mm; ++i)
+          row_kernels().float_to_bfloat16(fc.get() + i * nn, &(c + (i0 + i) * n + j0)->bits, nn);
       });
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
 
@@ -44,6 +45,10 @@ inline double lanes_sum(D8 v) {
 // sum of (x - mean)^2 over n elements at stride s (mean = 0: the plain sum when kSquare is false).
 template <typename T, bool kSquare>
 double row_reduce(const T* p, int64_t n, int64_t s, double mean) {
+  if constexpr (std::is_same_v<T, float>) {
+    // The same loop built for this CPU (isa_rows.h).
+    if (s == 1) return row_kernels().moment_sum(p, n, mean, kSquare);
+  }
   auto term = [mean](double v) { return kSquare ? (v - mean) * (v - mean) : v; };
   int64_t i = 0;
   double total = 0;

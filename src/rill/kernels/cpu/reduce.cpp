@@ -33,6 +33,7 @@
 #include <memory>
 #include <vector>
 
+#include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
 
@@ -264,7 +265,14 @@ typename Op::Acc reduce_block(const T* p, int64_t n, int64_t s) {
 // Reduce a row of n elements, pairwise over blocks.
 template <typename T, typename Op, bool kUnit>
 typename Op::Acc reduce_row(const T* p, int64_t n, int64_t s) {
+  // The dense float32 and bfloat16 sums: the same loops, built for this CPU (isa_rows.h).
+  if constexpr (kUnit && std::is_same_v<T, float> && std::is_same_v<Op, SumOp<float>>)
+    return row_kernels().sum_cascade(p, n, kBlock, kCascade);
   if constexpr (kUnit && kHasVec<T, typename Op::Acc>) return reduce_row_vec<T, Op>(p, n);
+  if constexpr (kUnit && std::is_same_v<T, BFloat16> && std::is_same_v<Op, SumOp<BFloat16>>) {
+    static_assert(kLanes<typename Op::Acc> == 64, "sum_bfloat16_lanes has reduce_block's 64 lanes");
+    if (n <= kBlock) return row_kernels().sum_bfloat16_lanes(&p->bits, n);
+  }
   if (n <= kBlock) return reduce_block<T, Op, kUnit>(p, n, s);
   int64_t half = (n / kBlock + 1) / 2 * kBlock;
   return Op::combine(reduce_row<T, Op, kUnit>(p, half, s), reduce_row<T, Op, kUnit>(p + half * s, n - half, s));
