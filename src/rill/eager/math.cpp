@@ -1,5 +1,6 @@
 #include "rill/eager/math.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -7,206 +8,80 @@
 #include "rill/ops/elementwise.h"
 
 namespace rill::eager {
+namespace {
 
-Tensor add(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("add");
-  return binary(o, a, b);
+// An op's name as a template argument, so each function below looks its schema up once.
+template <size_t N>
+struct Name {
+  char text[N];
+  constexpr Name(const char (&s)[N]) { std::copy_n(s, N, text); }
+};
+
+template <Name kName>
+const OpSchema& schema() {
+  static const OpSchema& o = op(kName.text);
+  return o;
 }
 
-Tensor sub(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("sub");
-  return binary(o, a, b);
-}
+}  // namespace
 
-Tensor mul(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("mul");
-  return binary(o, a, b);
-}
-
-Tensor div(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("div");
-  return binary(o, a, b);
-}
-
-Tensor floor_divide(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("floor_divide");
-  return binary(o, a, b);
-}
-
-Tensor pow(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("pow");
-  return binary(o, a, b);
-}
-
-Tensor eq(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("eq");
-  return binary(o, a, b);
-}
-
-Tensor ne(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("ne");
-  return binary(o, a, b);
-}
-
-Tensor lt(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("lt");
-  return binary(o, a, b);
-}
-
-Tensor le(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("le");
-  return binary(o, a, b);
-}
-
-Tensor gt(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("gt");
-  return binary(o, a, b);
-}
-
-Tensor ge(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("ge");
-  return binary(o, a, b);
-}
-
-Tensor logical_and(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("logical_and");
-  return binary(o, a, b);
-}
-
-Tensor logical_or(const Tensor& a, const Tensor& b) {
-  static const OpSchema& o = op("logical_or");
-  return binary(o, a, b);
-}
-
-Tensor add(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("add_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor sub(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("sub_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor rsub(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("rsub_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor mul(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("mul_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor div(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("div_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor pow(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("pow_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor eq(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("eq_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor ne(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("ne_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor lt(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("lt_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor le(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("le_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor gt(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("gt_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor ge(const Tensor& a, Scalar b) {
-  static const OpSchema& o = op("ge_scalar");
-  return binary_scalar(o, a, b);
-}
-
-Tensor neg(const Tensor& x) {
-  static const OpSchema& o = op("neg");
-  return unary(o, x);
-}
-
-Tensor abs(const Tensor& x) {
-  static const OpSchema& o = op("abs");
-  return unary(o, x);
-}
-
-Tensor sign(const Tensor& x) {
-  static const OpSchema& o = op("sign");
-  return unary(o, x);
-}
-
-Tensor exp(const Tensor& x) {
-  static const OpSchema& o = op("exp");
-  return unary(o, x);
-}
-
-Tensor log(const Tensor& x) {
-  static const OpSchema& o = op("log");
-  return unary(o, x);
-}
-
-Tensor sqrt(const Tensor& x) {
-  static const OpSchema& o = op("sqrt");
-  return unary(o, x);
-}
-
-Tensor sin(const Tensor& x) {
-  static const OpSchema& o = op("sin");
-  return unary(o, x);
-}
-
-Tensor cos(const Tensor& x) {
-  static const OpSchema& o = op("cos");
-  return unary(o, x);
-}
-
-Tensor trunc(const Tensor& x) {
-  static const OpSchema& o = op("trunc");
-  return unary(o, x);
-}
+Tensor add(const Tensor& a, const Tensor& b) { return binary(schema<"add">(), a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(schema<"sub">(), a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(schema<"mul">(), a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(schema<"div">(), a, b); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary(schema<"floor_divide">(), a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(schema<"pow">(), a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(schema<"eq">(), a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(schema<"ne">(), a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(schema<"lt">(), a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(schema<"le">(), a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(schema<"gt">(), a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(schema<"ge">(), a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(schema<"logical_and">(), a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(schema<"logical_or">(), a, b); }
+Tensor add(const Tensor& a, Scalar b) { return binary_scalar(schema<"add_scalar">(), a, b); }
+Tensor sub(const Tensor& a, Scalar b) { return binary_scalar(schema<"sub_scalar">(), a, b); }
+Tensor rsub(const Tensor& a, Scalar b) { return binary_scalar(schema<"rsub_scalar">(), a, b); }
+Tensor mul(const Tensor& a, Scalar b) { return binary_scalar(schema<"mul_scalar">(), a, b); }
+Tensor div(const Tensor& a, Scalar b) { return binary_scalar(schema<"div_scalar">(), a, b); }
+Tensor pow(const Tensor& a, Scalar b) { return binary_scalar(schema<"pow_scalar">(), a, b); }
+Tensor eq(const Tensor& a, Scalar b) { return binary_scalar(schema<"eq_scalar">(), a, b); }
+Tensor ne(const Tensor& a, Scalar b) { return binary_scalar(schema<"ne_scalar">(), a, b); }
+Tensor lt(const Tensor& a, Scalar b) { return binary_scalar(schema<"lt_scalar">(), a, b); }
+Tensor le(const Tensor& a, Scalar b) { return binary_scalar(schema<"le_scalar">(), a, b); }
+Tensor gt(const Tensor& a, Scalar b) { return binary_scalar(schema<"gt_scalar">(), a, b); }
+Tensor ge(const Tensor& a, Scalar b) { return binary_scalar(schema<"ge_scalar">(), a, b); }
+Tensor neg(const Tensor& x) { return unary(schema<"neg">(), x); }
+Tensor abs(const Tensor& x) { return unary(schema<"abs">(), x); }
+Tensor sign(const Tensor& x) { return unary(schema<"sign">(), x); }
+Tensor exp(const Tensor& x) { return unary(schema<"exp">(), x); }
+Tensor log(const Tensor& x) { return unary(schema<"log">(), x); }
+Tensor sqrt(const Tensor& x) { return unary(schema<"sqrt">(), x); }
+Tensor sin(const Tensor& x) { return unary(schema<"sin">(), x); }
+Tensor cos(const Tensor& x) { return unary(schema<"cos">(), x); }
+Tensor trunc(const Tensor& x) { return unary(schema<"trunc">(), x); }
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  static const OpSchema& o = op("sum");
-  return reduce(o, x, dims, keepdim);
+  return reduce(schema<"sum">(), x, dims, keepdim);
 }
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  static const OpSchema& o = op("mean");
-  return reduce(o, x, dims, keepdim);
+  return reduce(schema<"mean">(), x, dims, keepdim);
 }
 
 Tensor prod(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  static const OpSchema& o = op("prod");
-  return reduce(o, x, dims, keepdim);
+  return reduce(schema<"prod">(), x, dims, keepdim);
 }
 
 Tensor cumsum(const Tensor& x, int64_t dim, bool reverse) {
-  static const OpSchema& o = op("cumsum");
-  return scan(o, x, dim, std::nullopt, reverse);
+  return scan(schema<"cumsum">(), x, dim, std::nullopt, reverse);
 }
 
 Tensor cumprod_backward(const Tensor& x, const Tensor& grad, int64_t dim) {
-  static const OpSchema& o = op("cumprod_backward");
   Tensor in[2] = {contiguous(x), contiguous(grad)};
-  return call1(o, in, {}, make_attrs({dim}));
+  std::vector<AttrValue> attrs;  // not a braced list: GCC 12 warns falsely on a braced variant list here
+  attrs.emplace_back(dim);
+  return call1(schema<"cumprod_backward">(), in, {}, make_attrs(std::move(attrs)));
 }
 
 Tensor activation_backward(const OpSchema& activation, const Tensor& grad, const Tensor& x,
