@@ -313,8 +313,20 @@ def column_stack(tensors):
     return rill.cat([t.reshape(-1, 1) if t.dim() < 2 else t for t in ts], 1)
 
 
-def tensor_split(input, indices_or_sections, dim=0):
-    """input split along dim into n nearly equal parts (an int) or at the given indices (a sequence)."""
+def _one_of(name, **given):
+    """The one argument given (not None) among alternatives named by PyTorch's overloads."""
+    values = [v for v in given.values() if v is not None]
+    if len(values) != 1:
+        raise TypeError(f"{name}() takes one of the arguments {', '.join(given)}")
+    return values[0]
+
+
+def tensor_split(input, sections=None, dim=0, *, indices=None, tensor_indices_or_sections=None,
+                 indices_or_sections=None):
+    """input split along dim into sections nearly equal parts (an int) or at indices (a sequence)."""
+    indices_or_sections = _one_of("tensor_split", sections=sections, indices=indices,
+                                  tensor_indices_or_sections=tensor_indices_or_sections,
+                                  indices_or_sections=indices_or_sections)
     d = _dim(dim, input.dim())
     size = input.shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -340,7 +352,8 @@ def tensor_split(input, indices_or_sections, dim=0):
     return tuple(out)
 
 
-def _split_at(name, input, indices_or_sections, dim, min_dim):
+def _split_at(name, input, sections, indices, dim, min_dim):
+    indices_or_sections = _one_of(name, sections=sections, indices=indices)
     if input.dim() < min_dim:
         raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, but got a tensor "
                            f"with {input.dim()} dimensions!")
@@ -352,19 +365,19 @@ def _split_at(name, input, indices_or_sections, dim, min_dim):
     return tensor_split(input, indices_or_sections, dim)
 
 
-def hsplit(input, indices_or_sections):
+def hsplit(input, sections=None, *, indices=None):
     """tensor_split along dim 1 (dim 0 for a 1-D tensor), equal parts only."""
-    return _split_at("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
+    return _split_at("hsplit", input, sections, indices, 1 if input.dim() > 1 else 0, 1)
 
 
-def vsplit(input, indices_or_sections):
+def vsplit(input, sections=None, *, indices=None):
     """tensor_split along dim 0, equal parts only."""
-    return _split_at("vsplit", input, indices_or_sections, 0, 2)
+    return _split_at("vsplit", input, sections, indices, 0, 2)
 
 
-def dsplit(input, indices_or_sections):
+def dsplit(input, sections=None, *, indices=None):
     """tensor_split along dim 2, equal parts only."""
-    return _split_at("dsplit", input, indices_or_sections, 2, 3)
+    return _split_at("dsplit", input, sections, indices, 2, 3)
 
 
 def unbind(input, dim=0):
@@ -558,7 +571,9 @@ def dot(input, tensor):
     return (input * tensor).sum().to(input.dtype)
 
 
-vdot = dot
+def vdot(input, other):
+    """The dot product of two 1-D tensors (of real ones: dot)."""
+    return dot(input, other)
 
 
 def outer(input, vec2):
@@ -1085,6 +1100,312 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=No
     return out.requires_grad_() if requires_grad else out
 
 
+# --- trigonometric and hyperbolic functions -----------------------------------------------------------------------
+
+@_opmath
+def tan(input):
+    """sin(x) / cos(x)."""
+    x = _float(input)
+    return rill.sin(x) / rill.cos(x)
+
+
+@_opmath
+def sinh(input):
+    """(e^x - e^-x) / 2."""
+    x = _float(input)
+    return (rill.expm1(x) - rill.expm1(-x)) / 2
+
+
+@_opmath
+def cosh(input):
+    """(e^x + e^-x) / 2."""
+    x = _float(input)
+    return (rill.exp(x) + rill.exp(-x)) / 2
+
+
+@_opmath
+def asin(input):
+    """The inverse sine, in [-pi/2, pi/2] (NaN outside [-1, 1])."""
+    x = _float(input)
+    return rill.atan2(x, rill.sqrt((1 - x) * (1 + x)))
+
+
+@_opmath
+def acos(input):
+    """The inverse cosine, in [0, pi] (NaN outside [-1, 1])."""
+    x = _float(input)
+    return rill.atan2(rill.sqrt((1 - x) * (1 + x)), x)
+
+
+@_opmath
+def atan(input):
+    """The inverse tangent, in (-pi/2, pi/2)."""
+    x = _float(input)
+    return rill.atan2(x, rill.ones((), dtype=x.dtype))
+
+
+@_opmath
+def asinh(input):
+    """The inverse hyperbolic sine, log(x + sqrt(x^2 + 1)), accurate near 0."""
+    x = _float(input)
+    a = x.abs()
+    return rill.sign(x) * rill.log1p(a + a * a / (1 + rill.sqrt(a * a + 1)))
+
+
+@_opmath
+def acosh(input):
+    """The inverse hyperbolic cosine, log(x + sqrt(x^2 - 1)) (NaN below 1)."""
+    x = _float(input)
+    return rill.log(x + rill.sqrt(x - 1) * rill.sqrt(x + 1))
+
+
+@_opmath
+def atanh(input):
+    """The inverse hyperbolic tangent, log((1 + x) / (1 - x)) / 2."""
+    x = _float(input)
+    return 0.5 * rill.log1p(2 * x / (1 - x))
+
+
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+
+
+@_opmath
+def erfc(input):
+    """1 - erf(x)."""
+    return 1 - rill.erf(_float(input))
+
+
+def ldexp(input, other):
+    """input * 2 ** other."""
+    x, e = _promote_pair(input, other)
+    return x * rill.pow(rill.full((), 2.0, dtype=x.dtype), e)
+
+
+def angle(input):
+    """The argument of each element: pi for negative numbers, 0 otherwise (NaN stays NaN)."""
+    x = _float(input)
+    return rill.where(x < 0, _pi, rill.where(isnan(x), x, 0.0)) + x * 0 if x.requires_grad else rill.where(
+        x < 0, _pi, rill.where(isnan(x), x, 0.0))
+
+
+# --- real-tensor identities and copies of views --------------------------------------------------------------------
+
+def _same(input):
+    return input
+
+
+real = conj = resolve_conj = resolve_neg = _same
+
+
+def conj_physical(input):
+    """A copy of input (the conjugate of a real tensor)."""
+    return input.clone()
+
+
+def fill(input, value):
+    """A tensor like input filled with value."""
+    value = value.to(input.dtype) if isinstance(value, Tensor) else value
+    return rill.where(rill.ones(tuple(input.shape), dtype=rill.bool), value, input)
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    """A 0-D tensor holding s (float32 by default)."""
+    return rill.tensor(s, dtype=rill.get_default_dtype() if dtype is None else dtype, requires_grad=requires_grad)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """input split along dim into pieces of the given sizes (which must add up to its size)."""
+    d = _dim(dim, input.dim())
+    if builtins.sum(split_sizes) != input.shape[d]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {input.shape[d]} (input "
+                           f"tensor's size at dimension {dim}), but got split_sizes={list(split_sizes)}")
+    return rill.split(input, list(split_sizes), d)
+
+
+def unsafe_split(input, split_size, dim=0):
+    """split (rill's pieces are always safe to modify)."""
+    return rill.split(input, split_size, dim)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """chunk (rill's pieces are always safe to modify)."""
+    return rill.chunk(input, chunks, dim)
+
+
+def _copy_of(view, name):
+    def copy(input, *args, **kwargs):
+        out = view(input, *args, **kwargs)
+        return tuple(t.clone() for t in out) if isinstance(out, (tuple, list)) else out.clone()
+    copy.__name__ = f"{name}_copy"
+    copy.__doc__ = f"A copy of {name}'s view."
+    return copy
+
+
+def _unfold(self, dimension, size, step):
+    """The windows of length size, step apart, along dimension, in a new last dimension."""
+    d = _dim(dimension, self.dim())
+    length = self.shape[d] if self.dim() else 1
+    if size > length or size < 0:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    x = self if self.dim() else self.reshape(1)
+    count = (length - size) // step + 1
+    index = (rill.arange(count).reshape(-1, 1) * step + rill.arange(size).reshape(1, -1)).reshape(-1)
+    windows = x.index_select(d, index)
+    shape = list(x.shape[:d]) + [count, size] + list(x.shape[d + 1:])
+    out = rill.movedim(windows.reshape(shape), d + 1, -1)
+    return out if self.dim() else out.reshape(size)
+
+
+def _views():
+    return {"expand": lambda input, *size, implicit=False: input.expand(*size), "view": lambda input, *shape:
+            input.view(*shape), "permute": lambda input, *dims: input.permute(*dims), "t": lambda input: input.t(),
+            "transpose": lambda input, dim0, dim1: input.transpose(dim0, dim1),
+            "unsqueeze": lambda input, dim: input.unsqueeze(dim), "squeeze": lambda input, *dim: input.squeeze(*dim),
+            "diagonal": rill.diagonal, "unbind": unbind, "unfold": _unfold,
+            "narrow": lambda input, dim, start, length: input.narrow(dim, start, length),
+            "alias": lambda input: input, "split_with_sizes": split_with_sizes}
+
+
+for _view_name, _view in _views().items():
+    globals()[f"{_view_name}_copy"] = _copy_of(_view, _view_name)
+
+
+# --- indexing and counting -----------------------------------------------------------------------------------------
+
+def masked_scatter(input, mask, source):
+    """A copy of input with the positions where mask is True filled, in order, from source's elements."""
+    if mask.dtype != rill.bool:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}")
+    mask, input = broadcast_tensors(mask, input)
+    flat = mask.reshape(-1)
+    if flat.sum().item() > source.numel():
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
+    index = (rill.cumsum(flat.to(rill.int64), 0) - 1).clamp_min(0)
+    values = source.reshape(-1).index_select(0, index) if source.numel() else input.reshape(-1)
+    return rill.where(mask, values.reshape(tuple(input.shape)), input)
+
+
+def put(input, index, source, accumulate=False):
+    """A copy of input with the elements at index (of input as if flattened) set to (or, with accumulate,
+    increased by) source's."""
+    flat = input.reshape(-1)
+    index = index.reshape(-1)
+    index = rill.where(index < 0, index + flat.shape[0], index)
+    return flat.index_put((index,), source.reshape(-1), accumulate).reshape(tuple(input.shape))
+
+
+def bincount(input, weights=None, minlength=0):
+    """The number of occurrences of each value 0..max(input) of a 1-D non-negative integer tensor (summed
+    weights with weights)."""
+    if input.dim() != 1 or input.is_floating_point():
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if input.numel() and input.min().item() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    size = builtins.max(minlength, input.max().item() + 1 if input.numel() else 0)
+    if weights is None:
+        values, dtype = rill.ones((input.shape[0],), dtype=rill.int64), rill.int64
+    else:
+        dtype = weights.dtype if weights.is_floating_point() and weights.dtype != rill.float16 else rill.float64
+        dtype = rill.float64 if weights.dtype != rill.float32 else rill.float32
+        values = weights.to(dtype)
+    return rill.zeros((size,), dtype=dtype).index_add(0, input.to(rill.int64), values)
+
+
+def histc(input, bins=100, min=0, max=0):
+    """A histogram of input's values in bins equal bins over [min, max] (input's range when both are 0)."""
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for bins")
+    lo, hi = builtins.float(min), builtins.float(max)
+    if lo == hi and input.numel():
+        lo, hi = input.min().item(), input.max().item()
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"torch.histc(): max must be larger than min, but got min {lo} max {hi}")
+    x = input.reshape(-1).to(rill.float64)
+    inside = (x >= lo) & (x <= hi)
+    index = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).to(rill.int64)
+    return rill.zeros((bins,), dtype=input.dtype).index_add(0, index[inside], rill.ones_like(x[inside]).to(
+        input.dtype))
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """True where an element of elements is among test_elements (False with invert)."""
+    e = elements if isinstance(elements, Tensor) else rill.tensor(elements)
+    t = test_elements if isinstance(test_elements, Tensor) else rill.tensor(test_elements)
+    found = (e.unsqueeze(-1) == t.reshape(-1)).any(-1) if t.numel() else _false_like(e)
+    return rill.logical_not(found) if invert else found
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The r-length combinations of a 1-D tensor's elements, one per row."""
+    import itertools
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    index = [i for combination in pick(range(input.shape[0]), r) for i in combination] if r else []
+    out = input.index_select(0, rill.tensor(index, dtype=rill.int64) if index else rill.zeros((0,), dtype=rill.int64))
+    return out.reshape(-1, r) if r else out
+
+
+def unravel_index(indices, shape):
+    """The coordinates in shape of each flat index, as a tuple of tensors."""
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    if not isinstance(indices, Tensor):
+        indices = rill.tensor(indices)
+    if indices.is_floating_point() or indices.dtype == rill.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    total = math.prod(shape)
+    indices = indices.to(rill.int64)
+    if indices.numel() and ((indices < -total) | (indices >= total)).any().item():
+        raise RuntimeError("'indices' must be in range [-prod(shape), prod(shape) - 1]")
+    rest = rill.where(indices < 0, indices + total, indices).to(rill.int64)
+    coords = []
+    for n in reversed(tuple(shape)):
+        coords.append(rill.remainder(rest, n))
+        rest = rill.floor_divide(rest, n)
+    return tuple(reversed(coords))
+
+
+def _euclid(a, b):
+    a, b = broadcast_tensors(a.abs(), b.abs())
+    while (b != 0).any().item():
+        nonzero = b != 0
+        a, b = rill.where(nonzero, b, a), rill.where(nonzero, rill.remainder(a, rill.where(nonzero, b, 1)), 0)
+    return a
+
+
+def gcd(input, other):
+    """The greatest common divisor, elementwise (integer tensors)."""
+    if input.is_floating_point() or other.is_floating_point():
+        raise RuntimeError("gcd is only implemented for integer tensors")
+    return _euclid(input, other)
+
+
+def lcm(input, other):
+    """The least common multiple, elementwise (integer tensors)."""
+    g = gcd(input, other)
+    return rill.where(g == 0, 0, rill.floor_divide((input * other).abs(), rill.where(g == 0, 1, g))).to(
+        rill.promote_types(input.dtype, other.dtype))
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero(input) cut or padded (with fill_value) to size rows."""
+    found = rill.nonzero(input)
+    found = found[:size]
+    if found.shape[0] < size:
+        pad = rill.full((size - found.shape[0], input.dim()), fill_value, dtype=rill.int64)
+        found = rill.cat([found, pad])
+    return found
+
+
 # --- Tensor methods ------------------------------------------------------------------------------------------------
 
 _METHODS = (
@@ -1095,13 +1416,22 @@ _METHODS = (
     "mv", "dot", "vdot", "outer", "ger", "inner", "kron", "trace", "addmm", "addmv", "addr", "baddbmm", "addbmm",
     "diag_embed", "diagflat", "count_nonzero", "aminmax", "nansum", "nanmean", "logcumsumexp", "cummax", "cummin",
     "sum_to_size", "index_fill", "index_copy", "select_scatter", "slice_scatter", "diagonal_scatter", "cov",
-    "corrcoef", "dist", "renorm", "unique_consecutive",
+    "corrcoef", "dist", "renorm", "unique_consecutive", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
+    "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "erfc", "ldexp", "angle",
+    "conj", "conj_physical", "resolve_conj", "resolve_neg", "masked_scatter", "put", "bincount", "histc", "isin",
+    "gcd", "lcm", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static",
 )
 _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": xlogy, "sinc_": sinc,
             "logit_": logit, "hypot_": hypot, "copysign_": copysign, "heaviside_": heaviside,
             "float_power_": float_power, "exp2_": exp2, "log2_": log2, "log10_": log10, "sgn_": sgn,
             "addmm_": addmm, "addmv_": addmv, "addr_": addr, "baddbmm_": baddbmm, "addbmm_": addbmm,
-            "index_fill_": index_fill, "index_copy_": index_copy, "renorm_": renorm}
+            "index_fill_": index_fill, "index_copy_": index_copy, "renorm_": renorm, "tan_": tan, "sinh_": sinh,
+            "cosh_": cosh, "asin_": asin, "acos_": acos, "atan_": atan, "asinh_": asinh, "acosh_": acosh,
+            "atanh_": atanh, "arcsin_": asin, "arccos_": acos, "arctan_": atan, "arcsinh_": asinh, "arccosh_": acosh,
+            "arctanh_": atanh, "erfc_": erfc, "ldexp_": ldexp, "masked_scatter_": masked_scatter, "put_": put,
+            "gcd_": gcd, "lcm_": lcm, "eq_": rill.eq, "ne_": rill.ne, "lt_": rill.lt, "le_": rill.le, "gt_": rill.gt,
+            "ge_": rill.ge, "clamp_min_": rill.clamp_min, "clamp_max_": rill.clamp_max, "true_divide_": rill.div,
+            "conj_physical_": conj_physical}
 
 
 def _inplace(fn):
@@ -1124,9 +1454,22 @@ def can_cast(from_, to):
     return kind(from_) <= kind(to)
 
 
+true_divide = rill.true_divide
+def _unique_consecutive_method(self, return_inverse=False, return_counts=False, dim=None):
+    return unique_consecutive(self, return_inverse, return_counts, dim)
+
+
+_unique_consecutive_method.__doc__ = unique_consecutive.__doc__
+if not hasattr(Tensor, "unique_consecutive"):
+    Tensor.unique_consecutive = _unique_consecutive_method
 for _name in _METHODS:
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, globals()[_name])
+if not hasattr(Tensor, "unfold"):
+    Tensor.unfold = _unfold
+if not hasattr(Tensor, "mH"):
+    Tensor.mH = Tensor.mT
+    Tensor.H = property(lambda self: self.t(), doc="The transpose of a matrix (the conjugate transpose of a real one).")
 for _name, _fn in _INPLACE.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _inplace(_fn))
