@@ -1175,6 +1175,18 @@ def erfc(input):
     return 1 - rill.erf(_float(input))
 
 
+@_opmath
+def i0(input):
+    """The modified Bessel function of the first kind of order 0, by its power series (|x| up to about 30)."""
+    x = _float(input)
+    term, total = rill.ones_like(x), rill.ones_like(x)
+    quarter = x * x / 4
+    for k in range(1, 100):
+        term = term * quarter / (k * k)
+        total = total + term
+    return total
+
+
 def ldexp(input, other):
     """input * 2 ** other."""
     x, e = _promote_pair(input, other)
@@ -1419,7 +1431,7 @@ _METHODS = (
     "corrcoef", "dist", "renorm", "unique_consecutive", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
     "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "erfc", "ldexp", "angle",
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "masked_scatter", "put", "bincount", "histc", "isin",
-    "gcd", "lcm", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static",
+    "gcd", "lcm", "i0", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static",
 )
 _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": xlogy, "sinc_": sinc,
             "logit_": logit, "hypot_": hypot, "copysign_": copysign, "heaviside_": heaviside,
@@ -1428,7 +1440,7 @@ _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": x
             "index_fill_": index_fill, "index_copy_": index_copy, "renorm_": renorm, "tan_": tan, "sinh_": sinh,
             "cosh_": cosh, "asin_": asin, "acos_": acos, "atan_": atan, "asinh_": asinh, "acosh_": acosh,
             "atanh_": atanh, "arcsin_": asin, "arccos_": acos, "arctan_": atan, "arcsinh_": asinh, "arccosh_": acosh,
-            "arctanh_": atanh, "erfc_": erfc, "ldexp_": ldexp, "masked_scatter_": masked_scatter, "put_": put,
+            "arctanh_": atanh, "erfc_": erfc, "i0_": i0, "ldexp_": ldexp, "masked_scatter_": masked_scatter, "put_": put,
             "gcd_": gcd, "lcm_": lcm, "eq_": rill.eq, "ne_": rill.ne, "lt_": rill.lt, "le_": rill.le, "gt_": rill.gt,
             "ge_": rill.ge, "clamp_min_": rill.clamp_min, "clamp_max_": rill.clamp_max, "true_divide_": rill.div,
             "conj_physical_": conj_physical}

@@ -1045,3 +1045,156 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
         loss = loss * weight
     loss = loss.mean(input.dim() - 1) if input.dim() else loss
     return _loss(loss, size_average, reduce, reduction)
+
+
+def pdist(input, p=2):
+    """The p-norm distances between each pair of rows of a 2-D input (the upper triangle of cdist, row-major)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows, cols = rill.triu_indices(input.shape[0], input.shape[0], 1)
+    return rill._compositions._pnorm(input.index_select(0, rows) - input.index_select(0, cols), p, -1)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """The mean over classes j != target of max(0, margin - x[target] + x[j]) ** p (times weight[target])."""
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.dim() > 1 else input.reshape(1, -1)
+    t = target.reshape(-1, 1).to(rill.int64)
+    margins = (margin - x.gather(1, t) + x).clamp_min(0)
+    if p == 2:
+        margins = margins * margins
+    if weight is not None:
+        margins = margins * weight.index_select(0, t.reshape(-1)).reshape(-1, 1)
+    others = rill.arange(x.shape[1]).reshape(1, -1) != t
+    loss = rill.where(others, margins, rill.zeros((), dtype=margins.dtype)).sum(1) / x.shape[1]
+    return _loss(loss if input.dim() > 1 else loss.reshape(()), size_average, reduce, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Sum over the target classes j (target's entries up to the first -1) and the other classes i of
+    max(0, 1 - (x[j] - x[i])), divided by the number of classes."""
+    x = input if input.dim() > 1 else input.reshape(1, -1)
+    t = target.reshape(x.shape).to(rill.int64)
+    valid = rill.cumprod((t >= 0).to(rill.int64), 1).to(rill.bool)
+    safe = rill.where(valid, t, 0)
+    is_target = rill.zeros(tuple(x.shape), dtype=rill.bool).scatter(1, safe, valid) if x.shape[1] else valid
+    picked = x.gather(1, safe)
+    hinge = (1 - (picked.unsqueeze(2) - x.unsqueeze(1))).clamp_min(0)
+    keep = valid.unsqueeze(2) & rill.logical_not(is_target).unsqueeze(1)
+    loss = rill.where(keep, hinge, rill.zeros((), dtype=hinge.dtype)).sum((1, 2)) / builtins.max(x.shape[1], 1)
+    return _loss(loss if input.dim() > 1 else loss.reshape(()), size_average, reduce, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) for a distance function d (pairwise_distance
+    by default)."""
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin}")
+    d = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_neg = rill.minimum(d_neg, d(positive, negative))
+    return _loss((margin + d_pos - d_neg).clamp_min(0), None, None, reduction)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """interpolate(mode='nearest')."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """interpolate(mode='bilinear', align_corners=True)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Each (sample, channel) normalised over its spatial dims; running statistics, when given, updated with
+    the batch average (use_input_stats) or used instead (not use_input_stats)."""
+    if input.dtype in (rill.float16, rill.bfloat16):  # float32 arithmetic, as PyTorch's; stats updated in place
+        return instance_norm(input.float(), running_mean, running_var, weight, bias, use_input_stats, momentum,
+                             eps).to(input.dtype)
+    if input.dim() < 3:
+        raise ValueError(f"instance_norm expects an input with a batch, channel and spatial dims, got "
+                         f"{list(input.shape)}")
+    dims = list(range(2, input.dim()))
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, unbiased=False, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            count = math.prod(input.shape[2:])
+            with rill.no_grad():
+                if running_mean is not None:
+                    running_mean.copy_(running_mean * (1 - momentum) + mean.detach().mean(0).reshape(-1) * momentum)
+                if running_var is not None:
+                    unbiased = var.detach() * (count / builtins.max(count - 1, 1))
+                    running_var.copy_(running_var * (1 - momentum) + unbiased.mean(0).reshape(-1) * momentum)
+    else:
+        shape = [1, -1] + [1] * len(dims)
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    out = (input - mean) * rill.rsqrt(var + eps)
+    shape = [1, -1] + [1] * len(dims)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    return out if bias is None else out + bias.reshape(shape)
+
+
+def _max_unpool(name, input, indices, kernel_size, stride, padding, output_size, n):
+    as_tuple = (lambda v: (v,) * n if isinstance(v, int) else tuple(v))
+    k = as_tuple(kernel_size)
+    s = k if stride is None else as_tuple(stride)
+    pd = as_tuple(padding)
+    spatial = tuple(input.shape[-n:])
+    if output_size is None:
+        out = tuple((spatial[i] - 1) * s[i] - 2 * pd[i] + k[i] for i in range(n))
+    else:
+        out = tuple(output_size)[-n:]
+    lead = tuple(input.shape[:-n])
+    flat = rill.zeros(lead + (math.prod(out),), dtype=input.dtype)
+    idx = indices.reshape(lead + (-1,)).to(rill.int64)
+    if idx.numel() and (idx.max().item() >= math.prod(out) or idx.min().item() < 0):
+        raise RuntimeError(f"{name}: found an invalid max index (the output size {list(out)} is too small)")
+    return flat.scatter(-1, idx, input.reshape(lead + (-1,))).reshape(lead + out)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: each value put back at its index, zeros elsewhere."""
+    return _max_unpool("max_unpool1d", input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: each value put back at its index, zeros elsewhere."""
+    return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool3d: each value put back at its index, zeros elsewhere."""
+    return _max_unpool("max_unpool3d", input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """leaky_relu with a slope drawn from U(lower, upper) per element in training, (lower + upper) / 2 in eval."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = rill.rand(*input.shape).to(input.dtype) * (upper - lower) + lower
+    return _maybe_inplace(input, rill.where(input >= 0, input, input * slope), inplace)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout that drops whole channels."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return _maybe_inplace(input, input * 0, inplace)
+    neg = -_SELU_ALPHA * _SELU_SCALE
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    keep = (rill.rand(*shape) >= p).to(input.dtype)
+    a = ((1 - p) * (1 + p * neg * neg)) ** -0.5
+    return _maybe_inplace(input, (input * keep + neg * (1 - keep)) * a - a * neg * p, inplace)

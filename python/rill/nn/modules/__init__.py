@@ -35,6 +35,11 @@ from rill.nn.modules.padding import (  # noqa: F401
     ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
     ZeroPad3d,
 )
+from rill.nn.modules.normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from rill.nn.modules.loss import MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa: F401
+from rill.nn.modules.activation import RReLU  # noqa: F401
+from rill.nn.modules.dropout import FeatureAlphaDropout  # noqa: F401
+from rill.nn.modules.pooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: F401
 from rill.nn.modules.transformer import (  # noqa: F401
     MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
 )

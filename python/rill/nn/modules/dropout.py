@@ -45,3 +45,8 @@ class Dropout3d(_FeatureDropout):
 class AlphaDropout(_FeatureDropout):
     """Dropout that keeps SELU's self-normalising mean and variance."""
     _fn = "alpha_dropout"
+
+
+class FeatureAlphaDropout(_FeatureDropout):
+    """alpha dropout of whole channels."""
+    _fn = "feature_alpha_dropout"

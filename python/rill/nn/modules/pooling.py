@@ -95,3 +95,31 @@ class AdaptiveAvgPool1d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class _MaxUnpoolNd(Module):
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, self._fn)(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _fn = "max_unpool1d"
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _fn = "max_unpool2d"
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _fn = "max_unpool3d"
