@@ -1418,6 +1418,265 @@ def nonzero_static(input, *, size, fill_value=-1):
     return found
 
 
+# --- einsum --------------------------------------------------------------------------------------------------------
+
+def _einsum_subscripts(term, ndim, ell, position):
+    """The symbols of one operand's (or the output's, ndim None) subscripts; '...' stands for ell symbols
+    ('...', k), right-aligned across operands."""
+    if "..." not in term:
+        if ndim is not None and len(term) != ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(term)}) does not match "
+                               f"the number of dimensions ({ndim}) for operand {position} and no ellipsis was given")
+        return list(term)
+    head, tail = term.split("...")
+    e = ell if ndim is None else ndim - len(head) - len(tail)
+    return list(head) + [("...", ell - e + k) for k in range(e)] + list(tail)
+
+
+def _einsum_diagonals(x, subs):
+    """x with each repeated subscript (ii) reduced to its diagonal."""
+    while True:
+        dup = next((s for s in subs if subs.count(s) > 1), None)
+        if dup is None:
+            return x, subs
+        p = subs.index(dup)
+        q = subs.index(dup, p + 1)
+        x = x.diagonal(0, p, q)
+        subs = [s for k, s in enumerate(subs) if k not in (p, q)] + [dup]
+
+
+def _einsum_sum_out(x, subs, keep):
+    """x summed over the subscripts not in keep."""
+    drop = [k for k, s in enumerate(subs) if s not in keep]
+    if not drop:
+        return x, subs
+    return x.sum(drop), [s for k, s in enumerate(subs) if k not in drop]
+
+
+def _einsum_pair(a, a_subs, b, b_subs, keep):
+    """The contraction of two operands as one batched matrix product; keep: the subscripts needed later."""
+    sizes = {}
+    for x, subs in ((a, a_subs), (b, b_subs)):
+        for s, n in zip(subs, x.shape):
+            sizes[s] = builtins.max(sizes.get(s, 1), n)
+    batch = [s for s in a_subs if s in b_subs and s in keep]
+    contracted = [s for s in a_subs if s in b_subs and s not in keep]
+    a_free = [s for s in a_subs if s not in b_subs]
+    b_free = [s for s in b_subs if s not in a_subs]
+
+    def arranged(x, subs, order):
+        x = x.permute(*[subs.index(s) for s in order]) if order else x
+        return x.expand(*[sizes[s] for s in order])
+    size = (lambda group: math.prod(sizes[s] for s in group))
+    left = arranged(a, a_subs, batch + a_free + contracted).reshape(size(batch), size(a_free), size(contracted))
+    right = arranged(b, b_subs, batch + contracted + b_free).reshape(size(batch), size(contracted), size(b_free))
+    out = _matmul(left, right).reshape([sizes[s] for s in batch + a_free + b_free])
+    return out, batch + a_free + b_free
+
+
+def _einsum_from_sublists(args):
+    """(equation, operands) of einsum's sublist form: einsum(a, [0, 1], b, [1, 2], [0, 2])."""
+    letters = (lambda sub: "".join("..." if v is Ellipsis else "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[v]
+                                   for v in sub))
+    operands, subs = args[0::2], args[1::2]
+    if len(args) % 2:
+        operands, output = operands[:-1], "->" + letters(args[-1])
+    else:
+        output = ""
+    return ",".join(letters(sub) for sub in subs) + output, operands
+
+
+def einsum(equation, *operands):
+    """Sums of products of the operands' elements, as the Einstein-summation equation says ('ij,jk->ik');
+    also the sublist form einsum(a, [0, 1], b, [1, 2], [0, 2])."""
+    if isinstance(equation, Tensor):
+        equation, operands = _einsum_from_sublists((equation,) + operands)
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum(): the equation has {len(terms)} operands but {len(operands)} were given")
+    ell = builtins.max([op.dim() - len(t) + 3 for t, op in zip(terms, operands) if "..." in t], default=0)
+    subs = [_einsum_subscripts(t, op.dim(), ell, k) for k, (t, op) in enumerate(zip(terms, operands))]
+    if arrow:
+        out = _einsum_subscripts(rhs, None, ell, "output")
+    else:
+        counts = collections.Counter(s for ss in subs for s in ss if isinstance(s, str))
+        out = [("...", k) for k in range(ell)] + sorted(s for s, c in counts.items() if c == 1)
+    for s in out:
+        if not builtins.any(s in ss for ss in subs):
+            raise RuntimeError(f"einsum(): output subscript {s} does not appear in the equation for any input operand")
+    pending = [_einsum_diagonals(op, ss) for op, ss in zip(operands, subs)]
+    acc, acc_subs = pending[0]
+    for k in range(1, len(pending) + 1):
+        later = set(out).union(*[set(ss) for _, ss in pending[k:]])
+        acc, acc_subs = _einsum_sum_out(acc, acc_subs, later)
+        if k == len(pending):
+            break
+        b, b_subs = _einsum_sum_out(*pending[k], later | set(acc_subs))
+        after = set(out).union(*[set(ss) for _, ss in pending[k + 1:]])
+        acc, acc_subs = _einsum_pair(acc, acc_subs, b, b_subs, after)
+    return acc.permute(*[acc_subs.index(s) for s in out]) if out else acc
+
+
+# --- order statistics ----------------------------------------------------------------------------------------------
+
+_median_type = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("median", "nanmedian", "mode")}
+
+
+def _median(name, input, dim, keepdim, ignore_nan):
+    if dim is None:
+        flat = input.reshape(-1)
+        if flat.numel() == 0:
+            return rill.full((), float("nan"), dtype=input.dtype) if input.is_floating_point() else flat.sum()
+        return _median(name, flat, 0, False, ignore_nan).values
+    d = _dim(dim, input.dim())
+    x = input if input.dim() else input.reshape(1)
+    values, indices = rill.sort(x, d, stable=True)
+    nan = isnan(x)
+    if ignore_nan:
+        position = ((rill.logical_not(nan).sum(d, keepdim=True) - 1) // 2).clamp_min(0)
+    else:
+        position = rill.full(tuple(nan.any(d, keepdim=True).shape), builtins.max((x.shape[d] - 1) // 2, 0),
+                             dtype=rill.int64)
+        if input.is_floating_point():  # the median of a slice with NaNs is its first NaN (sort puts them last)
+            position = rill.where(nan.any(d, keepdim=True), x.shape[d] - nan.sum(d, keepdim=True), position)
+    picked = rill.take_along_dim(values, position, d)
+    index = rill.take_along_dim(indices, position, d)
+    if not keepdim or not input.dim():
+        picked, index = picked.squeeze(d), index.squeeze(d)
+    return _median_type[name](picked, index)
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median (of all elements, or (values, indices) along dim); NaN when there is a NaN."""
+    return _median("median", input, dim, keepdim, False)
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """median, ignoring NaNs."""
+    return _median("nanmedian", input, dim, keepdim, True)
+
+
+def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
+    modes = ("linear", "lower", "higher", "midpoint", "nearest")
+    if interpolation not in modes:
+        raise ValueError(f"{name}() interpolation must be one of {', '.join(modes)}. Got '{interpolation}'")
+    if not input.is_floating_point():
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    scalar_q = not isinstance(q, Tensor)
+    qs = rill.tensor([q] if scalar_q else q.reshape(-1).tolist(), dtype=rill.float64)
+    if ((qs < 0) | (qs > 1)).any().item():
+        raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else _dim(dim, x.dim())
+    x = x if x.dim() else x.reshape(1)
+    values = rill.sort(x, d)[0]
+    nan = isnan(x)
+    count = (rill.logical_not(nan).sum(d, keepdim=True) if ignore_nan else rill.full_like(
+        nan.sum(d, keepdim=True), x.shape[d])).to(rill.float64)
+    qshape = [-1] + [1] * x.dim()
+    rank = qs.reshape(qshape) * (count - 1).clamp_min(0).unsqueeze(0)
+    lo, hi = rank.floor(), rank.ceil()
+    if interpolation == "lower":
+        lo = hi = lo
+    elif interpolation == "higher":
+        lo = hi = hi
+    elif interpolation == "nearest":
+        lo = hi = rill.round(rank)
+    top = x.shape[d] - 1
+    stack = values.unsqueeze(0).expand(qs.shape[0], *values.shape)
+    a = rill.take_along_dim(stack, lo.to(rill.int64).clamp(0, top), d + 1)
+    b = rill.take_along_dim(stack, hi.to(rill.int64).clamp(0, top), d + 1)
+    if interpolation in ("linear", "midpoint"):
+        out = a + (b - a) * ((rank - lo).to(x.dtype) if interpolation == "linear" else 0.5)
+    else:
+        out = a
+    bad = (nan.any(d, keepdim=True) if not ignore_nan else count == 0).unsqueeze(0)
+    out = rill.where(bad, float("nan"), out)
+    if input.dim() == 0:
+        out = out.reshape(qs.shape[0])
+    elif not keepdim:
+        out = out.squeeze(d + 1)
+    elif dim is None:
+        out = out.reshape([qs.shape[0]] + [1] * input.dim())
+    return out.squeeze(0) if scalar_q or (isinstance(q, Tensor) and q.dim() == 0) else out
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles (of all elements, or along dim), interpolated as interpolation says."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile, ignoring NaNs."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along dim (the smallest of equally frequent ones) and the last index it is at."""
+    d = _dim(dim, input.dim())
+    x = (input if input.dim() else input.reshape(1)).movedim(d, -1)
+    equal_to = x.unsqueeze(-1) == x.unsqueeze(-2)
+    counts = equal_to.sum(-1)
+    best = counts == counts.amax(-1, keepdim=True)
+    sorted_values = rill.sort(x, -1)[0]
+    big = sorted_values[..., -1:]
+    value = rill.where(best, x, big).amin(-1, keepdim=True)
+    n = x.shape[-1]
+    index = rill.where(x == value, rill.arange(n), -1).amax(-1, keepdim=True)
+    value = rill.take_along_dim(x, index, -1)
+    value, index = value.movedim(-1, d), index.movedim(-1, d)
+    if not keepdim or not input.dim():
+        value, index = value.squeeze(d), index.squeeze(d)
+    return _median_type["mode"](value, index)
+
+
+# --- bit shifts ----------------------------------------------------------------------------------------------------
+
+def _shift_operands(name, input, other):
+    if not isinstance(input, Tensor):
+        input = rill.tensor(input, dtype=other.dtype if isinstance(other, Tensor) else None)
+    if input.is_floating_point() or (isinstance(other, Tensor) and other.is_floating_point()) or isinstance(
+            other, float):
+        raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+    other = other if isinstance(other, Tensor) else rill.tensor(other, dtype=input.dtype)
+    dtype = rill.promote_types(input.dtype, other.dtype)
+    bits = {rill.uint8: 8, rill.int8: 8, rill.int16: 16, rill.int32: 32, rill.int64: 64, rill.bool: 8}[dtype]
+    return input.to(dtype), other.to(rill.int64), bits
+
+
+def bitwise_left_shift(input, other):
+    """input * 2 ** other (bits shifted out are lost; a shift by the width or more gives 0)."""
+    x, s, bits = _shift_operands("lshift", input, other)
+    ok = (s >= 0) & (s < bits)
+    factor = rill.pow(rill.full((), 2, dtype=rill.int64), rill.where(ok, s, 0)).to(x.dtype)
+    return rill.where(ok, x * factor, 0).to(x.dtype)
+
+
+def bitwise_right_shift(input, other):
+    """floor(input / 2 ** other) (a shift by the width or more gives 0, or -1 for a negative input)."""
+    x, s, bits = _shift_operands("rshift", input, other)
+    ok = (s >= 0) & (s < bits)
+    wide = x.to(rill.int64)
+    factor = rill.pow(rill.full((), 2, dtype=rill.int64), rill.where(ok, s, 0).clamp_max(62))
+    shifted = rill.floor_divide(wide, factor)
+    return rill.where(ok & (s < 63), shifted, rill.where(wide < 0, -1, 0)).to(x.dtype)
+
+
+def constant_pad_nd(input, pad, value=0):
+    """input padded by pad (last dim first) with value; negative pads crop."""
+    from rill.nn.functional import pad as _pad
+    return _pad(input, pad, "constant", value)
+
+
+def _rdiv(self, other):
+    return rill.div(other if isinstance(other, Tensor) else rill.tensor(other, dtype=rill.result_type(
+        self, other)), self)
+
+
 # --- Tensor methods ------------------------------------------------------------------------------------------------
 
 _METHODS = (
@@ -1431,7 +1690,8 @@ _METHODS = (
     "corrcoef", "dist", "renorm", "unique_consecutive", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
     "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "erfc", "ldexp", "angle",
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "masked_scatter", "put", "bincount", "histc", "isin",
-    "gcd", "lcm", "i0", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static",
+    "gcd", "lcm", "i0", "median", "nanmedian", "quantile", "nanquantile", "mode", "bitwise_left_shift",
+    "bitwise_right_shift", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static",
 )
 _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": xlogy, "sinc_": sinc,
             "logit_": logit, "hypot_": hypot, "copysign_": copysign, "heaviside_": heaviside,
@@ -1440,7 +1700,8 @@ _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": x
             "index_fill_": index_fill, "index_copy_": index_copy, "renorm_": renorm, "tan_": tan, "sinh_": sinh,
             "cosh_": cosh, "asin_": asin, "acos_": acos, "atan_": atan, "asinh_": asinh, "acosh_": acosh,
             "atanh_": atanh, "arcsin_": asin, "arccos_": acos, "arctan_": atan, "arcsinh_": asinh, "arccosh_": acosh,
-            "arctanh_": atanh, "erfc_": erfc, "i0_": i0, "ldexp_": ldexp, "masked_scatter_": masked_scatter, "put_": put,
+            "arctanh_": atanh, "erfc_": erfc, "i0_": i0, "bitwise_left_shift_": bitwise_left_shift,
+            "bitwise_right_shift_": bitwise_right_shift, "ldexp_": ldexp, "masked_scatter_": masked_scatter, "put_": put,
             "gcd_": gcd, "lcm_": lcm, "eq_": rill.eq, "ne_": rill.ne, "lt_": rill.lt, "le_": rill.le, "gt_": rill.gt,
             "ge_": rill.ge, "clamp_min_": rill.clamp_min, "clamp_max_": rill.clamp_max, "true_divide_": rill.div,
             "conj_physical_": conj_physical}
@@ -1477,6 +1738,11 @@ if not hasattr(Tensor, "unique_consecutive"):
 for _name in _METHODS:
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, globals()[_name])
+for _name, _fn in (("__rdiv__", _rdiv), ("__lshift__", bitwise_left_shift), ("__rshift__", bitwise_right_shift),
+                   ("__rlshift__", lambda self, other: bitwise_left_shift(other, self)),
+                   ("__rrshift__", lambda self, other: bitwise_right_shift(other, self))):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _fn)
 if not hasattr(Tensor, "unfold"):
     Tensor.unfold = _unfold
 if not hasattr(Tensor, "mH"):

@@ -150,3 +150,75 @@ def test_modules_match_torch():
     for name, args in (("PixelShuffle", (2,)), ("ReLU6", ()), ("Hardswish", ()), ("Threshold", (0.1, 20.0)),
                        ("ZeroPad2d", ((1, 0, 2, 1),)), ("Softmin", (1,))):
         same(getattr(rill.nn, name)(*args)(r(x)), getattr(torch.nn, name)(*args)(x))
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("bij,jk->bik", [(2, 3, 4), (4, 5)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("...j,jk->...k", [(2, 3, 4), (4, 5)]),
+    ("ij,ij->", [(3, 3), (3, 3)]), ("bij,jk,kl->bil", [(2, 3, 4), (4, 5), (5, 2)]), ("ij,jk", [(3, 3), (3, 3)]),
+])
+def test_einsum_matches_torch_with_gradients(equation, shapes):
+    torch.manual_seed(0)
+    ts = [torch.randn(*s, dtype=torch.float64, requires_grad=True) for s in shapes]
+    rs = [rill.tensor(t.detach().numpy().copy(), requires_grad=True) for t in ts]
+    got, want = rill.einsum(equation, *rs), torch.einsum(equation, *ts)
+    same(got, want)
+    got.sum().backward()
+    want.sum().backward()
+    for r_, t in zip(rs, ts):
+        same(r_.grad, t.grad)
+
+
+def test_einsum_sublists_and_errors():
+    a, b = torch.randn(2, 3), torch.randn(3, 4)
+    same(rill.einsum(r(a), [0, 1], r(b), [1, 2], [0, 2]), torch.einsum(a, [0, 1], b, [1, 2], [0, 2]))
+    with pytest.raises(RuntimeError, match="number of subscripts"):
+        rill.einsum("ijk,jk->i", r(a), r(b))
+    with pytest.raises(ValueError, match="operands"):
+        rill.einsum("ij,jk->ik", r(a))
+
+
+def test_median_quantile_nan_handling():
+    x = torch.tensor([[1.0, float("nan"), 2.0, 0.5], [3.0, 1.0, 2.0, 2.0]])
+    for fn in ("median", "nanmedian"):
+        got, want = getattr(rill, fn)(r(x), 1), getattr(torch, fn)(x, 1)
+        same(got.values, want.values)
+        assert got.indices.tolist() == want.indices.tolist()
+    q = torch.tensor([0.25, 0.5])
+    for interpolation in ("linear", "lower", "higher", "midpoint", "nearest"):
+        same(rill.nanquantile(r(x), r(q), 1, interpolation=interpolation),
+             torch.nanquantile(x, q, 1, interpolation=interpolation))
+        same(rill.quantile(r(x), 0.3, 1, keepdim=True, interpolation=interpolation),
+             torch.quantile(x, 0.3, 1, keepdim=True, interpolation=interpolation))
+    with pytest.raises(RuntimeError, match="range"):
+        rill.quantile(r(x), 1.5)
+    with pytest.raises(ValueError, match="interpolation"):
+        rill.quantile(r(x), 0.5, interpolation="cubic")
+
+
+def test_shift_operators_and_widths():
+    x = torch.tensor([-5, 3, 100], dtype=torch.int32)
+    s = torch.tensor([1, 31, 40], dtype=torch.int32)
+    assert (r(x) << r(s)).tolist() == (x << s).tolist()
+    assert (r(x) >> r(s)).tolist() == (x >> s).tolist()
+    with pytest.raises(RuntimeError):
+        rill.bitwise_left_shift(rill.ones(2), 1)
+
+
+def test_signal_windows_periodic_and_errors():
+    for name in ("hann", "hamming", "blackman", "bartlett", "cosine", "nuttall", "kaiser", "gaussian"):
+        same(getattr(rill.signal.windows, name)(7, sym=False, dtype=rill.float64),
+             getattr(torch.signal.windows, name)(7, sym=False, dtype=torch.float64))
+    with pytest.raises(ValueError, match="non-negative"):
+        rill.signal.windows.hann(-1)
+    with pytest.raises(ValueError, match="Center"):
+        rill.signal.windows.exponential(5, center=1.0)
+
+
+def test_linalg_compositions():
+    a = torch.randn(2, 3, 3)
+    same(rill.linalg.matrix_power(r(a), 3), torch.linalg.matrix_power(a, 3))
+    same(rill.linalg.matrix_power(r(a), 0), torch.linalg.matrix_power(a, 0))
+    for ord_ in ("fro", 1, -1, float("inf"), float("-inf")):
+        same(rill.linalg.matrix_norm(r(a), ord_), torch.linalg.matrix_norm(a, ord_))
+    with pytest.raises(NotImplementedError, match="SVD"):
+        rill.linalg.matrix_norm(r(a), "nuc")
