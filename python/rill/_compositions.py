@@ -914,6 +914,42 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     return rill.movedim(rill.where(mask, values, moved), (-2, -1), (d1, d2))
 
 
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """A copy of input with source's slices reduced ('prod', 'mean', 'amax' or 'amin') into the slices at index
+    along dim (together with input's own values when include_self)."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin, got {reduce}.")
+    d = _dim(dim, input.dim())
+    x = input.movedim(d, -1) if input.dim() else input.reshape(1)
+    src = (source.movedim(d, -1) if source.dim() else source.reshape(1)).to(input.dtype)
+    mask = index.reshape(-1, 1) == rill.arange(x.shape[-1]).reshape(1, -1)
+    touched = mask.any(0)
+    fill = {"prod": 1, "mean": 0, "amax": _lowest_of(x.dtype), "amin": -_lowest_of(x.dtype) if x.is_floating_point()
+            else _highest_of(x.dtype)}[reduce]
+    spread = rill.where(mask, src.unsqueeze(-1), rill.full((), fill, dtype=x.dtype))
+    if reduce == "mean":
+        count = mask.sum(0).to(x.dtype) + (1 if include_self else 0)
+        total = spread.sum(-2) + (x if include_self else 0)
+        out = total / count.clamp_min(1) if x.is_floating_point() else rill.floor_divide(total, count.clamp_min(1))
+    elif reduce == "prod":
+        out = spread.prod(-2) * (x if include_self else 1)
+    else:
+        candidates = rill.cat([x.unsqueeze(-2), spread], -2) if include_self else spread
+        out = getattr(candidates, reduce)(-2)
+    out = rill.where(touched, out.to(x.dtype), x)
+    return out.movedim(-1, d) if input.dim() else out.reshape(())
+
+
+def _lowest_of(dtype):
+    return -_inf if dtype.is_floating_point else {rill.uint8: 0, rill.int8: -128, rill.int16: -2 ** 15,
+                                                  rill.int32: -2 ** 31, rill.int64: -2 ** 63, rill.bool: 0}[dtype]
+
+
+def _highest_of(dtype):
+    return _inf if dtype.is_floating_point else {rill.uint8: 255, rill.int8: 127, rill.int16: 2 ** 15 - 1,
+                                                 rill.int32: 2 ** 31 - 1, rill.int64: 2 ** 63 - 1, rill.bool: 1}[dtype]
+
+
 # --- statistics and distances --------------------------------------------------------------------------------------
 
 @_opmath
@@ -1691,7 +1727,7 @@ _METHODS = (
     "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "erfc", "ldexp", "angle",
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "masked_scatter", "put", "bincount", "histc", "isin",
     "gcd", "lcm", "i0", "median", "nanmedian", "quantile", "nanquantile", "mode", "bitwise_left_shift",
-    "bitwise_right_shift", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static",
+    "bitwise_right_shift", "index_reduce", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static",
 )
 _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": xlogy, "sinc_": sinc,
             "logit_": logit, "hypot_": hypot, "copysign_": copysign, "heaviside_": heaviside,
@@ -1701,7 +1737,7 @@ _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": x
             "cosh_": cosh, "asin_": asin, "acos_": acos, "atan_": atan, "asinh_": asinh, "acosh_": acosh,
             "atanh_": atanh, "arcsin_": asin, "arccos_": acos, "arctan_": atan, "arcsinh_": asinh, "arccosh_": acosh,
             "arctanh_": atanh, "erfc_": erfc, "i0_": i0, "bitwise_left_shift_": bitwise_left_shift,
-            "bitwise_right_shift_": bitwise_right_shift, "ldexp_": ldexp, "masked_scatter_": masked_scatter, "put_": put,
+            "bitwise_right_shift_": bitwise_right_shift, "index_reduce_": index_reduce, "ldexp_": ldexp, "masked_scatter_": masked_scatter, "put_": put,
             "gcd_": gcd, "lcm_": lcm, "eq_": rill.eq, "ne_": rill.ne, "lt_": rill.lt, "le_": rill.le, "gt_": rill.gt,
             "ge_": rill.ge, "clamp_min_": rill.clamp_min, "clamp_max_": rill.clamp_max, "true_divide_": rill.div,
             "conj_physical_": conj_physical}

@@ -222,3 +222,23 @@ def test_linalg_compositions():
         same(rill.linalg.matrix_norm(r(a), ord_), torch.linalg.matrix_norm(a, ord_))
     with pytest.raises(NotImplementedError, match="SVD"):
         rill.linalg.matrix_norm(r(a), "nuc")
+
+
+def test_masked_reductions_with_fully_masked_rows():
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    m = torch.tensor([[True, False], [False, False]])
+    for name in ("sum", "mean", "amax", "amin", "prod", "logsumexp"):
+        same(getattr(rill.masked, name)(r(x), 1, mask=r(m)), getattr(torch.masked, name)(x, 1, mask=m))
+    same(rill.masked.softmax(r(x), 1, mask=r(m)), torch.masked.softmax(x, 1, mask=m))
+    same(rill.masked.cumsum(r(x), 1, mask=r(m)), torch.masked.cumsum(x, 1, mask=m))
+
+
+def test_index_reduce_include_self_and_bad_reduce():
+    x, src = torch.arange(6.0).reshape(2, 3), torch.tensor([[10.0, -1.0], [0.5, 7.0]])
+    index = torch.tensor([0, 0])
+    for reduce in ("prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            same(rill.index_reduce(r(x), 1, r(index), r(src), reduce, include_self=include_self),
+                 x.index_reduce(1, index, src, reduce, include_self=include_self))
+    with pytest.raises(RuntimeError, match="reduce"):
+        rill.index_reduce(r(x), 1, r(index), r(src), "sum")

@@ -1198,3 +1198,17 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     keep = (rill.rand(*shape) >= p).to(input.dtype)
     a = ((1 - p) * (1 + p * neg * neg)) ** -0.5
     return _maybe_inplace(input, (input * keep + neg * (1 - keep)) * a - a * neg * p, inplace)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum of x ** p over each window) ** (1 / p)."""
+    k = kernel_size if isinstance(kernel_size, int) else kernel_size[0]
+    out = avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
+    return (rill.sign(out) * relu(out.abs())).mul(k).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum of x ** p over each 2-D window) ** (1 / p)."""
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    out = avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
+    return (rill.sign(out) * relu(out.abs())).mul(kh * kw).pow(1.0 / norm_type)

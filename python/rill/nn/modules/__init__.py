@@ -39,7 +39,7 @@ from rill.nn.modules.normalization import InstanceNorm1d, InstanceNorm2d, Instan
 from rill.nn.modules.loss import MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa: F401
 from rill.nn.modules.activation import RReLU  # noqa: F401
 from rill.nn.modules.dropout import FeatureAlphaDropout  # noqa: F401
-from rill.nn.modules.pooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: F401
+from rill.nn.modules.pooling import LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: F401
 from rill.nn.modules.transformer import (  # noqa: F401
     MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
 )
