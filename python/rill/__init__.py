@@ -45,12 +45,16 @@ from rill._creation import (  # noqa: F401
     get_default_dtype, is_floating_point, negative, absolute,
 )
 from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)
+from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where the op library lacks them)
+
+globals().update({name: getattr(_compositions, name) for name in _compositions.__all__ if name not in globals()})
 from rill._generator import Generator  # noqa: F401
 from rill._strict import set_strict_dtype, is_strict_dtype, strict_dtype  # noqa: F401
 from rill.serialization import save, load  # noqa: F401
 from rill import nn, optim, utils  # noqa: F401
 from rill.nn.functional import softmax, log_softmax  # noqa: F401  (torch.softmax, torch.log_softmax)
-from rill import backends, cuda, onnx  # noqa: F401  (what CPU scripts check before choosing a device)
+from rill import backends, cuda, onnx  # noqa: F401
+from rill import masked, signal, special  # noqa: F401  (what CPU scripts check before choosing a device)
 from rill._legacy import (  # noqa: F401
     FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, ByteTensor, CharTensor, ShortTensor, IntTensor,
     LongTensor, BoolTensor,

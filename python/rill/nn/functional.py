@@ -621,3 +621,594 @@ def adaptive_avg_pool2d(input, output_size):
             raise RuntimeError(f"[adaptive_avg_pool2d] Expected 3D or 4D tensor, but got {tuple(input.shape)}")
         output_size = tuple(input.shape[-2 + i] if s is None else s for i, s in enumerate(output_size))
     return _C._adaptive_avg_pool2d(input, output_size)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# compositions: activations, distances, shuffles, losses and norms made of the ops above
+# ---------------------------------------------------------------------------------------------------------
+
+from rill._compositions import _opmath  # noqa: E402  (float32 arithmetic for 16-bit inputs, as PyTorch's)
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _maybe_inplace(input, result, inplace):
+    return input.copy_(result) if inplace else result
+
+
+def relu6(input, inplace=False):
+    """min(max(0, x), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+@_opmath
+def _hard_gate(x):
+    """relu6(x + 3) / 6, with gradient 1/6 strictly inside (-3, 3)."""
+    return rill.where((x > -3) & (x < 3), x / 6 + 0.5, (x >= 3).to(x.dtype))
+
+
+@_opmath
+def _mish(x):
+    return x * rill.tanh(softplus(x))
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6."""
+    return _maybe_inplace(input, _hard_gate(input), inplace)
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6."""
+    return _maybe_inplace(input, _opmath(lambda x: x * _hard_gate(x))(input), inplace)
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x))."""
+    return _maybe_inplace(input, _mish(input), inplace)
+
+
+@_opmath
+def logsigmoid(input):
+    """log(sigmoid(x)), computed as -softplus(-x)."""
+    return -softplus(-input)
+
+
+@_opmath
+def softsign(input):
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1)
+
+
+@_opmath
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return input - rill.tanh(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, value elsewhere."""
+    return _maybe_inplace(input, rill.where(input > threshold, input, value), inplace)
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with SELU's fixed constants."""
+    return _maybe_inplace(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _maybe_inplace(input, elu(input / alpha) * alpha if alpha != 1 else elu(input), inplace)
+
+
+def celu_(input, alpha=1.0):
+    """celu, in place."""
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    """selu, in place."""
+    return selu(input, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    """threshold, in place."""
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), with a and b the halves of input along dim."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+                           f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * rill.sigmoid(b)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-input) along dim."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim())
+    return softmax(-input, dim, dtype=dtype)
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return rill.where(input > lambd, input - lambd, rill.where(input < -lambd, input + lambd, 0.0))
+
+
+def prelu(input, weight):
+    """x where x > 0, weight * x elsewhere; weight has one value or one per channel (dim 1)."""
+    if weight.numel() == 1:
+        weight = weight.reshape(())
+    else:
+        if input.dim() == 0 or weight.numel() != input.shape[1 if input.dim() > 1 else 0]:
+            raise RuntimeError("Mismatch of parameter numbers and input channel size.")
+        weight = weight.reshape([-1 if i == (1 if input.dim() > 1 else 0) else 1 for i in range(input.dim())])
+    return rill.where(input > 0, input, weight * input)
+
+
+def _norm_along(x, p, dim, keepdim=False):
+    return rill.linalg.vector_norm(x, p, dim, keepdim=keepdim)
+
+
+@_opmath
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input divided by its p-norm along dim (at least eps)."""
+    return input / _norm_along(input, p, dim, True).clamp_min(eps).expand_as(input)
+
+
+@_opmath
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """The cosine of the angle between x1 and x2 along dim (each norm at least eps)."""
+    x1, x2 = rill.broadcast_tensors(x1, x2)
+    n1 = _norm_along(x1, 2, dim, True).clamp_min(eps)
+    n2 = _norm_along(x2, 2, dim, True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+@_opmath
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps along the last dimension."""
+    d = x1 - x2 + eps
+    if d.dim() == 0:
+        return d.abs() if p != 0 else (d != 0).to(d.dtype)
+    return _norm_along(d, p, -1, keepdim)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+    r = upscale_factor
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W)."""
+    r = downscale_factor
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, got "
+                           f"{h} and {w} for factor {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):
+    """The channels (dim 1) regrouped: (N, g, C / g, *) transposed to (N, C / g, g, *)."""
+    n, c, *rest = input.shape
+    if groups <= 0 or c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
+@_opmath
+def bilinear(input1, input2, weight, bias=None):
+    """y = x1^T A x2 + b for each output feature (weight A is (out, in1, in2))."""
+    o, i1, i2 = weight.shape
+    t = rill.matmul(input1, weight.permute(1, 0, 2).reshape(i1, o * i2)).to(rill.promote_types(input1.dtype,
+                                                                                                weight.dtype))
+    out = (t.reshape(*t.shape[:-1], o, i2) * input2.unsqueeze(-2)).sum(-1).to(t.dtype)
+    return out if bias is None else out + bias
+
+
+def _eps_of(dtype):
+    return {rill.float64: 2.220446049250313e-16, rill.float16: 0.0009765625, rill.bfloat16: 0.0078125}.get(
+        dtype, 1.1920928955078125e-07)
+
+
+@_opmath
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """input / sqrt(mean(input^2 over normalized_shape) + eps), times weight."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.dim() - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+                           f"{', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    dims = list(range(input.dim() - len(shape), input.dim()))
+    eps = _eps_of(input.dtype) if eps is None else eps
+    out = input * rill.rsqrt((input * input).mean(dims, keepdim=True) + eps) if dims else input * rill.rsqrt(
+        input * input + eps)
+    return out if weight is None else out * weight
+
+
+@_opmath
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of squares over the size neighbouring channels) ** beta."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    sq = (input * input).movedim(1, -1)
+    sq = pad(sq, (size // 2, (size - 1) // 2))
+    c = input.shape[1]
+    window = sq.narrow(-1, 0, c)
+    for j in range(1, size):
+        window = window + sq.narrow(-1, j, c)
+    div = (window.movedim(-1, 1) * (alpha / size) + k) ** beta
+    return input / div
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """1-D max pooling (as 2-D pooling over a height of 1)."""
+    one = (lambda v: (1, v if isinstance(v, int) else v[0]))
+    if stride is not None and not isinstance(stride, int) and len(stride) == 0:
+        stride = None
+    out = max_pool2d(input.unsqueeze(-2), one(kernel_size), None if stride is None else one(stride),
+                     (0, padding if isinstance(padding, int) else padding[0]), one(dilation), ceil_mode, return_indices)
+    return (out[0].squeeze(-2), out[1].squeeze(-2)) if return_indices else out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """1-D average pooling (as 2-D pooling over a height of 1)."""
+    one = (lambda v: (1, v if isinstance(v, int) else v[0]))
+    if stride is not None and not isinstance(stride, int) and len(stride) == 0:
+        stride = None
+    return avg_pool2d(input.unsqueeze(-2), one(kernel_size), None if stride is None else one(stride),
+                      (0, padding if isinstance(padding, int) else padding[0]), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """1-D average pooling to output_size (as 2-D pooling over a height of 1)."""
+    size = output_size if isinstance(output_size, int) else output_size[0]
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
+
+
+def _feature_dropout(name, input, p, training, inplace, batched_ndim):
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    batched = input.dim() == batched_ndim
+    lead = 2 if batched else 1
+    shape = tuple(input.shape[:lead]) + (1,) * (input.dim() - lead)
+    mask = (rill.rand(*shape) >= p).to(input.dtype) / (1 - p) if p < 1 else rill.zeros(shape, dtype=input.dtype)
+    return _maybe_inplace(input, input * mask, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Whole channels zeroed with probability p ((N, C, L) or (C, L) input), the rest scaled by 1 / (1 - p)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input.")
+    return _feature_dropout("dropout1d", input, p, training, inplace, 3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Whole channels zeroed with probability p ((N, C, H, W) or (C, H, W) input), the rest scaled by 1 / (1 - p)."""
+    return _feature_dropout("dropout2d", input, p, training, inplace, 4)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Whole channels zeroed with probability p ((N, C, D, H, W) or (C, D, H, W) input)."""
+    return _feature_dropout("dropout3d", input, p, training, inplace, 5)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's mean and variance: dropped values set to SELU's negative limit, then an
+    affine correction."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return _maybe_inplace(input, input * 0, inplace)
+    neg = -_SELU_ALPHA * _SELU_SCALE
+    keep = (rill.rand(*input.shape) >= p).to(input.dtype)
+    a = ((1 - p) * (1 + p * neg * neg)) ** -0.5
+    return _maybe_inplace(input, (input * keep + neg * (1 - keep)) * a - a * neg * p, inplace)
+
+
+def _loss(loss, size_average, reduce, reduction):
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+@_opmath
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere, d = input - target."""
+    d = (input - target).abs()
+    loss = rill.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    return _loss(loss if weight is None else loss * weight, None, None, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target * (log target - input) (input holds log-probabilities); 'batchmean' divides the sum by the batch."""
+    loss = rill.exp(target) * (target - input) if log_target else rill.xlogy(target, target) - target * input
+    if reduction == "batchmean" and size_average is None and reduce is None:
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _loss(loss, size_average, reduce, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin)."""
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {list(input1.shape)}, input2: {list(input2.shape)}, target: {list(target.shape)}")
+    return _loss((-target * (input1 - input2) + margin).clamp_min(0), size_average, reduce, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """input where target is 1, max(0, margin - input) where target is -1."""
+    zero = rill.zeros((), dtype=input.dtype)
+    loss = rill.where(target != 1, (margin - input).clamp_min(0), zero) + rill.where(target != -1, input, zero)
+    return _loss(loss, size_average, reduce, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input))."""
+    return _loss(rill.log1p(rill.exp(-target * input)), size_average, reduce, reduction)
+
+
+@_opmath
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where target is -1."""
+    if input1.dim() not in (1, 2) or input1.shape != input2.shape:
+        raise RuntimeError(f"cosine_embedding_loss expects 1D or 2D inputs of the same shape, got "
+                           f"{list(input1.shape)} and {list(input2.shape)}")
+    d = input1.dim() - 1
+    eps = 1e-12
+    cos = (input1 * input2).sum(d) / rill.sqrt(((input1 * input1).sum(d) + eps) * ((input2 * input2).sum(d) + eps))
+    zero = rill.zeros((), dtype=cos.dtype)
+    loss = rill.where(target == 1, 1 - cos, zero) + rill.where(target == -1, (cos - margin).clamp_min(0), zero)
+    return _loss(loss, size_average, reduce, reduction)
+
+
+@_opmath
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise p-distance."""
+    dims = {anchor.dim(), positive.dim(), negative.dim()}
+    if len(dims) != 1 or dims - {1, 2}:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions (1 or 2), but got: {anchor.dim()}, {positive.dim()}, {negative.dim()}")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = rill.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _loss((margin + d_pos - d_neg).clamp_min(0), size_average, reduce, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """exp(input) - target * input (log_input), or input - target * log(input + eps); full adds Stirling's term."""
+    loss = rill.exp(input) - target * input if log_input else input - target * rill.log(input + eps)
+    if full:
+        t = target
+        stirling = t * rill.log(t) - t + 0.5 * rill.log(2 * math.pi * t)
+        loss = loss + rill.where(t > 1, stirling, rill.zeros((), dtype=loss.dtype))
+    return _loss(loss, size_average, reduce, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 (log var + (input - target)^2 / var) (+ 0.5 log 2 pi with full); var is clamped to eps without
+    changing its gradient."""
+    if isinstance(var, (int, float)):
+        var = rill.full(tuple(input.shape), float(var), dtype=input.dtype)
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if (var < 0).any().item():
+        raise ValueError("var has negative entry/entries")
+    var = var + (var.clamp_min(eps) - var).detach()
+    loss = 0.5 * (rill.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """The mean over classes of the binary logistic loss of each label."""
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.mean(input.dim() - 1) if input.dim() else loss
+    return _loss(loss, size_average, reduce, reduction)
+
+
+def pdist(input, p=2):
+    """The p-norm distances between each pair of rows of a 2-D input (the upper triangle of cdist, row-major)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows, cols = rill.triu_indices(input.shape[0], input.shape[0], 1)
+    return rill._compositions._pnorm(input.index_select(0, rows) - input.index_select(0, cols), p, -1)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """The mean over classes j != target of max(0, margin - x[target] + x[j]) ** p (times weight[target])."""
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.dim() > 1 else input.reshape(1, -1)
+    t = target.reshape(-1, 1).to(rill.int64)
+    margins = (margin - x.gather(1, t) + x).clamp_min(0)
+    if p == 2:
+        margins = margins * margins
+    if weight is not None:
+        margins = margins * weight.index_select(0, t.reshape(-1)).reshape(-1, 1)
+    others = rill.arange(x.shape[1]).reshape(1, -1) != t
+    loss = rill.where(others, margins, rill.zeros((), dtype=margins.dtype)).sum(1) / x.shape[1]
+    return _loss(loss if input.dim() > 1 else loss.reshape(()), size_average, reduce, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Sum over the target classes j (target's entries up to the first -1) and the other classes i of
+    max(0, 1 - (x[j] - x[i])), divided by the number of classes."""
+    x = input if input.dim() > 1 else input.reshape(1, -1)
+    t = target.reshape(x.shape).to(rill.int64)
+    valid = rill.cumprod((t >= 0).to(rill.int64), 1).to(rill.bool)
+    safe = rill.where(valid, t, 0)
+    is_target = rill.zeros(tuple(x.shape), dtype=rill.bool).scatter(1, safe, valid) if x.shape[1] else valid
+    picked = x.gather(1, safe)
+    hinge = (1 - (picked.unsqueeze(2) - x.unsqueeze(1))).clamp_min(0)
+    keep = valid.unsqueeze(2) & rill.logical_not(is_target).unsqueeze(1)
+    loss = rill.where(keep, hinge, rill.zeros((), dtype=hinge.dtype)).sum((1, 2)) / builtins.max(x.shape[1], 1)
+    return _loss(loss if input.dim() > 1 else loss.reshape(()), size_average, reduce, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) for a distance function d (pairwise_distance
+    by default)."""
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin}")
+    d = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_neg = rill.minimum(d_neg, d(positive, negative))
+    return _loss((margin + d_pos - d_neg).clamp_min(0), None, None, reduction)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """interpolate(mode='nearest')."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """interpolate(mode='bilinear', align_corners=True)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Each (sample, channel) normalised over its spatial dims; running statistics, when given, updated with
+    the batch average (use_input_stats) or used instead (not use_input_stats)."""
+    if input.dtype in (rill.float16, rill.bfloat16):  # float32 arithmetic, as PyTorch's; stats updated in place
+        return instance_norm(input.float(), running_mean, running_var, weight, bias, use_input_stats, momentum,
+                             eps).to(input.dtype)
+    if input.dim() < 3:
+        raise ValueError(f"instance_norm expects an input with a batch, channel and spatial dims, got "
+                         f"{list(input.shape)}")
+    dims = list(range(2, input.dim()))
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, unbiased=False, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            count = math.prod(input.shape[2:])
+            with rill.no_grad():
+                if running_mean is not None:
+                    running_mean.copy_(running_mean * (1 - momentum) + mean.detach().mean(0).reshape(-1) * momentum)
+                if running_var is not None:
+                    unbiased = var.detach() * (count / builtins.max(count - 1, 1))
+                    running_var.copy_(running_var * (1 - momentum) + unbiased.mean(0).reshape(-1) * momentum)
+    else:
+        shape = [1, -1] + [1] * len(dims)
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    out = (input - mean) * rill.rsqrt(var + eps)
+    shape = [1, -1] + [1] * len(dims)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    return out if bias is None else out + bias.reshape(shape)
+
+
+def _max_unpool(name, input, indices, kernel_size, stride, padding, output_size, n):
+    as_tuple = (lambda v: (v,) * n if isinstance(v, int) else tuple(v))
+    k = as_tuple(kernel_size)
+    s = k if stride is None else as_tuple(stride)
+    pd = as_tuple(padding)
+    spatial = tuple(input.shape[-n:])
+    if output_size is None:
+        out = tuple((spatial[i] - 1) * s[i] - 2 * pd[i] + k[i] for i in range(n))
+    else:
+        out = tuple(output_size)[-n:]
+    lead = tuple(input.shape[:-n])
+    flat = rill.zeros(lead + (math.prod(out),), dtype=input.dtype)
+    idx = indices.reshape(lead + (-1,)).to(rill.int64)
+    if idx.numel() and (idx.max().item() >= math.prod(out) or idx.min().item() < 0):
+        raise RuntimeError(f"{name}: found an invalid max index (the output size {list(out)} is too small)")
+    return flat.scatter(-1, idx, input.reshape(lead + (-1,))).reshape(lead + out)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: each value put back at its index, zeros elsewhere."""
+    return _max_unpool("max_unpool1d", input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: each value put back at its index, zeros elsewhere."""
+    return _max_unpool("max_unpool2d", input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool3d: each value put back at its index, zeros elsewhere."""
+    return _max_unpool("max_unpool3d", input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """leaky_relu with a slope drawn from U(lower, upper) per element in training, (lower + upper) / 2 in eval."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = rill.rand(*input.shape).to(input.dtype) * (upper - lower) + lower
+    return _maybe_inplace(input, rill.where(input >= 0, input, input * slope), inplace)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout that drops whole channels."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return _maybe_inplace(input, input * 0, inplace)
+    neg = -_SELU_ALPHA * _SELU_SCALE
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    keep = (rill.rand(*shape) >= p).to(input.dtype)
+    a = ((1 - p) * (1 + p * neg * neg)) ** -0.5
+    return _maybe_inplace(input, (input * keep + neg * (1 - keep)) * a - a * neg * p, inplace)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum of x ** p over each window) ** (1 / p)."""
+    k = kernel_size if isinstance(kernel_size, int) else kernel_size[0]
+    out = avg_pool1d(input.pow(norm_type), k, stride, 0, ceil_mode)
+    return (rill.sign(out) * relu(out.abs())).mul(k).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum of x ** p over each 2-D window) ** (1 / p)."""
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    out = avg_pool2d(input.pow(norm_type), (kh, kw), stride, 0, ceil_mode)
+    return (rill.sign(out) * relu(out.abs())).mul(kh * kw).pow(1.0 / norm_type)

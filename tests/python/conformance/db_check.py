@@ -291,6 +291,10 @@ def check_op_sample(op, rill_fn, method, inplace, sample, tols, random):
         except Unsupported:
             return
         m = getattr(rill.Tensor, inplace, None)
+        if m is None and op.name.startswith("nn.functional.") and rill_fn is not None:
+            # torch.nn.functional's in-place variants are functions (celu_) or the function with inplace=True
+            m = getattr(rill.nn.functional, inplace, None) or (
+                lambda x, *a, **k: rill_fn(x, *a, inplace=True, **k))
         if m is None:
             raise Mismatch(f"no Tensor.{inplace}")
 

@@ -16,6 +16,30 @@ from rill.nn.modules.loss import (  # noqa: F401
 from rill.nn.modules.dropout import Dropout  # noqa: F401
 from rill.nn.modules.rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from rill.nn.modules.sparse import Embedding  # noqa: F401
+from rill.nn.modules.activation import (  # noqa: F401
+    CELU, ELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish, PReLU, ReLU6, SELU, Softmax2d,
+    Softmin, Softplus, Softshrink, Softsign, Tanhshrink, Threshold,
+)
+from rill.nn.modules.loss import (  # noqa: F401
+    BCELoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, MarginRankingLoss,
+    MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+)
+from rill.nn.modules.dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+from rill.nn.modules.pooling import AdaptiveAvgPool1d, AvgPool1d, MaxPool1d  # noqa: F401
+from rill.nn.modules.normalization import LocalResponseNorm, RMSNorm  # noqa: F401
+from rill.nn.modules.linear import Bilinear  # noqa: F401
+from rill.nn.modules.distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from rill.nn.modules.pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle  # noqa: F401
+from rill.nn.modules.padding import (  # noqa: F401
+    CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d,
+    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+    ZeroPad3d,
+)
+from rill.nn.modules.normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from rill.nn.modules.loss import MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa: F401
+from rill.nn.modules.activation import RReLU  # noqa: F401
+from rill.nn.modules.dropout import FeatureAlphaDropout  # noqa: F401
+from rill.nn.modules.pooling import LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: F401
 from rill.nn.modules.transformer import (  # noqa: F401
     MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
 )

@@ -151,3 +151,69 @@ class GroupNorm(Module):
     def extra_repr(self):
         return "{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={use_bias}".format(
             **self.__dict__, use_bias=self.bias is not None)
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        dtype = _factory(device, dtype)
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        self.register_parameter("weight", Parameter(rill.empty(*self.normalized_shape, dtype=dtype))
+                                if elementwise_affine else None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class _InstanceNorm(_NormBase):
+    _spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def forward(self, input):
+        batched = self._spatial + 2
+        if input.dim() not in (batched - 1, batched):
+            raise ValueError(f"expected {batched - 1}D or {batched}D input (got {input.dim()}D input)")
+        x = input if input.dim() == batched else input.unsqueeze(0)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.1 if self.momentum is None else self.momentum, self.eps)
+        return out if input.dim() == batched else out.squeeze(0)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _spatial = 3

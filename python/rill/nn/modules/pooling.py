@@ -51,3 +51,98 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, "
+                "ceil_mode={ceil_mode}".format(**self.__dict__))
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class _MaxUnpoolNd(Module):
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, self._fn)(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _fn = "max_unpool1d"
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _fn = "max_unpool2d"
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _fn = "max_unpool3d"
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self):
+        return "norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, ceil_mode={ceil_mode}".format(
+            **self.__dict__)
+
+
+class LPPool1d(_LPPoolNd):
+    _fn = "lp_pool1d"
+
+
+class LPPool2d(_LPPoolNd):
+    _fn = "lp_pool2d"
