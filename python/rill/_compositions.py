@@ -8,6 +8,8 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 import rill
 from rill import _C
 from rill._C import Tensor
@@ -321,6 +323,12 @@ def _one_of(name, **given):
     return values[0]
 
 
+# The most slices repeat_interleave makes along its dim (more could not be allocated, or would not finish).
+_MAX_REPEATED = 1 << 32
+# The most tensors one call may return: a larger count (tensor_split(x, 10**18)) would not finish.
+_MAX_PIECES = 1 << 24
+
+
 def tensor_split(input, sections=None, dim=0, *, indices=None, tensor_indices_or_sections=None,
                  indices_or_sections=None):
     """input split along dim into sections nearly equal parts (an int) or at indices (a sequence)."""
@@ -338,6 +346,8 @@ def tensor_split(input, sections=None, dim=0, *, indices=None, tensor_indices_or
         n = builtins.int(indices_or_sections)
         if n <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        if n > _MAX_PIECES:
+            raise RuntimeError(f"tensor_split into {n} sections would make {n} tensors; the most is {_MAX_PIECES}")
         small, extra = divmod(size, n)
         bounds = [i * small + builtins.min(i, extra) for i in range(1, n)]
     else:
@@ -527,8 +537,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         counts = counts * input.shape[d]
     if len(counts) != input.shape[d]:
         raise RuntimeError("repeats must have the same size as input along dim")
-    index = [i for i, c in enumerate(counts) for _ in range(c)]
-    return input.index_select(d, rill.tensor(index, dtype=rill.int64))
+    total = builtins.sum(builtins.int(c) for c in counts)
+    if total > _MAX_REPEATED:
+        raise RuntimeError(f"repeat_interleave would make {total} slices along dim {d}; the most is {_MAX_REPEATED}")
+    index = np.repeat(np.arange(len(counts), dtype=np.int64), np.asarray(counts, dtype=np.int64))
+    return input.index_select(d, rill.from_numpy(index))
 
 
 # --- products ------------------------------------------------------------------------------------------------------
