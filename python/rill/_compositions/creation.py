@@ -1,0 +1,63 @@
+"""Creation functions: eye, linspace, logspace, tril/triu_indices, ..."""
+import rill
+from rill._C import Tensor
+
+
+# --- creation ------------------------------------------------------------------------------------------------------
+
+def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False, out=None, pin_memory=False):
+    """The n x m identity matrix."""
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"n and m must be non-negative, got n={n}, m={m}")
+    out = (rill.arange(n).reshape(-1, 1) == rill.arange(m).reshape(1, -1)).to(
+        rill.get_default_dtype() if dtype is None else dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+def _triangle_indices(row, col, offset, dtype, keep):
+    if row < 0 or col < 0:
+        raise RuntimeError(f"row and col must be non-negative, got row={row}, col={col}")
+    diag = rill.arange(col).reshape(1, -1) - rill.arange(row).reshape(-1, 1)
+    return rill.nonzero(keep(diag, offset)).transpose(0, 1).to(dtype).contiguous()
+
+
+def tril_indices(row, col, offset=0, *, dtype=rill.int64, device=None, layout=None):
+    """The (2, N) coordinates of the lower triangle (at and below the offset diagonal) of a row x col matrix."""
+    return _triangle_indices(row, col, offset, dtype, lambda d, k: d <= k)
+
+
+def triu_indices(row, col, offset=0, *, dtype=rill.int64, device=None, layout=None):
+    """The (2, N) coordinates of the upper triangle (at and above the offset diagonal) of a row x col matrix."""
+    return _triangle_indices(row, col, offset, dtype, lambda d, k: d >= k)
+
+
+def _scalar(v):
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """steps values evenly spaced from start to end (inclusive)."""
+    start, end = _scalar(start), _scalar(end)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dtype = dtype if dtype is not None else rill.get_default_dtype()
+    if steps == 1:
+        return rill.full((1,), start, dtype=dtype).requires_grad_(requires_grad)
+    i = rill.arange(steps, dtype=rill.float64)
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    half = steps // 2
+    values = rill.where(i < half, start + i * step, end - (steps - 1 - i) * step)
+    out = values.to(dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """base ** linspace(start, end, steps)."""
+    dtype = dtype if dtype is not None else rill.get_default_dtype()
+    exponents = linspace(start, end, steps, dtype=rill.float64)
+    out = rill.pow(rill.full((steps,), float(base), dtype=rill.float64), exponents).to(dtype)
+    return out.requires_grad_() if requires_grad else out
+
+__all__ = [_n for _n, _v in list(globals().items())
+           if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]
