@@ -53,6 +53,22 @@ void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const 
   submit_on(op, inputs, scalars, attrs, outputs, stream);
 }
 
+// An in-place write into inputs[0]: write() then a version bump, offered to the recorder first when grad mode
+// is on (Note [Recording] in grad_mode.h), which checks it, records it and calls it.
+template <typename Write>
+void recorded_write(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                    AttrsSym attrs, const Write& write) {
+  auto run = [&] {
+    write();
+    inputs[0].storage()->bump_version();
+  };
+  using Run = decltype(run);
+  if (grad_enabled() && recorder())
+    recorder()->record_inplace(op, inputs, scalars, attrs, [](void* r) { (*static_cast<Run*>(r))(); }, &run);
+  else
+    run();
+}
+
 }  // namespace
 
 void submit_on(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
@@ -131,19 +147,7 @@ void record_composite(const OpSchema& op, std::span<const Tensor> inputs, std::s
 
 const Tensor& inplace(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                       AttrsSym attrs) {
-  struct Write {
-    const OpSchema& op;
-    std::span<const Tensor> inputs;
-    std::span<const Scalar> scalars;
-    AttrsSym attrs;
-  } w{op, inputs, scalars, attrs};
-  auto write = [](void* ctx) {
-    auto& w = *static_cast<Write*>(ctx);
-    call_into(w.op, w.inputs, w.scalars, w.attrs, w.inputs[0]);
-    w.inputs[0].storage()->bump_version();
-  };
-  if (grad_enabled() && recorder()) recorder()->record_inplace(op, inputs, scalars, attrs, +write, &w);
-  else write(&w);
+  recorded_write(op, inputs, scalars, attrs, [&] { call_into(op, inputs, scalars, attrs, inputs[0]); });
   return inputs[0];
 }
 
@@ -193,18 +197,8 @@ void write_into(const Tensor& dst, const Tensor& src) {
 
 const Tensor& copy_(const Tensor& dst, const Tensor& src) {
   static const OpSchema& copy = op("copy_");
-  struct Write {
-    const Tensor& dst;
-    const Tensor& src;
-  } w{dst, src};
-  auto write = [](void* ctx) {
-    auto& w = *static_cast<Write*>(ctx);
-    write_into(w.dst, w.src);
-    w.dst.storage()->bump_version();
-  };
   Tensor in[2] = {dst, src};
-  if (grad_enabled() && recorder()) recorder()->record_inplace(copy, std::span<const Tensor>(in), {}, empty_attrs(), +write, &w);
-  else write(&w);
+  recorded_write(copy, in, {}, empty_attrs(), [&] { write_into(dst, src); });
   return dst;
 }
 
@@ -260,18 +254,8 @@ void write_fill(const Tensor& dst, Scalar value) {
 
 const Tensor& fill_(const Tensor& dst, Scalar value) {
   static const OpSchema& fill = op("fill_");
-  struct Write {
-    const Tensor& dst;
-    Scalar value;
-  } w{dst, value};
-  auto write = [](void* ctx) {
-    auto& w = *static_cast<Write*>(ctx);
-    write_fill(w.dst, w.value);
-    w.dst.storage()->bump_version();
-  };
   Scalar v[1] = {value};
-  if (grad_enabled() && recorder()) recorder()->record_inplace(fill, {&dst, 1}, std::span<const Scalar>(v), empty_attrs(), +write, &w);
-  else write(&w);
+  recorded_write(fill, {&dst, 1}, v, empty_attrs(), [&] { write_fill(dst, value); });
   return dst;
 }
 
@@ -313,7 +297,13 @@ Tensor expand(const Tensor& x, const Shape& sizes) {
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
   static const OpSchema& op = eager::op("slice");
   auto opt = [](std::optional<int64_t> v) { return v ? AttrValue(*v) : AttrValue(std::monostate{}); };
-  return view_call(op, x, make_attrs({dim, opt(start), opt(stop), step}));
+  std::vector<AttrValue> attrs;  // one by one: a braced list of variants trips GCC 12's -Wmaybe-uninitialized
+  attrs.reserve(4);
+  attrs.emplace_back(dim);
+  attrs.push_back(opt(start));
+  attrs.push_back(opt(stop));
+  attrs.emplace_back(step);
+  return view_call(op, x, make_attrs(std::move(attrs)));
 }
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   static const OpSchema& op = eager::op("narrow");
