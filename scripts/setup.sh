@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 missing=()
-for pkg in libopenblas-serial-dev libdnnl-dev libgtest-dev g++ gdb openmpi-bin libopenmpi-dev; do
+for pkg in libopenblas-serial-dev libdnnl-dev libgtest-dev g++ gdb openmpi-bin libopenmpi-dev libprotobuf-dev protobuf-compiler; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 # Debian's own python3 (not a pyenv or venv one) gets pip and the headers the extension

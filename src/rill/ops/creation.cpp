@@ -28,18 +28,18 @@ InferResult infer_random_float(const InferContext& c) {
 }  // namespace
 
 void register_creation_ops() {
-  const OpFlags k, strided = {.strided_output = true};
+  const OpFlags k, strided = {.strided_output = true}, random = {.random = true};
   // seed, offset: the generator's state this call draws from (eager/creation.cpp).
   ops::define("fill(Scalar value, int[] shape, ScalarType dtype) -> Tensor", infer_shaped, strided,
               "a tensor of shape filled with value");
   ops::define("arange(Scalar start, Scalar step, int length, ScalarType dtype) -> Tensor", infer_arange, k,
               "start + i * step for i < length");
-  ops::define("rand(Scalar seed, Scalar offset, int[] shape, ScalarType dtype) -> Tensor", infer_random_float, k,
-              "uniform samples in [0, 1)");
-  ops::define("randn(Scalar seed, Scalar offset, int[] shape, ScalarType dtype) -> Tensor", infer_random_float, k,
-              "standard normal samples");
+  ops::define("rand(Scalar seed, Scalar offset, int[] shape, ScalarType dtype) -> Tensor", infer_random_float,
+              random, "uniform samples in [0, 1)");
+  ops::define("randn(Scalar seed, Scalar offset, int[] shape, ScalarType dtype) -> Tensor", infer_random_float,
+              random, "standard normal samples");
   ops::define("randint(Scalar seed, Scalar offset, Scalar low, Scalar high, int[] shape, ScalarType dtype) -> Tensor",
-              infer_shaped, k, "uniform integers in [low, high)");
+              infer_shaped, random, "uniform integers in [low, high)");
 }
 
 }  // namespace rill

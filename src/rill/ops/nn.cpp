@@ -185,7 +185,8 @@ void register_nn_ops() {
   ops::define("embedding_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx) -> Tensor",
               infer_embedding_backward, k, "");
   ops::define("dropout(Tensor input, Scalar seed, Scalar offset, float p) -> (Tensor output, Tensor mask)",
-              infer_dropout, k, "zeroes elements with probability p, scaling the others by 1 / (1 - p)");
+              infer_dropout, {.random = true},
+              "zeroes elements with probability p, scaling the others by 1 / (1 - p)");
   // reduction: 0 none, 1 mean, 2 sum.
   ops::define("nll_loss(Tensor input, Tensor target, Tensor? weight, int reduction, int ignore_index) -> "
               "(Tensor output, Tensor total_weight)", infer_nll_loss, k, "negative log likelihood");

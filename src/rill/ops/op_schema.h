@@ -79,6 +79,8 @@ struct OpFlags {
   bool nn_functional = false;   // rill.nn.functional.<name> too (the function form)
   bool differentiable = true;   // false: the outputs never require grad (comparisons, argmax)
   bool view = false;            // the output is a view of input 0 (no kernel: eager::view_call)
+  bool random = false;          // draws from the generator: scalars 0 and 1 are its seed and offset (graph mode
+                                // gives each launch its own offset; CSE never merges two calls)
 };
 
 // Note [Arguments of an op call]
@@ -162,5 +164,6 @@ void register_sort_ops();
 void register_nn_ops();
 void register_view_ops();
 void register_comm_ops();
+void register_optim_ops();
 
 }  // namespace rill

@@ -87,6 +87,7 @@ void register_all() {
     register_nn_ops();
     register_view_ops();
     register_comm_ops();
+    register_optim_ops();
   });
 }
 

@@ -1,0 +1,30 @@
+// Job passes (DESIGN.md §6): each rewrites a job in place, one per file, run in
+// the fixed order run_passes() prints. Later issues add fusion and memory passes
+// at the place the list marks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rill/graph/job.pb.h"
+
+namespace rill::graph {
+
+/** Remove ops whose outputs nothing reads and that write no variable or output. */
+void dead_op_elimination(Job& job);
+/** Merge ops with the same op type, attrs, scalars and inputs (random ops excepted). */
+void common_subexpression_elimination(Job& job);
+/** With conf.gradient_accumulation_steps = N > 1: the forward and backward run N pieces per iteration on
+ * micro-batches (input ops split along dim 0), gradients and the loss are accumulated (acc ops), and the
+ * optimizer's ops and the assigns run once. */
+void gradient_accumulation(Job& job);
+/** Source, sink and join ticks that bound each iteration: ops without data inputs start from the source tick;
+ * the sink waits for every op nothing else waits for. */
+void auto_tick(Job& job);
+
+/** Run the passes in their fixed order, recording each in job.conf.pass_order. */
+void run_passes(Job& job);
+/** The fixed order, by name. */
+const std::vector<std::string>& pass_order();
+
+}  // namespace rill::graph

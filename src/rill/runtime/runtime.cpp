@@ -1,0 +1,1 @@
+// Placeholder translation unit replaced by the runtime's implementation.
