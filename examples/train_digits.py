@@ -5,6 +5,7 @@
     python3 examples/train_digits.py --framework torch  # the same code on PyTorch
     python3 examples/train_digits.py --strict           # under rill's strict dtype mode (a no-op on PyTorch)
     python3 examples/train_digits.py --dtype bfloat16 --models mlp   # the MLP trained in bfloat16
+    python3 examples/train_digits.py --graph            # each step compiled once by rill.nn.Graph
 
 A held-out test split, a tqdm progress bar, test accuracy per epoch (bars: MLP >= 95%, CNN >= 97%), the model
 saved with save() and reloaded to re-check its accuracy, and a PNG plot of loss and accuracy per epoch under
@@ -34,6 +35,9 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--models", default="mlp,cnn", help="comma-separated: mlp, cnn")
     p.add_argument("--no-progress", action="store_true", help="no tqdm bar (logs one line per epoch)")
+    p.add_argument("--graph", action="store_true",
+                   help="train in graph mode: each step (forward, backward, Adam) traced once into a rill.nn.Graph, "
+                        "compiled to a plan and run by the actor runtime")
     p.add_argument("--strict", action="store_true",
                    help="run under rill's strict dtype mode: every dtype conversion below is written explicitly "
                         "(PyTorch has no such mode: there the flag changes nothing)")
@@ -62,6 +66,8 @@ def run(args):
     from sklearn.model_selection import train_test_split
     from tqdm import tqdm
 
+    if args.graph and args.framework != "rill":
+        raise SystemExit("--graph is rill's graph mode (rill.nn.Graph): use it with --framework rill")
     dtype = getattr(torch, args.dtype)
     torch.manual_seed(args.seed)
     device = torch.device("cpu")
@@ -100,18 +106,35 @@ def run(args):
         model = build(name).to(device, dtype)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
+        step = None
+        if args.graph:
+            class TrainStep(nn.Graph):
+                def __init__(self):
+                    super().__init__()
+                    self.model, self.criterion = model, criterion
+                    self.add_optimizer(optimizer)  # the learning rate is read from the optimizer at each call
+
+                def build(self, xb, yb):
+                    loss = self.criterion(self.model(xb), yb)
+                    loss.backward()
+                    return loss
+            step = TrainStep()
         loader = data.DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
                                  generator=torch.Generator().manual_seed(args.seed))
         history = {"train_loss": [], "test_loss": [], "test_acc": []}
-        bar = tqdm(range(epochs), desc=f"{name} ({args.framework})", disable=args.no_progress, unit="epoch")
+        mode = " graph" if args.graph else ""
+        bar = tqdm(range(epochs), desc=f"{name} ({args.framework}{mode})", disable=args.no_progress, unit="epoch")
         for epoch in bar:
             total, batches = 0.0, 0
             for xb, yb in loader:
                 xb, yb = xb.to(device), yb.to(device)
-                optimizer.zero_grad()
-                loss = criterion(model(xb), yb)
-                loss.backward()
-                optimizer.step()
+                if step is not None:
+                    loss = step(xb, yb)
+                else:
+                    optimizer.zero_grad()
+                    loss = criterion(model(xb), yb)
+                    loss.backward()
+                    optimizer.step()
                 total += loss.item()
                 batches += 1
             scheduler.step()
@@ -135,7 +158,8 @@ def run(args):
         model, history = train(name, epochs[name], lrs[name])
         seconds = time.perf_counter() - start
         acc = history["test_acc"][-1]
-        path = os.path.join(args.out, f"digits_{name}_{args.framework}.pt")
+        tag = args.framework + ("_graph" if args.graph else "")
+        path = os.path.join(args.out, f"digits_{name}_{tag}.pt")
         torch.save(model.state_dict(), path)
         reloaded = build(name).to(dtype)
         reloaded.load_state_dict(torch.load(path))
@@ -148,11 +172,12 @@ def run(args):
                          "bar": bars[name], "passed": passed}
         histories[name] = history
 
-    with open(os.path.join(args.out, f"metrics_{args.framework}.json"), "w") as f:
-        json.dump({"framework": args.framework, "dtype": args.dtype, "strict": args.strict, "results": results,
-                   "history": histories}, f, indent=1)
+    tag = args.framework + ("_graph" if args.graph else "")
+    with open(os.path.join(args.out, f"metrics_{tag}.json"), "w") as f:
+        json.dump({"framework": args.framework, "graph": args.graph, "dtype": args.dtype, "strict": args.strict,
+                   "results": results, "history": histories}, f, indent=1)
     if histories:
-        plot_path = os.path.join(args.out, f"digits_{args.framework}.png")
+        plot_path = os.path.join(args.out, f"digits_{tag}.png")
         plot(histories, plot_path, args.framework)
         print(f"plot: {plot_path}")
     return 0 if ok else 1

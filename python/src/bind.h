@@ -99,6 +99,7 @@ void init_odb(nb::module_& m);
 void init_nn(nb::module_& m);
 void init_nn_functional(nb::module_& m);
 void init_distributed(nb::module_& m);
+void init_graph(nb::module_& m);
 
 }  // namespace rill::py
 

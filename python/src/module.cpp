@@ -24,4 +24,5 @@ NB_MODULE(_C, m) {
   rill::py::init_nn(m);
   rill::py::init_nn_functional(m);
   rill::py::init_distributed(m);
+  rill::py::init_graph(m);
 }

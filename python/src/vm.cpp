@@ -13,6 +13,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "rill/eager/trace.h"
 #include "rill/util/parallel.h"
 #include "rill/vm/park.h"
 #include "rill/vm/trace.h"
@@ -229,9 +230,15 @@ std::vector<int> fork_from_native_thread(int forks, const std::string& heavy) {
   return codes;
 }
 
+// What a sync point is called in graph mode's refusal (Note [Tracing] in eager/trace.h).
+constexpr const char* kSyncPoint =
+    "a sync point (item(), numpy(), tolist(), printing a value, a Python `if` on a tensor)";
+
 }  // namespace
 
 void wait_readable(const Tensor& t) {
+  if (eager::TraceSink* sink = eager::trace_sink()) [[unlikely]]
+    sink->on_sync(t, kSyncPoint);
   auto signal = vm::submit_readable(t);
   if (!signal) return;
   wait_interruptible(*signal);
@@ -239,6 +246,8 @@ void wait_readable(const Tensor& t) {
 }
 
 void read_element(const Tensor& t, void* dst) {
+  if (eager::TraceSink* sink = eager::trace_sink()) [[unlikely]]
+    sink->on_sync(t, kSyncPoint);
   if (vm::SyncSignal* signal = vm::submit_read(t, dst)) {
     wait_interruptible(*signal);
     vm::finish_read(dst);

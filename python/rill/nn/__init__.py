@@ -9,5 +9,6 @@ from rill.nn.modules import (  # noqa: F401
     TransformerEncoderLayer, Unflatten, RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell,
 )
 from rill.nn import init, parallel, utils  # noqa: F401
+from rill.nn.graph import Graph, GraphConfig  # noqa: F401
 
 from rill.nn import functional  # noqa: F401

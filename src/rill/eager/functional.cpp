@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "rill/eager/grad_mode.h"
+#include "rill/eager/trace.h"
 #include "rill/kernels/registry.h"
 #include "rill/ops/type_promotion.h"
 #include "rill/ops/view.h"
@@ -46,8 +47,15 @@ const InferResult& infer(const OpSchema& op, std::span<const Tensor> inputs, std
   return ops::infer_cached(op, {metas, inputs.size()}, scalars, attrs);
 }
 
+thread_local TraceSink* t_trace_sink = nullptr;
+
+// Submit the call, or hand it to the trace sink (Note [Tracing] in trace.h).
 void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
             std::span<const Tensor> outputs) {
+  if (t_trace_sink) [[unlikely]] {
+    t_trace_sink->on_call(op, inputs, scalars, attrs, outputs);
+    return;
+  }
   vm::Stream stream;
   stream.thread_id = static_cast<int16_t>(vm::current_thread_id());
   submit_on(op, inputs, scalars, attrs, outputs, stream);
@@ -71,8 +79,18 @@ void recorded_write(const OpSchema& op, std::span<const Tensor> inputs, std::spa
 
 }  // namespace
 
+TraceSink* trace_sink() { return t_trace_sink; }
+
+TraceSink* set_trace_sink(TraceSink* sink) {
+  TraceSink* previous = t_trace_sink;
+  t_trace_sink = sink;
+  return previous;
+}
+
 void submit_on(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
                std::span<const Tensor> outputs, vm::Stream stream) {
+  RILL_CHECK(!t_trace_sink, Runtime, "[", op.name, "] cannot run inside nn.Graph.build: a graph does not record ",
+             "collectives or other ops on their own streams yet; call it outside build()");
   const Device device = !outputs.empty() ? outputs[0].device() : inputs.empty() ? Device{} : inputs[0].device();
   KernelFn kernel = op.kernel(device.type);
   if (kernel == nullptr) [[unlikely]] {
@@ -164,7 +182,11 @@ void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<con
   if (m.dtype != out.dtype()) check_strict_store(op.name, m.dtype, out.dtype());
   if (m.dtype == out.dtype() && (op.strided_output() || out.is_contiguous())) {
     std::vector<Tensor> converted;
-    submit(op, convert_inputs(inputs, r, converted), scalars, attrs, {&out, 1});
+    std::span<const Tensor> args = convert_inputs(inputs, r, converted);
+    if (t_trace_sink) [[unlikely]]
+      t_trace_sink->on_write(op, args, scalars, attrs, out);
+    else
+      submit(op, args, scalars, attrs, {&out, 1});
     return;
   }
   // Compute densely in the op's dtype, then convert into out.
@@ -267,6 +289,8 @@ Tensor view_call(const OpSchema& op, const Tensor& x, AttrsSym attrs) {
   MetaSym in[1] = {x.meta()};
   const InferResult& r = ops::infer_cached(op, in, {}, attrs);
   Tensor y = x.view_as_meta(r.outputs[0], x.offset() + r.view_offset);
+  if (t_trace_sink) [[unlikely]]
+    t_trace_sink->on_view(op, x, attrs, y);
   if (grad_enabled() && recorder()) [[unlikely]]
     recorder()->record_view(op, x, attrs, y);
   return y;
@@ -363,6 +387,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return call1(w, in);
 }
 
-void wait_readable(const Tensor& t) { vm::wait_readable(t); }
+void wait_readable(const Tensor& t) {
+  if (t_trace_sink) [[unlikely]]
+    t_trace_sink->on_sync(t, "an op whose output shape depends on tensor values (nonzero, unique, a boolean mask)");
+  vm::wait_readable(t);
+}
 
 }  // namespace rill::eager

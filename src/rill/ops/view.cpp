@@ -303,6 +303,19 @@ InferResult infer_diagonal(const InferContext& c) {
                                 c.attr<int64_t>("dim2")));
 }
 
+InferResult infer_restride(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[0];
+  const auto& size = c.attr<std::vector<int64_t>>("size");
+  const auto& stride = c.attr<std::vector<int64_t>>("stride");
+  int64_t offset = c.attr<int64_t>("offset");
+  RILL_CHECK(size.size() == stride.size(), Runtime, "[restride] ", size.size(), " sizes but ", stride.size(),
+             " strides");
+  RILL_CHECK(offset >= 0, Runtime, "[restride] offset ", offset, " is negative");
+  for (size_t i = 0; i < size.size(); ++i)
+    RILL_CHECK(size[i] >= 0 && stride[i] >= 0, Runtime, "[restride] negative size or stride at dim ", i);
+  return as_view({make_meta(size, stride, x.dtype, x.device), offset});
+}
+
 }  // namespace
 
 void register_view_ops() {
@@ -322,6 +335,11 @@ void register_view_ops() {
   ops::define("squeeze(Tensor self, int[]? dim) -> Tensor", infer_squeeze, v, "size-1 dims removed");
   ops::define("diagonal(Tensor self, int offset, int dim1, int dim2) -> Tensor", infer_diagonal, v,
               "the diagonal of dims dim1 and dim2, as the last dim");
+  // Graph mode's tracer reads a tensor it did not see being made (a detach(), a view of memory written since)
+  // as this view of the memory's whole tensor (Note [Tracing memory] in graph/tracer.cpp).
+  ops::define("restride(Tensor self, int[] size, int[] stride, int offset) -> Tensor", infer_restride,
+              {.strided_output = true, .differentiable = false, .view = true},
+              "the same memory read with other sizes and strides, offset elements from self's element 0");
 }
 
 }  // namespace rill

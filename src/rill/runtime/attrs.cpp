@@ -22,7 +22,8 @@ plan::AttrValue attr_to_proto(const AttrValue& v) {
         else if constexpr (std::is_same_v<T, int64_t>) p.set_i(x);
         else if constexpr (std::is_same_v<T, double>) p.set_f(x);
         else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-          for (int64_t e : x) p.mutable_ints()->add_v(e);
+          plan::AttrValue::IntList* list = p.mutable_ints();  // set even when empty: [] is not None
+          for (int64_t e : x) list->add_v(e);
         } else if constexpr (std::is_same_v<T, DType>) p.set_dtype(std::string(dtype_name(x)));
         else if constexpr (std::is_same_v<T, std::string>) p.set_s(x);
         else p.set_none(true);

@@ -172,6 +172,11 @@ void SyncSignal::reset() {
   error.reset();
 }
 
+std::string location_str(SourceLocation location) {
+  LocationFormatter f = g_format.load(std::memory_order_acquire);
+  return f && location.code ? f(location) : std::string();
+}
+
 std::string describe_failure(const Instruction& instruction, const char* what) {
   std::ostringstream os;
   os << what << "\n  (raised while running '" << (instruction.op ? instruction.op->name : "?") << "' on inputs [";

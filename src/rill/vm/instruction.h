@@ -125,5 +125,7 @@ using LocationCapture = SourceLocation (*)();
 void set_location_hooks(LocationCapture capture, LocationFormatter format);
 /** The calling thread's current source location (empty without a hook). */
 SourceLocation capture_location();
+/** location as "file:line", or empty (no hook, no location). */
+std::string location_str(SourceLocation location);
 
 }  // namespace rill::vm

@@ -1,0 +1,234 @@
+"""rill.nn.Graph: a whole step (forward, backward, optimizer) traced once into a job, compiled to a plan and run by
+an actor runtime on every later call (DESIGN.md §6, src/rill/graph/).
+
+    class TrainGraph(rill.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model                      # the same Parameters as eager: no copy
+            self.loss_fn = rill.nn.CrossEntropyLoss()
+            self.add_optimizer(opt, lr_sch=sched)
+        def build(self, x, y):
+            loss = self.loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+
+    g = TrainGraph(); loss = g(x, y)                # an eager tensor, returned at once
+"""
+import logging
+from collections import OrderedDict
+
+import rill
+from rill import _C
+from rill.nn.modules.module import Module
+
+_log = logging.getLogger("rill.nn.Graph")
+
+
+class GraphConfig:
+    """How a graph is compiled: gradient accumulation."""
+
+    def __init__(self):
+        self._accumulation = 1
+
+    def set_gradient_accumulation_steps(self, steps):
+        """Run forward and backward on `steps` micro-batches (inputs split along dim 0) per call, then one
+        optimizer step on the mean gradient."""
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+            raise ValueError(f"[nn.Graph] gradient accumulation steps must be an int >= 1, got {steps!r}")
+        self._accumulation = steps
+
+    @property
+    def gradient_accumulation_steps(self):
+        return self._accumulation
+
+
+def _flatten(obj, what):
+    """The tensors of a nested tuple/list/dict, and a function that rebuilds the structure from new tensors."""
+    if isinstance(obj, rill.Tensor):
+        return [obj], lambda ts: ts[0]
+    if isinstance(obj, (tuple, list)):
+        parts = [_flatten(o, what) for o in obj]
+        counts = [len(p[0]) for p in parts]
+
+        def rebuild(ts):
+            out, i = [], 0
+            for (_, f), n in zip(parts, counts):
+                out.append(f(ts[i:i + n]))
+                i += n
+            return type(obj)(out)
+        return [t for p in parts for t in p[0]], rebuild
+    if isinstance(obj, dict):
+        keys = list(obj)
+        tensors, rebuild_values = _flatten([obj[k] for k in keys], what)
+        return tensors, lambda ts: dict(zip(keys, rebuild_values(ts)))
+    if obj is None:
+        return [], lambda ts: None
+    raise TypeError(f"[nn.Graph] {what} must be tensors (or tuples, lists and dicts of them), got "
+                    f"{type(obj).__name__}")
+
+
+class Graph:
+    """Subclass it, assign the modules it uses, define build(), and call it like the eager step it replaces."""
+
+    def __init__(self):
+        object.__setattr__(self, "_modules", OrderedDict())
+        self.config = GraphConfig()
+        self._optimizers = []   # (optimizer, lr scheduler or None, one 0-d float64 lr tensor per param group)
+        self._plans = {}        # input signature -> _CompiledGraph
+        self._compiles = 0
+        self._last = None
+
+    def __setattr__(self, name, value):
+        if isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    def build(self, *args):
+        """The step to compile: override it."""
+        raise NotImplementedError(f"[nn.Graph] {type(self).__name__} must define build(self, ...)")
+
+    def add_optimizer(self, optimizer, *, lr_sch=None):
+        """Run optimizer's update (and lr_sch.step() after each call) as part of the graph."""
+        from rill.optim import _fused
+        _fused.check_supported(optimizer)
+        lrs = [rill.tensor(float(g["lr"]), dtype=rill.float64) for g in optimizer.param_groups]
+        self._optimizers.append((optimizer, lr_sch, lrs))
+
+    # --- calling ---------------------------------------------------------------------------------------------
+    def _signature(self, tensors, args):
+        shapes = tuple((tuple(t.shape), str(t.dtype)) for t in tensors)
+        modes = tuple(m.training for root in self._modules.values() for m in root.modules())
+        return shapes, modes, self.config.gradient_accumulation_steps, len(args)
+
+    def __call__(self, *args):
+        tensors, _ = _flatten(list(args), "graph inputs")
+        tensors = [t.contiguous() for t in tensors]
+        key = self._signature(tensors, args)
+        compiled = self._plans.get(key)
+        if compiled is None:
+            reason = "first call" if not self._plans else f"new input signature {key[0]}, modes or configuration"
+            _log.info("[nn.Graph] compiling %s: %s", type(self).__name__, reason)
+            compiled, rebuild = self._compile(args, tensors)
+            self._plans[key] = (compiled, rebuild)
+        else:
+            compiled, rebuild = compiled
+        for optimizer, _, lrs in self._optimizers:
+            for group, lr in zip(optimizer.param_groups, lrs):
+                lr.fill_(float(group["lr"]))
+        outputs = compiled.launch(tensors)
+        for _, scheduler, _ in self._optimizers:
+            if scheduler is not None:
+                scheduler.step()
+        self._last = compiled
+        return rebuild(outputs)
+
+    def _named_state(self):
+        """(tensor, name) for every parameter, buffer and optimizer state tensor the graph may bind."""
+        for prefix, module in self._modules.items():
+            for name, p in module.named_parameters():
+                yield p, f"{prefix}.{name}"
+            for name, b in module.named_buffers():
+                yield b, f"{prefix}.{name}"
+        for i, (optimizer, _, lrs) in enumerate(self._optimizers):
+            for j, lr in enumerate(lrs):
+                yield lr, f"optimizer{i}.group{j}.lr"
+            for k, (p, state) in enumerate(optimizer.state.items()):
+                for key, value in state.items():
+                    if isinstance(value, rill.Tensor):
+                        yield value, f"optimizer{i}.param{k}.{key}"
+
+    def _compile(self, args, tensors):
+        # Inputs are bound by identity: the contiguous copies stand for the user's tensors inside build.
+        _, rebuild_args = _flatten(list(args), "graph inputs")
+        traced_args = rebuild_args(tensors)
+        from rill.optim import _fused
+        for optimizer, _, _ in self._optimizers:
+            _fused.prepare_state(optimizer)
+        tracer = _C._GraphTracer(type(self).__name__)
+        for t, name in self._named_state():
+            tracer.name_variable(t, name)
+        params = [p for optimizer, _, _ in self._optimizers for g in optimizer.param_groups for p in g["params"]]
+        params += [p for m in self._modules.values() for p in m.parameters()]
+        saved = {id(p): (p, p.grad) for p in params}
+        for p, _ in saved.values():
+            p.grad = None  # the trace's gradients are blobs of the job, not eager tensors
+        for t in tensors:
+            tracer.add_input(t)
+        try:
+            tracer.start()
+            result = self.build(*traced_args)
+            if self._optimizers:
+                tracer.set_scope("optimizer")
+                for optimizer, _, lrs in self._optimizers:
+                    _fused.fused_step(optimizer, lrs)
+            outs, rebuild = _flatten(result, "build()'s results")
+            for t in outs:
+                tracer.add_output(t)
+            train = bool(self._optimizers)
+            compiled = tracer.compile(train=train,
+                                      gradient_accumulation_steps=self.config.gradient_accumulation_steps)
+        finally:
+            tracer.stop()
+            for p, grad in saved.values():
+                p.grad = grad
+        self._compiles += 1
+        return compiled, rebuild
+
+    # --- tools -----------------------------------------------------------------------------------------------
+    def stats(self):
+        """Counters of the latest compiled plan: compiles, job_ops, infer_computed, infer_cache_hits, compile_s,
+        plan_tasks, planned_peak_bytes, fused_kernels, launches."""
+        out = {"compiles": self._compiles, "fused_kernels": 0}
+        if self._last is not None:
+            out.update(self._last.stats())
+        return out
+
+    def job(self):
+        """The latest compiled job as Python data (ops with their types, attrs, blobs and descs)."""
+        self._check_compiled()
+        return self._last.job_dict()
+
+    def job_bytes(self):
+        """The latest compiled job, serialized (protobuf, src/rill/graph/job.proto)."""
+        self._check_compiled()
+        return self._last.job_bytes()
+
+    def plan_str(self):
+        self._check_compiled()
+        return self._last.plan_str()
+
+    def _check_compiled(self):
+        if self._last is None:
+            raise RuntimeError(f"[nn.Graph] {type(self).__name__} has not been called yet: it compiles on its first "
+                               "call")
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}("]
+        for name, m in self._modules.items():
+            body = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        if self._last is not None:
+            lines.append("  job:")
+            lines.extend("    " + line for line in self._last.job_str().splitlines())
+        lines.append(")")
+        return "\n".join(lines)
+
+    def state_dict(self):
+        """The modules', optimizers' and schedulers' state (what rill.save writes)."""
+        out = OrderedDict()
+        for name, m in self._modules.items():
+            out[name] = m.state_dict()
+        for i, (optimizer, scheduler, _) in enumerate(self._optimizers):
+            out[f"_optimizer{i}"] = optimizer.state_dict()
+            if scheduler is not None:
+                out[f"_lr_scheduler{i}"] = scheduler.state_dict()
+        return out
+
+    def load_state_dict(self, state):
+        for name, m in self._modules.items():
+            m.load_state_dict(state[name])
+        for i, (optimizer, scheduler, _) in enumerate(self._optimizers):
+            optimizer.load_state_dict(state[f"_optimizer{i}"])
+            if scheduler is not None and f"_lr_scheduler{i}" in state:
+                scheduler.load_state_dict(state[f"_lr_scheduler{i}"])
+        self._plans.clear()  # the plans bound the old state tensors

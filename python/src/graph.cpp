@@ -1,0 +1,128 @@
+// Graph mode's bindings (python/rill/nn/graph.py): the tracer that records build() into a job, and the
+// compiled graph that launches its plan (src/rill/graph/).
+#include "bind.h"  // Python.h first
+
+#include <nanobind/stl/unique_ptr.h>
+
+#include "rill/graph/compiled_graph.h"
+#include "rill/graph/tracer.h"
+
+namespace rill::py {
+namespace {
+
+nb::object attr_object(const plan::AttrValue& v) {
+  switch (v.value_case()) {
+    case plan::AttrValue::kB: return nb::bool_(v.b());
+    case plan::AttrValue::kI: return nb::int_(v.i());
+    case plan::AttrValue::kF: return nb::float_(v.f());
+    case plan::AttrValue::kInts: {
+      nb::list l;
+      for (int64_t e : v.ints().v()) l.append(e);
+      return l;
+    }
+    case plan::AttrValue::kDtype: return nb::str(v.dtype().c_str());
+    case plan::AttrValue::kS: return nb::str(v.s().c_str());
+    default: return nb::none();
+  }
+}
+
+nb::object scalar_object(const plan::ScalarValue& v) {
+  switch (v.value_case()) {
+    case plan::ScalarValue::kB: return nb::bool_(v.b());
+    case plan::ScalarValue::kF: return nb::float_(v.f());
+    default: return nb::int_(v.i());
+  }
+}
+
+nb::dict desc_dict(const plan::TensorDesc& d) {
+  nb::dict out;
+  out["shape"] = std::vector<int64_t>(d.shape().begin(), d.shape().end());
+  out["dtype"] = d.dtype();
+  return out;
+}
+
+// The job as Python data: what rill.onnx.export maps to ONNX nodes.
+nb::dict job_dict(const graph::Job& job) {
+  nb::list ops;
+  for (const graph::OpConf& c : job.ops()) {
+    nb::dict op, attrs;
+    op["name"] = c.name();
+    op["op_type"] = c.op_type();
+    op["inputs"] = std::vector<std::string>(c.inputs().begin(), c.inputs().end());
+    op["outputs"] = std::vector<std::string>(c.outputs().begin(), c.outputs().end());
+    for (const auto& [name, value] : c.attrs()) attrs[name.c_str()] = attr_object(value);
+    op["attrs"] = attrs;
+    nb::list scalars, descs;
+    for (const plan::ScalarValue& s : c.scalars()) scalars.append(scalar_object(s));
+    for (const plan::TensorDesc& d : c.output_descs()) descs.append(desc_dict(d));
+    op["scalars"] = scalars;
+    op["output_descs"] = descs;
+    op["scope"] = c.scope();
+    op["loc"] = c.loc();
+    ops.append(op);
+  }
+  nb::dict out;
+  out["name"] = job.conf().name();
+  out["ops"] = ops;
+  out["pass_order"] = std::vector<std::string>(job.conf().pass_order().begin(), job.conf().pass_order().end());
+  return out;
+}
+
+nb::bytes serialized(const google::protobuf::Message& m) {
+  std::string s;
+  m.SerializeToString(&s);
+  return nb::bytes(s.data(), s.size());
+}
+
+}  // namespace
+
+void init_graph(nb::module_& m) {
+  using graph::CompiledGraph;
+  using graph::Tracer;
+  nb::class_<Tracer>(m, "_GraphTracer", "Records nn.Graph.build into a job (src/rill/graph/tracer.h).")
+      .def(nb::init<std::string>())
+      .def("start", &Tracer::start)
+      .def("stop", &Tracer::stop)
+      .def("add_input", &Tracer::add_input)
+      .def("name_variable", &Tracer::name_variable)
+      .def("set_scope", &Tracer::set_scope)
+      .def("add_output", &Tracer::add_output)
+      .def("variables", &Tracer::variables)
+      .def("compile", [](Tracer& t, bool train, int32_t accumulation) {
+        graph::Job job = t.finish(train, accumulation);
+        return std::make_unique<CompiledGraph>(std::move(job), t.variables(), t.random_numbers());
+      }, nb::arg("train"), nb::arg("gradient_accumulation_steps"),
+         "Finish the trace and compile it: passes, inference, the plan and its runtime.")
+      .def("finish_job", [](Tracer& t) { return job_dict(t.finish(false, 1)); },
+           "Finish the trace of an inference step and return the job as Python data, uncompiled (rill.onnx).");
+  nb::class_<CompiledGraph>(m, "_CompiledGraph", "A compiled job and its actor runtime.")
+      .def("launch", [](CompiledGraph& g, const std::vector<Tensor>& inputs) { return g.launch(inputs); },
+           "One iteration; returns the outputs at once (one VM instruction).")
+      .def("job_str", [](const CompiledGraph& g) { return graph::job_str(g.job()); })
+      .def("plan_str", [](const CompiledGraph& g) { return graph::plan_str(g.plan()); })
+      .def("job_bytes", [](const CompiledGraph& g) { return serialized(g.job()); })
+      .def("plan_bytes", [](const CompiledGraph& g) { return serialized(g.plan()); })
+      .def("job_dict", [](const CompiledGraph& g) { return job_dict(g.job()); })
+      .def("stats", [](const CompiledGraph& g) {
+        graph::GraphStats s = g.stats();
+        runtime::RuntimeStats r = g.runtime().stats();
+        nb::dict d;
+        d["job_ops"] = s.job_ops;
+        d["infer_computed"] = s.infer_computed;
+        d["infer_cache_hits"] = s.infer_cache_hits;
+        d["compile_s"] = s.compile_s;
+        d["plan_tasks"] = s.plan_tasks;
+        d["planned_peak_bytes"] = s.planned_peak_bytes;
+        d["launches"] = s.launches;
+        d["actor_acts"] = r.acts;
+        d["actor_messages"] = r.messages;
+        return d;
+      });
+  m.def("_graph_job_roundtrip", [](nb::bytes data) {
+    graph::Job job;
+    RILL_CHECK(job.ParseFromArray(data.c_str(), static_cast<int>(data.size())), Value, "[nn.Graph] not a job");
+    return nb::make_tuple(serialized(job), graph::job_str(job));
+  }, "Parse a serialized job and serialize it again (for the round-trip test), with its text.");
+}
+
+}  // namespace rill::py

@@ -1,0 +1,141 @@
+#include "rill/graph/compiled_graph.h"
+
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include "rill/eager/functional.h"
+#include "rill/graph/passes/pass.h"
+#include "rill/runtime/attrs.h"
+#include "rill/util/error.h"
+#include "rill/vm/virtual_machine.h"
+
+namespace rill::graph {
+
+// Note [The eager-graph bridge]
+// A graph call is one VM instruction of the graph_launch op on its own stream
+// (a reserved VM thread): it reads the graph's inputs and the variables the plan
+// only reads, and writes its outputs and the variables the plan assigns. So the
+// VM orders it after the eager ops that produce what it reads and before the
+// ones that read what it writes, as any op, and the call returns at once. Its
+// kernel binds the tensors' memory to the plan's external registers and runs
+// the actor runtime on that thread; a kernel error there poisons the outputs
+// and reaches the user at the next sync point, like an eager kernel's. The
+// variables are the eager tensors themselves (parameters, buffers, optimizer
+// state), so eager code sees the trained values after a call.
+
+namespace {
+
+std::mutex g_mutex;
+std::unordered_map<int64_t, CompiledGraph*> g_graphs;
+int64_t g_next_id = 1;
+
+CompiledGraph* find_graph(int64_t id) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_graphs.find(id);
+  RILL_ASSERT(it != g_graphs.end(), "graph_launch of graph ", id, ", which no longer exists");
+  return it->second;
+}
+
+InferResult infer_launch(const InferContext&) {
+  RILL_FAIL(Runtime, "[graph_launch] is issued by nn.Graph calls only");
+}
+
+const OpSchema& launch_op() {
+  static const OpSchema& op = [&]() -> const OpSchema& {
+    eager::op("add");  // the registry and kernels first
+    ops::define("graph_launch(Tensor[] inputs, Scalar seed, Scalar offset, int graph) -> Tensor[]", infer_launch,
+                {.differentiable = false}, "one iteration of a compiled nn.Graph");
+    ops::set_cpu_kernel("graph_launch", run_launch);
+    return ops::get("graph_launch");
+  }();
+  return op;
+}
+
+int16_t launch_thread() {
+  static const int16_t id = static_cast<int16_t>(vm::reserve_thread_id());
+  return id;
+}
+
+}  // namespace
+
+void run_launch(const KernelContext& c) {
+  CompiledGraph& g = *find_graph(c.attr<int64_t>("graph"));
+  const plan::Plan& p = g.runtime_->plan();
+  const size_t n_in = static_cast<size_t>(p.inputs_size()), n_out = static_cast<size_t>(p.outputs_size());
+  std::vector<void*> variables(g.variables_.size()), inputs(n_in), outputs(n_out);
+  for (size_t i = 0; i < n_in; ++i) inputs[i] = c.inputs[i].data;
+  for (size_t i = 0; i < g.read_variables_.size(); ++i) variables[g.read_variables_[i]] = c.inputs[n_in + i].data;
+  for (size_t i = 0; i < n_out; ++i) outputs[i] = c.outputs[i].data;
+  for (size_t i = 0; i < g.written_variables_.size(); ++i)
+    variables[g.written_variables_[i]] = c.outputs[n_out + i].data;
+  runtime::Bindings b{variables, inputs, outputs, c.scalars[0].to_int(), c.scalars[1].to_int()};
+  g.runtime_->run(b);
+}
+
+CompiledGraph::CompiledGraph(Job job, std::vector<Tensor> variables, int64_t random_numbers,
+                             const CompileOptions& options)
+    : job_(std::move(job)), variables_(std::move(variables)), random_numbers_(random_numbers) {
+  auto start = std::chrono::steady_clock::now();
+  run_passes(job_);
+  InferStats infer;
+  infer_job(job_, infer);
+  plan::Plan plan = compile(job_, options);
+  for (int i = 0; i < plan.variables_size(); ++i)
+    (plan.variables(i).written() ? written_variables_ : read_variables_).push_back(i);
+  RILL_ASSERT(static_cast<size_t>(plan.variables_size()) == variables_.size(), "the plan binds ",
+              plan.variables_size(), " variables, the trace ", variables_.size());
+  stats_.planned_peak_bytes = plan.planned_peak_bytes();
+  stats_.plan_tasks = plan.tasks_size();
+  runtime_ = std::make_unique<runtime::Runtime>(std::move(plan));
+  stats_.job_ops = job_.ops_size();
+  stats_.infer_computed = infer.computed;
+  stats_.infer_cache_hits = infer.hits;
+  stats_.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  launch_op();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  id_ = g_next_id++;
+  g_graphs[id_] = this;
+  std::vector<AttrValue> attrs;  // one by one: GCC 12 warns falsely on a braced list of these variants
+  attrs.emplace_back(id_);
+  launch_attrs_ = make_attrs(std::move(attrs));
+}
+
+CompiledGraph::~CompiledGraph() {
+  for (const Tensor& t : last_outputs_) {
+    try {
+      eager::wait_readable(t);
+    } catch (const Error&) {
+      // The launch failed; its error was the user's to read from the outputs.
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_graphs.erase(id_);
+}
+
+std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
+  const plan::Plan& p = runtime_->plan();
+  RILL_CHECK(inputs.size() == static_cast<size_t>(p.inputs_size()), Runtime, "[nn.Graph] the graph takes ",
+             p.inputs_size(), " tensor inputs, got ", inputs.size());
+  std::vector<Tensor> reads(inputs.begin(), inputs.end()), writes;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    RILL_CHECK(inputs[i].meta() == runtime::meta_from_proto(p.inputs(static_cast<int>(i))), Runtime,
+               "[nn.Graph] input ", i, " is ", inputs[i].meta()->str(), " but the plan was compiled for ",
+               runtime::meta_from_proto(p.inputs(static_cast<int>(i)))->str());
+  for (const plan::TensorDesc& d : p.outputs()) writes.push_back(Tensor::empty(runtime::meta_from_proto(d)));
+  std::vector<Tensor> outputs(writes);
+  for (int i : read_variables_) reads.push_back(variables_[i]);
+  for (int i : written_variables_) writes.push_back(variables_[i]);
+  auto [seed, offset] = eager::take_random(random_numbers_);
+  Scalar scalars[2] = {seed, offset};
+  vm::Stream stream;
+  stream.thread_id = launch_thread();
+  eager::submit_on(launch_op(), reads, scalars, launch_attrs_, writes, stream);
+  last_outputs_ = std::move(writes);
+  ++stats_.launches;
+  return outputs;
+}
+
+GraphStats CompiledGraph::stats() const { return stats_; }
+
+}  // namespace rill::graph

@@ -1,0 +1,67 @@
+// A traced job made runnable (DESIGN.md §6): passes, logical inference and the
+// compiler turn the job into a plan; an actor runtime runs it. Each launch is
+// one VM instruction on the graph-launch stream (Note [The eager-graph bridge]
+// in compiled_graph.cpp), so eager ops before and after it are ordered by the
+// tensors they share, and launch() returns at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "rill/core/tensor.h"
+#include "rill/graph/compiler.h"
+#include "rill/graph/infer.h"
+#include "rill/graph/job.pb.h"
+#include "rill/ops/op_schema.h"
+#include "rill/runtime/runtime.h"
+
+namespace rill::graph {
+
+/** What g.stats() reports. */
+struct GraphStats {
+  int64_t job_ops = 0;
+  int64_t infer_computed = 0;
+  int64_t infer_cache_hits = 0;
+  double compile_s = 0;
+  int64_t plan_tasks = 0;
+  int64_t planned_peak_bytes = 0;
+  int64_t launches = 0;
+};
+
+/** The kernel of graph_launch: one iteration of the graph its attr names (Note [The eager-graph bridge]). */
+void run_launch(const KernelContext& c);
+
+class CompiledGraph {
+ public:
+  /** Run the passes, inference and the compiler on job, whose variable ops bind variables (in order);
+   * random_numbers: how many the traced step draws from the generator. Raises rill::Error naming the op. */
+  CompiledGraph(Job job, std::vector<Tensor> variables, int64_t random_numbers, const CompileOptions& options = {});
+  /** Waits for its launches still in flight. */
+  ~CompiledGraph();
+  CompiledGraph(const CompiledGraph&) = delete;
+  CompiledGraph& operator=(const CompiledGraph&) = delete;
+
+  /** Start one iteration on inputs (the traced shapes and dtypes); returns the outputs at once. */
+  std::vector<Tensor> launch(std::span<const Tensor> inputs);
+  const Job& job() const { return job_; }
+  const plan::Plan& plan() const { return runtime_->plan(); }
+  GraphStats stats() const;
+  /** The runtime (for its counters). */
+  const runtime::Runtime& runtime() const { return *runtime_; }
+
+ private:
+  friend void run_launch(const KernelContext& c);
+  Job job_;
+  std::vector<Tensor> variables_;
+  std::vector<int> read_variables_, written_variables_;  // indices into variables_
+  int64_t random_numbers_;
+  std::unique_ptr<runtime::Runtime> runtime_;
+  GraphStats stats_;
+  int64_t id_;
+  AttrsSym launch_attrs_;  // graph_launch's attrs: this graph's id
+  std::vector<Tensor> last_outputs_;  // the latest launch's outputs and written variables (the destructor waits)
+};
+
+}  // namespace rill::graph

@@ -1,0 +1,276 @@
+#include "rill/graph/tracer.h"
+
+#include "rill/eager/functional.h"
+#include "rill/runtime/attrs.h"
+#include "rill/util/error.h"
+#include "rill/vm/instruction.h"
+
+namespace rill::graph {
+
+// Note [Tracing memory]
+// Eager tensors are handles to memory that ops read, write in place and view; a
+// job's blobs are values, each written once. The tracer keeps, per storage it
+// has seen, the blob that holds the value of the storage's whole tensor (its
+// root) and a version counting the writes traced into it; per tensor handle, the
+// blob it read as of some version, and for a view the op that made it from its
+// parent. Reading a tensor (resolve) gives its blob when the memory has not been
+// written since; otherwise a view is made again from its parent's current blob,
+// and a tensor the trace did not see being made (a detach(), which shares memory
+// without an op) is read as a restride of its root. A write into a root (an
+// in-place op, copy_, fill_, the optimizer's update) is traced as the op
+// producing a new blob, which becomes the root's value. Memory the trace did not
+// make is eager memory: a parameter, a buffer, optimizer state or a captured
+// constant becomes a variable op bound to that tensor; a graph input an input
+// op. Memory nothing has written yet (empty() inside build, then filled) is the
+// trace's own. At the end, each variable whose value changed gets an assign op, which
+// writes the new value into the eager tensor once the iteration's readers ran.
+// Tensors made by the trace never get memory; they are poisoned when it ends.
+
+namespace {
+
+bool same_view(const Tensor& a, const Tensor& b) { return a.meta() == b.meta() && a.offset() == b.offset(); }
+
+// The last element of t, in elements from its storage's start (t's extent is [offset, last]).
+int64_t last_element(const Tensor& t) {
+  int64_t last = t.offset();
+  for (int64_t d = 0; d < t.ndim(); ++d)
+    if (t.shape()[d] > 0) last += (t.shape()[d] - 1) * t.strides()[d];
+  return last;
+}
+
+std::string here() { return vm::location_str(vm::capture_location()); }
+
+std::string at(const std::string& where) { return where.empty() ? std::string() : " (at " + where + ")"; }
+
+}  // namespace
+
+Tracer::Tracer(std::string job_name) { job_.mutable_conf()->set_name(std::move(job_name)); }
+
+Tracer::~Tracer() { stop(); }
+
+void Tracer::start() {
+  RILL_CHECK(!installed_, Runtime, "[nn.Graph] the tracer is already running");
+  RILL_CHECK(eager::trace_sink() == nullptr, Runtime,
+             "[nn.Graph] a graph is already being traced on this thread: call a graph from outside another's "
+             "build()");
+  previous_ = eager::set_trace_sink(this);
+  installed_ = true;
+  random_start_ = eager::take_random(0).second.to_int();
+}
+
+void Tracer::stop() {
+  if (!installed_) return;
+  eager::set_trace_sink(previous_);
+  installed_ = false;
+  random_numbers_ = eager::take_random(0).second.to_int() - random_start_;
+  auto poison = std::make_shared<const Error>(
+      ErrorKind::kRuntime,
+      "[nn.Graph] this tensor was made inside build(), where tensors are symbolic: it has no value. Return it "
+      "from build() to get its value from each graph call");
+  for (auto& [storage, m] : memory_)
+    if (m.origin == Origin::kTraced) m.root.storage()->set_poison(poison);
+}
+
+void Tracer::set_scope(std::string scope) { scope_ = std::move(scope); }
+
+void Tracer::name_variable(const Tensor& t, std::string name) {
+  keep_.push_back(t);
+  names_[t.impl()] = std::move(name);
+}
+
+std::string Tracer::output_lbn(OpConf& conf) {
+  std::string lbn = conf.name() + "/out" + std::to_string(conf.outputs_size());
+  conf.add_outputs(lbn);
+  return lbn;
+}
+
+void Tracer::add_input(const Tensor& t) {
+  RILL_CHECK(memory_.find(t.storage().get()) == memory_.end(), Runtime,
+             "[nn.Graph] input ", inputs_, " shares memory with another input or a parameter: pass a clone()");
+  OpConf& c = *job_.add_ops();
+  c.set_name("input-" + std::to_string(inputs_));
+  c.set_op_type("input");
+  auto& a = *c.mutable_attrs();
+  a["index"].set_i(inputs_++);
+  *c.add_output_descs() = runtime::desc_to_proto(*t.meta());
+  for (int64_t s : t.shape()) a["shape"].mutable_ints()->add_v(s);
+  a["dtype"].set_dtype(std::string(dtype_name(t.dtype())));
+  c.set_scope(scope_);
+  std::string lbn = output_lbn(c);
+  keep_.push_back(t);
+  memory_[t.storage().get()] = Memory{t, lbn, 0, Origin::kInput, lbn};
+  seen_[t.impl()] = Seen{lbn, 0, {}, nullptr, {}};
+}
+
+void Tracer::add_output(const Tensor& t) {
+  std::string in = resolve(t);
+  OpConf& c = *job_.add_ops();
+  c.set_name("output-" + std::to_string(outputs_));
+  c.set_op_type("output");
+  (*c.mutable_attrs())["index"].set_i(outputs_++);
+  c.add_inputs(in);
+  c.set_scope(scope_);
+  output_lbn(c);
+}
+
+Tracer::Memory& Tracer::memory_of(const Tensor& t) {
+  auto it = memory_.find(t.storage().get());
+  if (it != memory_.end()) return it->second;
+  // Eager memory read for the first time: a variable bound to this tensor.
+  keep_.push_back(t);
+  auto named = names_.find(t.impl());
+  std::string name = named != names_.end() ? named->second : "constant-" + std::to_string(variables_.size());
+  OpConf& c = *job_.add_ops();
+  c.set_name(name);
+  c.set_op_type("variable");
+  auto& a = *c.mutable_attrs();
+  a["index"].set_i(static_cast<int64_t>(variables_.size()));
+  for (int64_t s : t.shape()) a["shape"].mutable_ints()->add_v(s);
+  a["dtype"].set_dtype(std::string(dtype_name(t.dtype())));
+  a["trainable"].set_b(t.impl()->requires_grad());
+  c.set_scope(scope_);
+  std::string lbn = output_lbn(c);
+  *c.add_output_descs() = runtime::desc_to_proto(*t.meta());
+  variables_.push_back(t);
+  seen_[t.impl()] = Seen{lbn, 0, {}, nullptr, {}};
+  return memory_[t.storage().get()] = Memory{t, lbn, 0, Origin::kVariable, lbn};
+}
+
+std::string Tracer::new_view(const std::string& input_lbn, const OpSchema& op, AttrsSym attrs, const Tensor& y) {
+  OpConf& c = *job_.add_ops();
+  c.set_name(op.name + "-" + std::to_string(next_op_++));
+  c.set_op_type(op.name);
+  c.add_inputs(input_lbn);
+  runtime::attrs_to_proto(op, *attrs, c.mutable_attrs());
+  c.set_scope(scope_);
+  c.set_loc(here());
+  *c.add_output_descs() = runtime::desc_to_proto(*y.meta());
+  return output_lbn(c);
+}
+
+std::string Tracer::resolve(const Tensor& t) {
+  Memory& m = memory_of(t);
+  auto it = seen_.find(t.impl());
+  if (it != seen_.end() && it->second.version == m.version) return it->second.lbn;
+  std::string lbn;
+  if (same_view(t, m.root)) {
+    lbn = m.lbn;
+  } else if (it != seen_.end() && it->second.parent.defined()) {
+    Seen s = it->second;  // resolve() may rehash seen_
+    lbn = new_view(resolve(s.parent), *s.op, s.attrs, t);
+  } else {
+    RILL_CHECK(t.offset() >= m.root.offset() && last_element(t) <= last_element(m.root), Runtime,
+               "[nn.Graph] build() reads a tensor whose memory reaches outside the tensor the graph binds for it (a "
+               "view made outside build() of a parameter or input); pass a clone() or make the view inside build()",
+               at(here()));
+    static const OpSchema& restride = eager::op("restride");
+    std::vector<int64_t> size(t.shape().begin(), t.shape().end()), stride(t.strides().begin(), t.strides().end());
+    // One by one: GCC 12 warns falsely (-Wmaybe-uninitialized) on a braced list of these variants.
+    std::vector<AttrValue> attrs;
+    attrs.emplace_back(std::move(size));
+    attrs.emplace_back(std::move(stride));
+    attrs.emplace_back(t.offset() - m.root.offset());
+    lbn = new_view(resolve(m.root), restride, make_attrs(std::move(attrs)), t);
+  }
+  if (it == seen_.end()) keep_.push_back(t);
+  Seen& s = seen_[t.impl()];
+  s.lbn = lbn;
+  s.version = m.version;
+  return lbn;
+}
+
+OpConf& Tracer::add_op(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                       AttrsSym attrs) {
+  std::vector<std::string> in;
+  in.reserve(inputs.size());
+  for (const Tensor& t : inputs) in.push_back(resolve(t));
+  OpConf& c = *job_.add_ops();
+  c.set_name(op.name + "-" + std::to_string(next_op_++));
+  c.set_op_type(op.name);
+  for (std::string& lbn : in) c.add_inputs(std::move(lbn));
+  runtime::attrs_to_proto(op, *attrs, c.mutable_attrs());
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    Scalar s = scalars[i];
+    // A random op's offset is kept relative to the trace's first draw; each launch adds its own.
+    if (op.flags.random && i == 1) s = Scalar(s.to_int() - random_start_);
+    *c.add_scalars() = runtime::scalar_to_proto(s);
+  }
+  c.set_scope(scope_);
+  c.set_loc(here());
+  return c;
+}
+
+void Tracer::on_call(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                     AttrsSym attrs, std::span<const Tensor> outputs) {
+  OpConf& c = add_op(op, inputs, scalars, attrs);
+  for (const Tensor& out : outputs) {
+    std::string lbn = output_lbn(c);
+    *c.add_output_descs() = runtime::desc_to_proto(*out.meta());
+    keep_.push_back(out);
+    memory_[out.storage().get()] = Memory{out, lbn, 0, Origin::kTraced, lbn};
+    seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
+  }
+}
+
+void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                      AttrsSym attrs, const Tensor& out) {
+  Storage& storage = *out.storage();
+  if (memory_.find(&storage) == memory_.end() && !storage.allocated() && !storage.external() &&
+      storage.writes_in_flight().load(std::memory_order_acquire) == 0) {
+    // Memory nothing has written yet (an empty() inside build, filled now): the trace's own, not a variable.
+    OpConf& c = add_op(op, inputs, scalars, attrs);
+    std::string lbn = output_lbn(c);
+    *c.add_output_descs() = runtime::desc_to_proto(*out.meta());
+    keep_.push_back(out);
+    memory_[&storage] = Memory{out, lbn, 0, Origin::kTraced, lbn};
+    seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
+    return;
+  }
+  Memory& m = memory_of(out);
+  RILL_CHECK(same_view(out, m.root), Runtime, "[nn.Graph] build() writes in place (", op.name,
+             ") into part of a tensor (a view or a slice): a graph records writes into whole tensors only; use an "
+             "out-of-place op (torch.where, index_put, cat)", at(here()));
+  RILL_CHECK(m.origin != Origin::kInput, Runtime, "[nn.Graph] build() writes in place (", op.name,
+             ") into its input: clone() the input first", at(here()));
+  OpConf& c = add_op(op, inputs, scalars, attrs);
+  std::string lbn = output_lbn(c);
+  *c.add_output_descs() = runtime::desc_to_proto(*out.meta());
+  Memory& written = memory_of(out);  // add_op may have rehashed memory_
+  written.lbn = lbn;
+  ++written.version;
+  seen_[out.impl()] = Seen{lbn, written.version, {}, nullptr, {}};
+}
+
+void Tracer::on_view(const OpSchema& op, const Tensor& x, AttrsSym attrs, const Tensor& y) {
+  std::string lbn = new_view(resolve(x), op, attrs, y);
+  keep_.push_back(y);
+  seen_[y.impl()] = Seen{lbn, memory_of(x).version, x, &op, attrs};
+}
+
+void Tracer::on_sync(const Tensor& t, const char* what) {
+  auto it = memory_.find(t.storage().get());
+  if (it == memory_.end() || it->second.origin != Origin::kTraced) return;
+  RILL_FAIL(Runtime, "[nn.Graph] ", what, " needs the value of a tensor made inside build(), but while a graph is "
+            "traced tensors are symbolic (shape and dtype only)", at(here()),
+            ": compute it outside build(), or return the tensor from build() and read it after the call");
+}
+
+Job Tracer::finish(bool train, int32_t gradient_accumulation_steps) {
+  stop();
+  for (size_t i = 0; i < variables_.size(); ++i) {
+    const Memory& m = memory_.at(variables_[i].storage().get());
+    if (m.version == 0) continue;
+    OpConf& c = *job_.add_ops();
+    c.set_name("assign-" + std::to_string(i));
+    c.set_op_type("assign");
+    c.add_inputs(m.bound_lbn);
+    c.add_inputs(m.lbn);
+    c.set_scope("optimizer");
+  }
+  JobConf& conf = *job_.mutable_conf();
+  conf.set_train(train);
+  conf.set_gradient_accumulation_steps(gradient_accumulation_steps);
+  return std::move(job_);
+}
+
+}  // namespace rill::graph
