@@ -1,0 +1,151 @@
+"""Graph mode against eager (rill.nn.Graph vs rill eager vs PyTorch eager), and compile times (issue 17's bars).
+
+One training step (forward, backward, optimizer) per call on the same models in each mode, alternating, medians
+of --repeats timings, each ending with a sync. Compile times are cold: a fresh Graph per measurement, first call
+timed to the end of its work.
+
+    python3 bench/graph.py                  # steps and compile times
+    python3 bench/graph.py --only compile   # compile times only
+    python3 bench/graph.py --torch-compile  # also torch.compile's first call (slow: tens of seconds each)
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+import rill
+from run import SETTLE_S, _time
+
+
+def mlp(lib):
+    lib.manual_seed(0)
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
+    x = lib.tensor(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32))
+    y = lib.tensor(np.random.default_rng(1).integers(0, 10, 64))
+    return model, lib.optim.Adam(model.parameters(), lr=1e-3), x, y
+
+
+def cnn(lib):
+    lib.manual_seed(0)
+    nn = lib.nn
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                          nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 2 * 2, 64), nn.ReLU(),
+                          nn.Linear(64, 10))
+    x = lib.tensor(np.random.default_rng(0).standard_normal((32, 1, 8, 8)).astype(np.float32))
+    y = lib.tensor(np.random.default_rng(1).integers(0, 10, 32))
+    return model, lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), x, y
+
+
+def encoder(lib, d=256, layers=1, seq=32, batch=8):
+    lib.manual_seed(0)
+    nn = lib.nn
+    blocks = [nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.0, batch_first=True) for _ in range(layers)]
+    model = nn.Sequential(*blocks, nn.Flatten(), nn.Linear(seq * d, 10))
+    x = lib.tensor(np.random.default_rng(0).standard_normal((batch, seq, d)).astype(np.float32))
+    y = lib.tensor(np.random.default_rng(1).integers(0, 10, batch))
+    return model, lib.optim.AdamW(model.parameters(), lr=1e-3), x, y
+
+
+def eager_step(lib, model, opt, x, y):
+    loss_fn = lib.nn.CrossEntropyLoss()
+
+    def run():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        loss.item()
+    return run
+
+
+def graph_step(model, opt, x, y):
+    class Step(rill.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model, self.loss_fn = model, rill.nn.CrossEntropyLoss()
+            self.add_optimizer(opt)
+
+        def build(self, x, y):
+            loss = self.loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+    g = Step()
+    return g, lambda: g(x, y).item()
+
+
+def time_steps(name, make, repeats):
+    r_model, r_opt, rx, ry = make(rill)
+    g_model, g_opt, gx, gy = make(rill)
+    t_model, t_opt, tx, ty = make(torch)
+    runs = {"rill graph": graph_step(g_model, g_opt, gx, gy)[1], "rill eager": eager_step(rill, r_model, r_opt, rx, ry),
+            "torch eager": eager_step(torch, t_model, t_opt, tx, ty)}
+    times = {k: [] for k in runs}
+    for _ in range(repeats):
+        for k, fn in runs.items():
+            times[k].append(_time(fn, 20))
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    print(f"{name:28s} graph {med['rill graph']:8.3f} ms  eager {med['rill eager']:8.3f} ms  "
+          f"torch {med['torch eager']:8.3f} ms  graph/eager {med['rill graph'] / med['rill eager']:5.2f}  "
+          f"graph/torch {med['rill graph'] / med['torch eager']:5.2f}")
+
+
+def cold_compile_s(make):
+    model, opt, x, y = make(rill)
+    g, run = graph_step(model, opt, x, y)
+    t0 = time.perf_counter()
+    run()
+    total = time.perf_counter() - t0
+    return total, g.stats()
+
+
+def time_compiles(repeats, torch_compile):
+    rows = [("MLP 64-128-128-10 + Adam", mlp), ("digits CNN + SGD", cnn),
+            ("encoder d=64 x4 + AdamW", lambda lib: encoder(lib, d=64, layers=4, seq=16)),
+            ("encoder d=64 x48 + AdamW", lambda lib: encoder(lib, d=64, layers=48, seq=16))]
+    for name, make in rows:
+        results = [cold_compile_s(make) for _ in range(repeats)]
+        total = statistics.median(r[0] for r in results)
+        stats = results[-1][1]
+        print(f"{name:28s} first call {total:7.3f} s (compile {stats['compile_s']:.3f} s): job_ops "
+              f"{stats['job_ops']}, infer_computed {stats['infer_computed']}, hits {stats['infer_cache_hits']}, "
+              f"plan_tasks {stats['plan_tasks']}")
+        if torch_compile:
+            model, opt, x, y = make(torch)
+            loss_fn = torch.nn.CrossEntropyLoss()
+
+            @torch.compile
+            def step(x, y):
+                opt.zero_grad()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                opt.step()
+                return loss
+            t0 = time.perf_counter()
+            step(x, y).item()
+            print(f"{'':28s} torch.compile first call {time.perf_counter() - t0:7.1f} s")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", choices=["steps", "compile"])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--torch-compile", action="store_true")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    rill.set_num_threads(1)
+    print(f"rill graph mode vs eager; 1 intra-op thread; settle {SETTLE_S} s; medians of {args.repeats}")
+    if args.only in (None, "steps"):
+        time_steps("MLP 64-128-128-10 + Adam", mlp, args.repeats)
+        time_steps("digits CNN + SGD momentum", cnn, args.repeats)
+        time_steps("encoder d=256 + AdamW", encoder, args.repeats)
+    if args.only in (None, "compile"):
+        time_compiles(max(1, args.repeats // 2), args.torch_compile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
