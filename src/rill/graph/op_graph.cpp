@@ -29,10 +29,13 @@ namespace rill::graph {
 
 namespace {
 
-bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+// Consumers are added in job order, so a repeat can only be the last one added.
+void push_consumer(std::vector<int>& v, int x) {
+  if (v.empty() || v.back() != x) v.push_back(x);
+}
 
 void push_once(std::vector<int>& v, int x) {
-  if (!contains(v, x)) v.push_back(x);
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
 }  // namespace
@@ -102,13 +105,13 @@ OpGraph::OpGraph(const Job& job) : job_(&job) {
     for (const std::string& lbn : op.inputs()) {
       BlobRef p = producer(lbn);
       if (p.op < 0) continue;
-      push_once(data_consumers_[p.op], i);
+      push_consumer(data_consumers_[p.op], i);
       push_once(predecessors_[i], p.op);
     }
     for (const std::string& name : op.ctrl_inputs()) {
       int p = find(name);
       if (p < 0) continue;
-      push_once(ctrl_consumers_[p], i);
+      push_consumer(ctrl_consumers_[p], i);
       push_once(predecessors_[i], p);
     }
   }

@@ -261,6 +261,13 @@ TEST(GraphCompiler, ErrorsNameTheOp) {
     expect_compile_error(b.job, "[o] output index 1 is out of range");
   }
   {
+    JobBuilder b("AssignedTwice");
+    std::string w = b.variable("w", {2});
+    b.assign("first.assign", w, b.op("one", "neg", {w}, {}, {}, "optimizer"));
+    b.assign("second.assign", w, b.op("two", "abs", {w}, {}, {}, "optimizer"));
+    expect_compile_error(b.job, "is assigned twice");
+  }
+  {
     JobBuilder b("NoTicks");
     b.output("o", b.input("x", {2}));
     InferStats stats;

@@ -224,6 +224,22 @@ TEST(GraphPasses, AutoTickRoutesPerPieceReadersThroughAnAccTick) {
   EXPECT_EQ(p.pieces(), 2);
 }
 
+TEST(GraphPasses, AssignsThatSwapTwoVariablesAreACycle) {
+  JobBuilder b("Swap");
+  std::string a = b.variable("a", {2});
+  std::string c = b.variable("c", {2});
+  b.assign("a.assign", a, c);  // a <- c reads c, which c.assign writes, and the other way round
+  b.assign("c.assign", c, a);
+  try {
+    run_passes(b.job);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("cycle"), std::string::npos) << msg;
+    EXPECT_TRUE(msg.find("[a.assign]") != std::string::npos || msg.find("[c.assign]") != std::string::npos) << msg;
+  }
+}
+
 TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   const std::vector<std::string> expected = {"dead_op_elimination", "common_subexpression_elimination",
                                              "gradient_accumulation", "auto_tick"};
