@@ -217,6 +217,9 @@ class Compiler {
                " pieces but the job runs ", pieces_, " per iteration; run run_passes() on the traced job", at(op));
     plan::TensorDesc whole = op.output_descs(0);
     if (whole.shape_size() > 0) whole.set_shape(0, whole.shape(0) * split);
+    const auto& shape = op.attrs().at("shape").ints().v();
+    RILL_CHECK(std::equal(shape.begin(), shape.end(), whole.shape().begin(), whole.shape().end()), Runtime, "[",
+               op.name(), "] the input's desc does not match its attrs; run infer_job() after run_passes()", at(op));
     *plan_.mutable_inputs(index) = contiguous(whole);
     if (split > 1) r.set_piece_stride_bytes(desc_bytes(op.output_descs(0)));
   }

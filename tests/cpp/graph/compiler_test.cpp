@@ -255,6 +255,16 @@ TEST(GraphCompiler, ErrorsNameTheOp) {
     expect_compile_error(job, "run infer_job()", false);
   }
   {
+    JobBuilder b("StaleDescs", 2);
+    b.output("o", b.op("y", "neg", {b.input("x", {4, 2})}));
+    InferStats stats;
+    infer_job(b.job, stats);  // before the passes: x's desc is the whole batch
+    run_passes(b.job);
+    for (OpConf& op : *b.job.mutable_ops())
+      if (op.output_descs_size() != op.outputs_size()) *op.mutable_output_descs() = find_op(b.job, "y")->output_descs();
+    expect_compile_error(b.job, "[x] the input's desc does not match", false);
+  }
+  {
     JobBuilder b("IndexGap");
     std::string x = b.input("x", {2});
     b.add("o", "output", {x}, {{"index", I(1)}}, {}, "", 0);
