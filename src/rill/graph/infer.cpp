@@ -1,1 +1,267 @@
+#include "rill/graph/infer.h"
 
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rill/graph/op_graph.h"
+#include "rill/runtime/attrs.h"
+#include "rill/util/error.h"
+#include "rill/util/fork.h"
+#include "rill/util/symbol.h"
+
+namespace rill::graph {
+
+// Note [The inference cache]
+// Logical inference gives every op conf its output descs from its input descs.
+// Its key for one op node is three interned symbols' worth of pointers:
+//   - the op conf stripped of what does not change the result: its name, input
+//     and output lbns, ctrl inputs, loc, scope and output descs; scalar values
+//     become zeros of their kinds (op schemas infer from scalar kinds only, Note
+//     [Inference cache] in ops/registry.cpp), and a graph-only op keeps only the
+//     attrs it infers from (so "index" and "trainable" do not split variables);
+//     serialized deterministically (map order fixed) and interned as bytes;
+//   - the input descs, each an interned meta (MetaSym) and an offset;
+//   - the job conf without pass_order (a record of what ran, read by no op).
+// Ops of 48 identical blocks differ only in names, so each distinct op of a block
+// is inferred once and the other 47 hit. The cache lives as long as the process
+// (entries are small and a program builds few distinct op nodes) and is shared
+// by threads under one mutex, taken once per op.
+
+namespace {
+
+/** Serialized bytes of a message, for interning. */
+struct Bytes {
+  std::string s;
+  bool operator==(const Bytes& o) const { return s == o.s; }
+  size_t hash() const { return std::hash<std::string>()(s); }
+};
+using BytesSym = Symbol<Bytes>;
+
+BytesSym intern_message(const google::protobuf::MessageLite& m) { return BytesSym::intern({deterministic_bytes(m)}); }
+
+struct CacheKey {
+  const Bytes* conf = nullptr;
+  const Bytes* job_conf = nullptr;
+  std::vector<std::pair<const TensorMeta*, int64_t>> inputs;
+  bool operator==(const CacheKey&) const = default;
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const {
+    size_t h = std::hash<const void*>()(k.conf);
+    hash_combine(h, std::hash<const void*>()(k.job_conf));
+    for (const auto& [meta, offset] : k.inputs) {
+      hash_combine(h, std::hash<const void*>()(meta));
+      hash_combine(h, std::hash<int64_t>()(offset));
+    }
+    return h;
+  }
+};
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<CacheKey, std::vector<plan::TensorDesc>, CacheKeyHash> entries;
+};
+// Leaked on purpose, like the symbol tables it points into.
+Cache& cache() {
+  static Cache* c = [] {
+    auto* fresh = new Cache();
+    fork::guard_mutex(&fresh->mutex);
+    return fresh;
+  }();
+  return *c;
+}
+
+// The attrs a graph-only op infers from (Note [The inference cache]).
+std::vector<std::string> inferred_attrs(const std::string& op_type) {
+  if (op_type == kVariable) return {"shape", "dtype"};
+  if (op_type == kInput) return {"shape", "dtype", "pieces"};
+  if (op_type == kTick) return {"kind"};
+  if (op_type == kRepeat || op_type == kAcc) return {"repeat"};
+  return {};
+}
+
+OpConf stripped(const OpConf& op) {
+  OpConf s;
+  s.set_op_type(op.op_type());
+  if (is_graph_only(op.op_type())) {
+    for (const std::string& name : inferred_attrs(op.op_type())) {
+      auto it = op.attrs().find(name);
+      if (it != op.attrs().end()) (*s.mutable_attrs())[name] = it->second;
+    }
+  } else {
+    *s.mutable_attrs() = op.attrs();
+  }
+  for (const plan::ScalarValue& v : op.scalars()) {
+    plan::ScalarValue* kind = s.add_scalars();
+    if (v.value_case() == plan::ScalarValue::kB) kind->set_b(false);
+    else if (v.value_case() == plan::ScalarValue::kF) kind->set_f(0);
+    else kind->set_i(0);
+  }
+  return s;
+}
+
+plan::TensorDesc contiguous_desc(const Shape& shape, const std::string& dtype) {
+  plan::TensorDesc d;
+  for (int64_t s : shape) d.add_shape(s);
+  for (int64_t s : contiguous_strides(shape)) d.add_strides(s);
+  d.set_dtype(dtype);
+  runtime::meta_from_proto(d);  // raises for an unknown dtype name
+  return d;
+}
+
+plan::TensorDesc contiguous_like(const plan::TensorDesc& d) {
+  return contiguous_desc(Shape(d.shape().begin(), d.shape().end()), d.dtype());
+}
+
+void check_inputs(const OpConf& op, int n) {
+  RILL_CHECK(op.inputs_size() == n, Runtime, "the ", op.op_type(), " op takes ", n, " input(s), got ",
+             op.inputs_size());
+}
+
+// variable and input ops: their attrs' shape and dtype; an input of pieces > 1 gives one micro-batch.
+plan::TensorDesc infer_binding(const OpConf& op) {
+  check_inputs(op, 0);
+  auto it = op.attrs().find("shape");
+  RILL_CHECK(it != op.attrs().end() && it->second.value_case() == plan::AttrValue::kInts, Runtime, "the ",
+             op.op_type(), " op needs an ints attr 'shape'");
+  Shape shape(it->second.ints().v().begin(), it->second.ints().v().end());
+  for (int64_t s : shape) RILL_CHECK(s >= 0, Runtime, "negative dimension in shape ", shape_str(shape));
+  const int64_t pieces = op.op_type() == kInput ? int_attr_or(op, "pieces", 1) : 1;
+  RILL_CHECK(pieces >= 1, Runtime, "pieces must be at least 1, got ", pieces);
+  if (pieces > 1) {
+    RILL_CHECK(!shape.empty() && shape[0] % pieces == 0, Runtime, "an input of shape ", shape_str(shape),
+               " cannot be split into ", pieces, " micro-batches along dim 0; make the batch size a multiple of ",
+               "gradient_accumulation_steps");
+    shape[0] /= pieces;
+  }
+  return contiguous_desc(shape, str_attr(op, "dtype"));
+}
+
+bool same_layout(const plan::TensorDesc& a, const plan::TensorDesc& b) {
+  return a.dtype() == b.dtype() &&
+         std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end());
+}
+
+std::vector<plan::TensorDesc> infer_schema_op(const OpSchema& schema, const OpConf& op,
+                                              const std::vector<plan::TensorDesc>& inputs,
+                                              const std::vector<MetaSym>& metas) {
+  RILL_CHECK(schema.num_inputs < 0 || schema.num_inputs == op.inputs_size(), Runtime, "op '", schema.name,
+             "' takes ", schema.num_inputs, " inputs, got ", op.inputs_size());
+  RILL_CHECK(schema.num_scalars == op.scalars_size(), Runtime, "op '", schema.name, "' takes ",
+             schema.num_scalars, " scalars, got ", op.scalars_size());
+  std::vector<Scalar> scalars;
+  for (const plan::ScalarValue& v : op.scalars()) scalars.push_back(runtime::scalar_from_proto(v));
+  AttrsSym attrs = runtime::attrs_from_proto(schema, op.attrs());
+  const InferResult& r = ops::infer_cached(schema, metas, scalars, attrs);
+  for (size_t k = 0; k < r.input_dtypes.size() && k < metas.size(); ++k)
+    RILL_CHECK(r.input_dtypes[k] == metas[k]->dtype, Runtime, "input ", k, " has dtype ",
+               dtype_name(metas[k]->dtype), " but op '", schema.name, "' computes in ",
+               dtype_name(r.input_dtypes[k]), "; the job needs a cast op before it");
+  std::vector<plan::TensorDesc> out;
+  for (const MetaSym& m : r.outputs)
+    out.push_back(runtime::desc_to_proto(*m, schema.flags.view ? inputs[0].offset() + r.view_offset : 0));
+  return out;
+}
+
+// The output descs of op from its input descs (metas: the same, interned); raises without naming the op (the
+// caller adds the name and loc).
+std::vector<plan::TensorDesc> infer_op(const OpConf& op, const std::vector<plan::TensorDesc>& inputs,
+                                       const std::vector<MetaSym>& metas) {
+  const std::string& t = op.op_type();
+  if (t == kVariable || t == kInput) return {infer_binding(op)};
+  if (t == kOutput) {
+    check_inputs(op, 1);
+    return {contiguous_like(inputs[0])};
+  }
+  if (t == kAssign) {
+    check_inputs(op, 2);
+    RILL_CHECK(same_layout(inputs[0], inputs[1]), Runtime, "the value ", metas[1]->str(),
+               " does not match the variable it is assigned to, ", metas[0]->str());
+    return {inputs[0]};
+  }
+  if (t == kTick) {
+    check_inputs(op, 0);
+    const std::string kind = str_attr(op, "kind");
+    RILL_CHECK(kind == "source" || kind == "sink" || kind == "join", Runtime, "unknown tick kind '", kind,
+               "' (source, sink or join)");
+    return {};
+  }
+  if (t == kRepeat || t == kAcc) {
+    RILL_CHECK(op.inputs_size() <= 1, Runtime, "the ", t, " op takes one input (or none, for a tick), got ",
+               op.inputs_size());
+    RILL_CHECK(int_attr(op, "repeat") >= 1, Runtime, "repeat must be at least 1, got ", int_attr(op, "repeat"));
+    if (inputs.empty()) return {};
+    return {t == kAcc ? contiguous_like(inputs[0]) : inputs[0]};
+  }
+  return infer_schema_op(*schema_of(op), op, inputs, metas);
+}
+
+}  // namespace
+
+void infer_job(Job& job, InferStats& stats) {
+  const OpGraph g(job);
+  JobConf conf = job.conf();
+  conf.clear_pass_order();
+  const BytesSym job_conf = intern_message(conf);
+  Cache& c = cache();
+  for (int i = 0; i < job.ops_size(); ++i) {
+    OpConf& op = *job.mutable_ops(i);
+    std::vector<plan::TensorDesc> inputs;
+    std::vector<MetaSym> metas;
+    CacheKey key;
+    for (const std::string& lbn : op.inputs()) {
+      BlobRef p = g.producer(lbn);
+      RILL_CHECK(p.op >= 0, Runtime, "[", op.name(), "] reads '", lbn, "', which no op of the job produces",
+                 at(op));
+      RILL_CHECK(p.op < i, Runtime, "[", op.name(), "] reads '", lbn, "' before its producer ", job.ops(p.op).name(),
+                 " (the job's ops must be in topological order)", at(op));
+      const OpConf& producer = job.ops(p.op);
+      RILL_ASSERT(p.out < producer.output_descs_size(), "[", op.name(), "] no desc for ", lbn);
+      inputs.push_back(producer.output_descs(p.out));
+      metas.push_back(runtime::meta_from_proto(inputs.back()));
+      key.inputs.emplace_back(metas.back().get(), inputs.back().offset());
+    }
+    if (op.op_type() == kAssign)
+      RILL_CHECK(g.assign_target(i) >= 0, Runtime, "[", op.name(), "] an assign's first input must be a "
+                 "variable op's output, got '", op.inputs_size() ? op.inputs(0) : std::string(), "'", at(op));
+    key.conf = intern_message(stripped(op)).get();
+    key.job_conf = job_conf.get();
+    std::vector<plan::TensorDesc> descs;
+    bool hit = false;
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      auto it = c.entries.find(key);
+      if (it != c.entries.end()) {
+        descs = it->second;
+        hit = true;
+      }
+    }
+    if (!hit) {
+      try {
+        descs = infer_op(op, inputs, metas);
+      } catch (const Error& e) {
+        const std::string prefix = "[" + op.name() + "] ";
+        if (std::string_view(e.what()).starts_with(prefix)) throw;  // named already (schema_of)
+        throw Error(e.kind(), prefix + e.what() + at(op));
+      }
+      std::lock_guard<std::mutex> lock(c.mutex);
+      c.entries.emplace(key, descs);
+    }
+    ++(hit ? stats.hits : stats.computed);
+    const bool may_omit = op.op_type() == kOutput || op.op_type() == kAssign;
+    RILL_CHECK(op.outputs_size() == static_cast<int>(descs.size()) || (may_omit && op.outputs_size() == 0),
+               Runtime, "[", op.name(), "] the op conf lists ", op.outputs_size(), " outputs but op '",
+               op.op_type(), "' has ", descs.size(), at(op));
+    op.clear_output_descs();
+    for (int k = 0; k < op.outputs_size(); ++k) *op.add_output_descs() = std::move(descs[k]);
+  }
+}
+
+int64_t infer_cache_size() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return static_cast<int64_t>(c.entries.size());
+}
+
+}  // namespace rill::graph

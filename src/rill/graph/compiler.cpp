@@ -1,0 +1,492 @@
+#include "rill/graph/compiler.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include "rill/graph/op_graph.h"
+#include "rill/runtime/attrs.h"
+#include "rill/runtime/task_id.h"
+#include "rill/util/error.h"
+
+namespace rill::graph {
+
+// Note [From a job to a plan]
+// The compiler walks the job's ops in their (topological) order and gives each
+// one a task on stream 0 of the CPU, but variables and inputs, which become only
+// a register that is ready from the start of an iteration (producer 0):
+//   schema op     TASK_COMPUTE, an owned register per output;
+//   view op       TASK_VIEW, a REGST_VIEW of the root register it views (views of
+//                 views point at the root; the desc's offset, from inference,
+//                 counts from the root's start);
+//   output        TASK_COPY into a REGST_OUTPUT register (the launch's output);
+//   assign        TASK_COPY of the value into the variable's own register;
+//   tick          TASK_SOURCE_TICK / TASK_SINK_TICK / TASK_TICK by its kind;
+//   acc / repeat  TASK_ACC / TASK_REPEAT (a repeat's output is a view of its input;
+//                 an acc of a ctrl input counts pieces and produces a ctrl register);
+//                 each acts once per iteration, taking or giving `repeat` pieces.
+// Task indices count from 1, so that no task id is 0, the producer of the
+// registers that are ready from the start. A task some op names in its
+// ctrl_inputs gets one REGST_CTRL register, after its data outputs, read by all
+// of them. Registers produced in the piece part hold
+// options.register_count buffers (producers run that many pieces ahead), the
+// others one, as do the bindings (Note [Pieces and the once part] in op_graph.cpp). Memory is one
+// chunk with a mem block per owned register, at 64-byte aligned offsets, sized
+// for its count buffers; planned_peak_bytes is the chunk's size (no reuse yet).
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+// Bytes from a desc's element 0 to the end of its last element.
+int64_t desc_bytes(const plan::TensorDesc& d) {
+  int64_t span = 1;
+  for (int k = 0; k < d.shape_size(); ++k) {
+    if (d.shape(k) == 0) return 0;
+    span += (d.shape(k) - 1) * std::abs(d.strides(k));
+  }
+  return (d.offset() + span) * dtype_itemsize(runtime::meta_from_proto(d)->dtype);
+}
+
+plan::TensorDesc contiguous(const plan::TensorDesc& d) {
+  plan::TensorDesc c;
+  *c.mutable_shape() = d.shape();
+  for (int64_t s : contiguous_strides(Shape(d.shape().begin(), d.shape().end()))) c.add_strides(s);
+  c.set_dtype(d.dtype());
+  return c;
+}
+
+class Compiler {
+ public:
+  Compiler(const Job& job, const CompileOptions& options)
+      : job_(job), options_(options), g_(job), pieces_(job_pieces(job)) {}
+
+  plan::Plan run() {
+    RILL_CHECK(options_.register_count >= 1, Runtime, "[graph] compile: register_count must be at least 1, got ",
+               options_.register_count);
+    check_job();
+    parts_ = op_parts(g_);
+    bind_external();
+    task_of_.assign(g_.size(), -1);
+    ctrl_regst_of_.assign(g_.size(), -1);
+    for (int i = 0; i < g_.size(); ++i) add_op(i);
+    plan_memory();
+    plan_.set_pieces(pieces_);
+    return std::move(plan_);
+  }
+
+ private:
+  int64_t next_id() { return runtime::rank_segment_id(options_.rank, ++counter_); }
+
+  // Every op inferred, in topological order, and the ticks of auto_tick there.
+  void check_job() {
+    int sources = 0, sinks = 0;
+    for (int i = 0; i < g_.size(); ++i) {
+      const OpConf& op = g_.op(i);
+      RILL_CHECK(op.output_descs_size() == op.outputs_size(), Runtime, "[", op.name(), "] has no output descs; "
+                 "run infer_job() on the job before compiling it", at(op));
+      for (const std::string& lbn : op.inputs()) {
+        BlobRef p = g_.producer(lbn);
+        RILL_CHECK(p.op >= 0, Runtime, "[", op.name(), "] reads '", lbn, "', which no op of the job produces",
+                   at(op));
+        RILL_CHECK(p.op < i, Runtime, "[", op.name(), "] reads '", lbn, "' before its producer (the job's ops "
+                   "must be in topological order)", at(op));
+      }
+      for (const std::string& name : op.ctrl_inputs()) {
+        int p = g_.find(name);
+        RILL_CHECK(p >= 0 && p < i, Runtime, "[", op.name(), "] waits for '", name,
+                   p < 0 ? "', which is not an op of the job" : "', which comes after it (not topological)",
+                   at(op));
+      }
+      if (op.op_type() == kTick) {
+        const std::string kind = str_attr(op, "kind");
+        sources += kind == "source";
+        sinks += kind == "sink";
+      }
+    }
+    RILL_CHECK(sources == 1 && sinks == 1, Runtime, "[graph] compile: job '", job_.conf().name(), "' has ",
+               sources, " source and ", sinks, " sink ticks, not one of each; run run_passes() on it first");
+  }
+
+  // Binding order: variables, inputs and outputs are numbered 0..n-1 by attr "index".
+  void bind_external() {
+    std::map<std::string_view, std::vector<int>> by_kind;
+    for (std::string_view kind : {kVariable, kInput, kOutput}) by_kind[kind];
+    for (int i = 0; i < g_.size(); ++i)
+      if (auto it = by_kind.find(g_.op(i).op_type()); it != by_kind.end()) it->second.push_back(i);
+    for (auto& [kind, list] : by_kind) {
+      std::vector<int> at_index(list.size(), -1);
+      for (int i : list) {
+        const OpConf& op = g_.op(i);
+        const int64_t index = int_attr(op, "index");
+        RILL_CHECK(index >= 0 && index < static_cast<int64_t>(list.size()), Runtime, "[", op.name(), "] ", kind,
+                   " index ", index, " is out of range: the job's ", list.size(), " ", kind, "s are numbered 0 to ",
+                   list.size() - 1, at(op));
+        RILL_CHECK(at_index[index] < 0, Runtime, "[", op.name(), "] ", kind, " index ", index,
+                   " is already bound by ", g_.op(at_index[index]).name(), at(op));
+        at_index[index] = i;
+      }
+    }
+    for (size_t k = 0; k < by_kind[kVariable].size(); ++k) plan_.add_variables();
+    for (size_t k = 0; k < by_kind[kInput].size(); ++k) plan_.add_inputs();
+    for (size_t k = 0; k < by_kind[kOutput].size(); ++k) plan_.add_outputs();
+  }
+
+  int count_for(int op) const { return parts_[op] == Part::kOnce ? 1 : options_.register_count; }
+
+  plan::Regst& new_regst(plan::RegstKind kind, const std::string& lbn, int64_t producer, int count) {
+    plan::Regst& r = *plan_.add_regsts();
+    r.set_id(next_id());
+    r.set_kind(kind);
+    r.set_lbn(lbn);
+    r.set_producer(producer);
+    r.set_count(count);
+    return r;
+  }
+
+  // The register of lbn, read by task (added to its consumers).
+  plan::Regst& read(const OpConf& reader, const std::string& lbn, int64_t task) {
+    auto it = regst_of_lbn_.find(lbn);
+    if (it == regst_of_lbn_.end()) {
+      const OpConf& producer = g_.op(g_.producer(lbn).op);
+      RILL_FAIL(Runtime, "[", reader.name(), "] reads '", lbn, "', the result of ", producer.op_type(), " op ",
+                producer.name(), ", which has none to read; read its input instead", at(reader));
+    }
+    plan::Regst& r = *plan_.mutable_regsts(it->second);
+    if (std::find(r.consumers().begin(), r.consumers().end(), task) == r.consumers().end()) r.add_consumers(task);
+    return r;
+  }
+
+  plan::Task& new_task(int i, plan::TaskKind kind) {
+    const OpConf& op = g_.op(i);
+    runtime::TaskIdParts id;
+    id.rank = options_.rank;
+    id.index = plan_.tasks_size() + 1;  // from 1: task id 0 (rank 0) would read as "no producer"
+    plan::Task& t = *plan_.add_tasks();
+    t.set_id(runtime::encode_task_id(id));
+    t.set_kind(kind);
+    t.set_name(op.name());
+    t.set_loc(op.loc());
+    t.set_acts_per_iteration(parts_[i] == Part::kOnce ? 1 : pieces_);
+    task_of_[i] = plan_.tasks_size() - 1;
+    return t;
+  }
+
+  // An owned register for each output of op i, produced by task t.
+  void own_outputs(int i, plan::Task& t) {
+    const OpConf& op = g_.op(i);
+    for (int k = 0; k < op.outputs_size(); ++k) {
+      plan::Regst& r = new_regst(plan::REGST_OWNED, op.outputs(k), t.id(), count_for(i));
+      *r.mutable_desc() = op.output_descs(k);
+      regst_of_lbn_[op.outputs(k)] = plan_.regsts_size() - 1;
+      t.add_out_regsts(r.id());
+    }
+  }
+
+  // A REGST_VIEW output of task t with desc, over the memory of in (or of the register in views).
+  void view_output(int i, plan::Task& t, const plan::Regst& in, const plan::TensorDesc& desc) {
+    const OpConf& op = g_.op(i);
+    const int64_t root = in.kind() == plan::REGST_VIEW ? in.alias_of() : in.id();
+    plan::Regst& r = new_regst(plan::REGST_VIEW, op.outputs(0), t.id(), count_for(i));
+    *r.mutable_desc() = desc;
+    r.set_alias_of(root);
+    regst_of_lbn_[op.outputs(0)] = plan_.regsts_size() - 1;
+    t.add_out_regsts(r.id());
+  }
+
+  void add_binding(int i) {
+    const OpConf& op = g_.op(i);
+    const int index = static_cast<int>(int_attr(op, "index"));
+    const bool variable = op.op_type() == kVariable;
+    plan::Regst& r = new_regst(variable ? plan::REGST_VARIABLE : plan::REGST_INPUT, op.outputs(0), 0, 1);
+    *r.mutable_desc() = op.output_descs(0);
+    r.set_binding(index);
+    regst_of_lbn_[op.outputs(0)] = plan_.regsts_size() - 1;
+    if (variable) {
+      plan::Variable& v = *plan_.mutable_variables(index);
+      v.set_name(op.name());
+      *v.mutable_desc() = op.output_descs(0);
+      return;
+    }
+    const int64_t split = int_attr_or(op, "pieces", 1);
+    RILL_CHECK(split == pieces_, Runtime, "[", op.name(), "] the input is split into ", split,
+               " pieces but the job runs ", pieces_, " per iteration; run run_passes() on the traced job", at(op));
+    plan::TensorDesc whole = op.output_descs(0);
+    if (whole.shape_size() > 0) whole.set_shape(0, whole.shape(0) * split);
+    const auto& shape = op.attrs().at("shape").ints().v();
+    RILL_CHECK(std::equal(shape.begin(), shape.end(), whole.shape().begin(), whole.shape().end()), Runtime, "[",
+               op.name(), "] the input's desc does not match its attrs; run infer_job() after run_passes()", at(op));
+    *plan_.mutable_inputs(index) = contiguous(whole);
+    if (split > 1) r.set_piece_stride_bytes(desc_bytes(op.output_descs(0)));
+  }
+
+  void add_output(int i, plan::Task& t) {
+    const OpConf& op = g_.op(i);
+    RILL_CHECK(pieces_ == 1 || parts_[i] == Part::kOnce, Runtime, "[", op.name(), "] an output written by each "
+               "of the ", pieces_, " pieces; run run_passes() so that it gets their mean", at(op));
+    const plan::Regst& in = read(op, op.inputs(0), t.id());
+    t.add_in_regsts(in.id());
+    const int index = static_cast<int>(int_attr(op, "index"));
+    plan::Regst& r = new_regst(plan::REGST_OUTPUT, op.outputs_size() ? op.outputs(0) : op.name(), t.id(), 1);
+    *r.mutable_desc() = contiguous(in.desc());
+    r.set_binding(index);
+    *plan_.mutable_outputs(index) = r.desc();
+    t.add_out_regsts(r.id());
+  }
+
+  void add_assign(int i, plan::Task& t) {
+    const OpConf& op = g_.op(i);
+    const int v = g_.assign_target(i);
+    RILL_CHECK(v >= 0, Runtime, "[", op.name(), "] an assign's first input must be a variable", at(op));
+    const int index = static_cast<int>(int_attr(g_.op(v), "index"));
+    plan::Variable& var = *plan_.mutable_variables(index);
+    RILL_CHECK(!var.written(), Runtime, "[", op.name(), "] variable ", var.name(), " is assigned twice in one "
+               "iteration", at(op));
+    var.set_written(true);
+    t.add_in_regsts(read(op, op.inputs(1), t.id()).id());
+    t.add_out_regsts(plan_.regsts(regst_of_lbn_.at(op.inputs(0))).id());
+  }
+
+  void add_compute(int i, const OpSchema& schema) {
+    const OpConf& op = g_.op(i);
+    plan::Task& t = new_task(i, schema.flags.view ? plan::TASK_VIEW : plan::TASK_COMPUTE);
+    t.set_op(op.op_type());
+    *t.mutable_attrs() = op.attrs();
+    *t.mutable_scalars() = op.scalars();
+    t.set_random(schema.flags.random);
+    for (const std::string& lbn : op.inputs()) t.add_in_regsts(read(op, lbn, t.id()).id());
+    if (schema.flags.view) {
+      RILL_CHECK(op.inputs_size() == 1 && op.outputs_size() == 1, Runtime, "[", op.name(), "] a view op takes one "
+                 "input and gives one output", at(op));
+      view_output(i, t, plan_.regsts(regst_of_lbn_.at(op.inputs(0))), op.output_descs(0));
+      return;
+    }
+    RILL_CHECK(schema.kernel(DeviceType::kCPU) != nullptr, Runtime, "[", op.name(), "] op '", op.op_type(), "' ",
+               schema.composite() ? "is a composite (computed by other ops) and " : "", "has no CPU kernel, so "
+               "graph mode cannot run it", at(op));
+    own_outputs(i, t);
+  }
+
+  void add_graph_only(int i) {
+    const OpConf& op = g_.op(i);
+    const std::string& type = op.op_type();
+    if (type == kTick) {
+      const std::string kind = str_attr(op, "kind");
+      new_task(i, kind == "source" ? plan::TASK_SOURCE_TICK
+                                   : kind == "sink" ? plan::TASK_SINK_TICK : plan::TASK_TICK);
+    } else if (type == kOutput) {
+      add_output(i, new_task(i, plan::TASK_COPY));
+    } else if (type == kAssign) {
+      add_assign(i, new_task(i, plan::TASK_COPY));
+    } else {  // acc, repeat
+      plan::Task& t = new_task(i, type == kAcc ? plan::TASK_ACC : plan::TASK_REPEAT);
+      t.set_repeat(static_cast<int32_t>(int_attr(op, "repeat")));
+      t.set_acts_per_iteration(1);  // one act takes (acc) or gives (repeat) `repeat` pieces
+      if (op.inputs_size() == 0) return;  // over a ctrl input: its ctrl register is its output
+      const plan::Regst& in = read(op, op.inputs(0), t.id());
+      t.add_in_regsts(in.id());
+      if (type == kAcc) own_outputs(i, t);
+      else view_output(i, t, in, in.desc());
+    }
+  }
+
+  // The ctrl register of op p's task, made on first use.
+  const plan::Regst& ctrl_regst(int p) {
+    if (ctrl_regst_of_[p] < 0) {
+      plan::Task& producer = *plan_.mutable_tasks(task_of_[p]);
+      plan::Regst& r = new_regst(plan::REGST_CTRL, g_.op(p).name() + "/ctrl", producer.id(), count_for(p));
+      producer.add_out_regsts(r.id());
+      ctrl_regst_of_[p] = plan_.regsts_size() - 1;
+    }
+    return plan_.regsts(ctrl_regst_of_[p]);
+  }
+
+  void add_op(int i) {
+    const OpConf& op = g_.op(i);
+    RILL_CHECK(parts_[i] != Part::kMixed, Runtime, "[", op.name(), "] reads values of the per-piece part and of "
+               "the once-per-iteration part; run run_passes() so that gradient_accumulation separates them", at(op));
+    if (is_binding_op(op)) return add_binding(i);
+    if (const OpSchema* schema = schema_of(op)) add_compute(i, *schema);
+    else add_graph_only(i);
+    for (const std::string& name : op.ctrl_inputs()) {
+      const int p = g_.find(name);
+      if (is_binding_op(g_.op(p))) continue;  // a binding is ready from the start
+      const int64_t id = ctrl_regst(p).id();
+      plan::Task& t = *plan_.mutable_tasks(task_of_[i]);
+      if (std::find(t.in_regsts().begin(), t.in_regsts().end(), id) != t.in_regsts().end()) continue;
+      t.add_in_regsts(id);
+      plan_.mutable_regsts(ctrl_regst_of_[p])->add_consumers(t.id());
+    }
+  }
+
+  void plan_memory() {
+    const int64_t chunk = next_id();
+    int64_t size = 0;
+    for (plan::Regst& r : *plan_.mutable_regsts()) {
+      if (r.kind() != plan::REGST_OWNED) continue;
+      plan::MemBlock& b = *plan_.add_mem_blocks();
+      b.set_id(next_id());
+      b.set_chunk_id(chunk);
+      b.set_offset(size);
+      b.set_size(round_up(desc_bytes(r.desc()) * r.count(), kAlignment));
+      r.set_mem_block_id(b.id());
+      r.set_mem_offset(0);
+      size += b.size();
+    }
+    plan::Chunk& c = *plan_.add_chunks();
+    c.set_id(chunk);
+    c.set_size(size);
+    plan_.set_planned_peak_bytes(size);
+  }
+
+  const Job& job_;
+  CompileOptions options_;
+  OpGraph g_;
+  int32_t pieces_;
+  std::vector<Part> parts_;
+  plan::Plan plan_;
+  std::unordered_map<std::string, int> regst_of_lbn_;  // index into plan_.regsts
+  std::vector<int> task_of_;                           // op -> index into plan_.tasks, -1 for none
+  std::vector<int> ctrl_regst_of_;                     // op -> index into plan_.regsts of its ctrl register
+  int64_t counter_ = 0;
+};
+
+// "float32[2, 3]", with " strides [1, 2]" when not contiguous and " +4" for an offset.
+std::string desc_str(const plan::TensorDesc& d) {
+  std::ostringstream os;
+  Shape shape(d.shape().begin(), d.shape().end());
+  Strides strides(d.strides().begin(), d.strides().end());
+  os << (d.dtype().empty() ? "?" : d.dtype()) << shape_str(shape);
+  if (strides != contiguous_strides(shape)) os << " strides " << shape_str(strides);
+  if (d.offset() != 0) os << " +" << d.offset();
+  return os.str();
+}
+
+std::string list_str(const google::protobuf::RepeatedPtrField<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// Attrs by name, in name order (a map's own order is unspecified).
+std::string attrs_str(const runtime::AttrMap& attrs) {
+  std::map<std::string, std::string> sorted;
+  for (const auto& [name, value] : attrs) sorted[name] = runtime::attr_str(value);
+  std::string out;
+  for (const auto& [name, value] : sorted) out += (out.empty() ? "" : ", ") + name + "=" + value;
+  return out;
+}
+
+std::string scalars_str(const google::protobuf::RepeatedPtrField<plan::ScalarValue>& scalars) {
+  std::ostringstream os;
+  for (int k = 0; k < scalars.size(); ++k) {
+    const Scalar s = runtime::scalar_from_proto(scalars[k]);
+    os << (k ? ", " : "");
+    if (s.kind() == Scalar::Kind::kBool) os << (s.to<bool>() ? "True" : "False");
+    else if (s.kind() == Scalar::Kind::kInt) os << s.to_int();
+    else os << s.to_double();
+  }
+  return os.str();
+}
+
+std::string ids_str(const google::protobuf::RepeatedField<int64_t>& ids, bool tasks) {
+  std::string out;
+  for (int64_t id : ids)
+    out += (out.empty() ? "" : ", ") +
+           (tasks ? "t" + std::to_string(runtime::decode_task_id(id).index) : "r" + std::to_string(id));
+  return out;
+}
+
+const char* task_kind_name(plan::TaskKind k) {
+  switch (k) {
+    case plan::TASK_COMPUTE: return "compute";
+    case plan::TASK_VIEW: return "view";
+    case plan::TASK_COPY: return "copy";
+    case plan::TASK_SOURCE_TICK: return "source_tick";
+    case plan::TASK_SINK_TICK: return "sink_tick";
+    case plan::TASK_TICK: return "tick";
+    case plan::TASK_REPEAT: return "repeat";
+    case plan::TASK_ACC: return "acc";
+    default: return "?";
+  }
+}
+
+const char* regst_kind_name(plan::RegstKind k) {
+  switch (k) {
+    case plan::REGST_OWNED: return "owned";
+    case plan::REGST_VARIABLE: return "variable";
+    case plan::REGST_INPUT: return "input";
+    case plan::REGST_OUTPUT: return "output";
+    case plan::REGST_VIEW: return "view";
+    case plan::REGST_CTRL: return "ctrl";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
+plan::Plan compile(const Job& job, const CompileOptions& options) { return Compiler(job, options).run(); }
+
+std::string job_str(const Job& job) {
+  std::ostringstream os;
+  const JobConf& c = job.conf();
+  os << "job " << c.name() << " (" << job.ops_size() << " ops" << (c.train() ? ", train" : "")
+     << ", gradient_accumulation_steps " << job_pieces(job) << ")\n";
+  os << "  passes: " << (c.pass_order_size() ? list_str(c.pass_order()) : "(none)") << "\n";
+  for (const OpConf& op : job.ops()) {
+    std::string args = list_str(op.inputs());
+    for (const std::string& part : {attrs_str(op.attrs()), scalars_str(op.scalars())})
+      if (!part.empty()) args += (args.empty() ? "" : ", ") + part;
+    os << "  " << op.name() << " = " << op.op_type() << "(" << args << ")";
+    if (op.ctrl_inputs_size()) os << " after(" << list_str(op.ctrl_inputs()) << ")";
+    if (op.outputs_size()) {
+      os << " ->";
+      for (int k = 0; k < op.outputs_size(); ++k) {
+        os << (k ? ", " : " ") << op.outputs(k);
+        if (k < op.output_descs_size()) os << ": " << desc_str(op.output_descs(k));
+      }
+    }
+    if (!op.scope().empty() || !op.loc().empty()) os << "  #";
+    if (!op.scope().empty()) os << " " << op.scope();
+    if (!op.loc().empty()) os << " " << op.loc();
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string plan_str(const plan::Plan& p) {
+  std::ostringstream os;
+  os << "plan (" << p.tasks_size() << " tasks, " << p.regsts_size() << " registers, " << p.pieces()
+     << " piece(s) per iteration, planned peak " << p.planned_peak_bytes() << " bytes)\n";
+  for (const plan::Task& t : p.tasks()) {
+    os << "  t" << runtime::decode_task_id(t.id()).index << " " << task_kind_name(t.kind()) << " " << t.name();
+    if (!t.op().empty()) os << " = " << t.op() << "(" << attrs_str(t.attrs()) << ")";
+    if (t.scalars_size()) os << " scalars(" << scalars_str(t.scalars()) << ")";
+    if (t.repeat()) os << " repeat " << t.repeat();
+    os << " in(" << ids_str(t.in_regsts(), false) << ") out(" << ids_str(t.out_regsts(), false) << ") acts "
+       << t.acts_per_iteration() << (t.random() ? " random" : "") << "  [" << runtime::task_id_str(t.id()) << "]\n";
+  }
+  for (const plan::Regst& r : p.regsts()) {
+    os << "  r" << r.id() << " " << regst_kind_name(r.kind()) << " " << r.lbn();
+    if (r.kind() != plan::REGST_CTRL) os << ": " << desc_str(r.desc());
+    os << " count " << r.count() << " from "
+       << (r.producer() ? "t" + std::to_string(runtime::decode_task_id(r.producer()).index) : "launch") << " to ("
+       << ids_str(r.consumers(), true) << ")";
+    if (r.kind() == plan::REGST_VARIABLE || r.kind() == plan::REGST_INPUT || r.kind() == plan::REGST_OUTPUT)
+      os << " binding " << r.binding();
+    if (r.piece_stride_bytes()) os << " piece stride " << r.piece_stride_bytes();
+    if (r.kind() == plan::REGST_VIEW) os << " of r" << r.alias_of();
+    if (r.kind() == plan::REGST_OWNED) os << " in block " << r.mem_block_id() << " +" << r.mem_offset();
+    os << "\n";
+  }
+  for (const plan::MemBlock& b : p.mem_blocks())
+    os << "  block " << b.id() << ": chunk " << b.chunk_id() << " +" << b.offset() << ", " << b.size() << " bytes\n";
+  for (const plan::Chunk& c : p.chunks()) os << "  chunk " << c.id() << ": " << c.size() << " bytes\n";
+  return os.str();
+}
+
+}  // namespace rill::graph

@@ -1,0 +1,251 @@
+#include "rill/graph/op_graph.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+#include "rill/eager/functional.h"
+#include "rill/util/error.h"
+
+namespace rill::graph {
+
+// Note [Pieces and the once part]
+// With gradient_accumulation_steps N > 1 an iteration runs the forward and
+// backward N times, once per micro-batch ("piece"), and the optimizer once. Each
+// op is in one part:
+//   binding: variables (no task; every piece and the once part read them);
+//   piece:   input ops, repeat ops, the source tick, and what reads a piece;
+//   once:    acc ops, and what reads a once value; an op reading nothing
+//            produced per piece or once is once by its role (once_by_role:
+//            optimizer ops, outputs, assigns into trainable variables) and
+//            per piece otherwise.
+// An op reading both parts is "mixed": gradient_accumulation inserts acc ops on
+// the piece -> once edges and repeat ops on the once -> piece edges so that none
+// is left, and the compiler refuses one. With one piece, every task is in the
+// piece part (the piece loop runs once).
+
+namespace {
+
+// Consumers are added in job order, so a repeat can only be the last one added.
+void push_consumer(std::vector<int>& v, int x) {
+  if (v.empty() || v.back() != x) v.push_back(x);
+}
+
+void push_once(std::vector<int>& v, int x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+}  // namespace
+
+bool is_graph_only(std::string_view t) {
+  return t == kVariable || t == kInput || t == kOutput || t == kAssign || t == kTick || t == kRepeat ||
+         t == kAcc;
+}
+
+bool is_binding_op(const OpConf& op) { return op.op_type() == kVariable || op.op_type() == kInput; }
+
+const OpSchema* schema_of(const OpConf& op) {
+  if (is_graph_only(op.op_type())) return nullptr;
+  RILL_CHECK(ops::find(op.op_type()) != nullptr, Runtime, "[", op.name(), "] unknown op type '", op.op_type(),
+             "'", at(op));
+  return &eager::op(op.op_type());
+}
+
+std::string deterministic_bytes(const google::protobuf::MessageLite& m) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream raw(&bytes);
+    google::protobuf::io::CodedOutputStream out(&raw);
+    out.SetSerializationDeterministic(true);
+    m.SerializePartialToCodedStream(&out);
+  }  // the stream flushes into bytes as it goes out of scope
+  return bytes;
+}
+
+std::string at(const OpConf& op) { return op.loc().empty() ? std::string() : " (at " + op.loc() + ")"; }
+
+int64_t int_attr(const OpConf& op, const std::string& name) {
+  auto it = op.attrs().find(name);
+  RILL_CHECK(it != op.attrs().end() && it->second.value_case() == plan::AttrValue::kI, Runtime, "[", op.name(),
+             "] the ", op.op_type(), " op needs an int attr '", name, "'", at(op));
+  return it->second.i();
+}
+
+int64_t int_attr_or(const OpConf& op, const std::string& name, int64_t fallback) {
+  return op.attrs().count(name) ? int_attr(op, name) : fallback;
+}
+
+std::string str_attr(const OpConf& op, const std::string& name) {
+  auto it = op.attrs().find(name);
+  if (it != op.attrs().end() && it->second.value_case() == plan::AttrValue::kS) return it->second.s();
+  if (it != op.attrs().end() && it->second.value_case() == plan::AttrValue::kDtype) return it->second.dtype();
+  RILL_FAIL(Runtime, "[", op.name(), "] the ", op.op_type(), " op needs a str attr '", name, "'", at(op));
+}
+
+int32_t job_pieces(const Job& job) { return std::max(1, job.conf().gradient_accumulation_steps()); }
+
+OpGraph::OpGraph(const Job& job) : job_(&job) {
+  const int n = job.ops_size();
+  data_consumers_.resize(n);
+  ctrl_consumers_.resize(n);
+  predecessors_.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const OpConf& op = job.ops(i);
+    RILL_CHECK(by_name_.emplace(op.name(), i).second, Runtime, "[", op.name(), "] two ops of the job have this "
+               "name", at(op));
+    for (int k = 0; k < op.outputs_size(); ++k)
+      RILL_CHECK(by_lbn_.emplace(op.outputs(k), BlobRef{i, k}).second, Runtime, "[", op.name(), "] output '",
+                 op.outputs(k), "' is already the output of another op", at(op));
+  }
+  for (int i = 0; i < n; ++i) {
+    const OpConf& op = job.ops(i);
+    for (const std::string& lbn : op.inputs()) {
+      BlobRef p = producer(lbn);
+      if (p.op < 0) continue;
+      push_consumer(data_consumers_[p.op], i);
+      push_once(predecessors_[i], p.op);
+    }
+    for (const std::string& name : op.ctrl_inputs()) {
+      int p = find(name);
+      if (p < 0) continue;
+      push_consumer(ctrl_consumers_[p], i);
+      push_once(predecessors_[i], p);
+    }
+  }
+}
+
+int OpGraph::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+BlobRef OpGraph::producer(const std::string& lbn) const {
+  auto it = by_lbn_.find(lbn);
+  return it == by_lbn_.end() ? BlobRef{} : it->second;
+}
+
+bool OpGraph::trainable_variable(int i) const {
+  const OpConf& v = op(i);
+  if (v.op_type() != kVariable) return false;
+  auto it = v.attrs().find("trainable");
+  return it != v.attrs().end() && it->second.value_case() == plan::AttrValue::kB && it->second.b();
+}
+
+int OpGraph::assign_target(int i) const {
+  const OpConf& a = op(i);
+  if (a.op_type() != kAssign || a.inputs_size() == 0) return -1;
+  BlobRef p = producer(a.inputs(0));
+  return p.op >= 0 && op(p.op).op_type() == kVariable ? p.op : -1;
+}
+
+bool once_by_role(const OpGraph& g, int i) {
+  const OpConf& op = g.op(i);
+  if (op.scope() == kOptimizerScope || op.op_type() == kOutput) return true;
+  int target = g.assign_target(i);
+  return target >= 0 && g.trainable_variable(target);
+}
+
+std::vector<Part> op_parts(const OpGraph& g) {
+  const bool one_piece = job_pieces(g.job()) == 1;
+  std::vector<Part> parts(g.size(), Part::kPiece);
+  for (int i = 0; i < g.size(); ++i) {
+    const OpConf& op = g.op(i);
+    const std::string& t = op.op_type();
+    if (t == kVariable) {
+      parts[i] = Part::kBinding;
+    } else if (one_piece || t == kInput || t == kRepeat || (t == kTick && str_attr(op, "kind") == "source")) {
+      parts[i] = Part::kPiece;
+    } else if (t == kAcc) {
+      parts[i] = Part::kOnce;
+    } else {
+      bool piece = false, once = false;
+      for (int p : g.predecessors(i)) {
+        if (p >= i) continue;  // not in topological order: the compiler reports it
+        piece |= parts[p] == Part::kPiece || parts[p] == Part::kMixed;
+        once |= parts[p] == Part::kOnce || parts[p] == Part::kMixed;
+      }
+      if (piece && once) parts[i] = Part::kMixed;
+      else if (piece) parts[i] = Part::kPiece;
+      else if (once) parts[i] = Part::kOnce;
+      else parts[i] = once_by_role(g, i) ? Part::kOnce : Part::kPiece;
+    }
+  }
+  return parts;
+}
+
+NameSet::NameSet(const Job& job) {
+  for (const OpConf& op : job.ops()) used_.insert(op.name());
+}
+
+std::string NameSet::fresh(const std::string& base) {
+  std::string name = base;
+  for (int k = 2; used_.count(name); ++k) name = base + "-" + std::to_string(k);
+  used_.insert(name);
+  return name;
+}
+
+OpConf* add_op(Job& job, const std::string& name, std::string_view op_type, const std::string& scope,
+               int outputs) {
+  OpConf* op = job.add_ops();
+  op->set_name(name);
+  op->set_op_type(std::string(op_type));
+  op->set_scope(scope);
+  for (int k = 0; k < outputs; ++k) op->add_outputs(name + "/out" + std::to_string(k));
+  return op;
+}
+
+void sort_topologically(Job& job) {
+  std::vector<int> order;
+  {
+    OpGraph g(job);
+    const int n = g.size();
+    std::vector<int> waiting(n);
+    std::vector<std::vector<int>> successors(n);
+    for (int i = 0; i < n; ++i) {
+      waiting[i] = static_cast<int>(g.predecessors(i).size());
+      for (int p : g.predecessors(i)) successors[p].push_back(i);
+    }
+    // Smallest index first: the job's order is kept wherever it already is topological.
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (int i = 0; i < n; ++i)
+      if (waiting[i] == 0) ready.push(i);
+    while (!ready.empty()) {
+      int i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (int s : successors[i])
+        if (--waiting[s] == 0) ready.push(s);
+    }
+    if (static_cast<int>(order.size()) < n) {
+      // Walk back from a stuck op through stuck predecessors until one repeats: that one is on a cycle.
+      int u = 0;
+      while (waiting[u] == 0) ++u;
+      std::vector<bool> seen(n, false);
+      while (!seen[u]) {
+        seen[u] = true;
+        for (int p : g.predecessors(u))
+          if (waiting[p] > 0) {
+            u = p;
+            break;
+          }
+      }
+      RILL_FAIL(Runtime, "[", g.op(u).name(), "] is on a cycle of data and control edges: it waits for itself",
+                at(g.op(u)));
+    }
+  }
+  google::protobuf::RepeatedPtrField<OpConf> sorted;
+  for (int i : order) *sorted.Add() = std::move(*job.mutable_ops(i));
+  job.mutable_ops()->Swap(&sorted);
+}
+
+void remove_ops(Job& job, const std::vector<bool>& keep) {
+  google::protobuf::RepeatedPtrField<OpConf> kept;
+  for (int i = 0; i < job.ops_size(); ++i)
+    if (keep[i]) *kept.Add() = std::move(*job.mutable_ops(i));
+  job.mutable_ops()->Swap(&kept);
+}
+
+}  // namespace rill::graph

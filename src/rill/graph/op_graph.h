@@ -1,0 +1,115 @@
+// The op graph of a job (private to graph/): who produces each logical blob, who
+// consumes each op's outputs and control, and which part of an iteration an op
+// runs in (Note [Pieces and the once part] in op_graph.cpp). The passes and the
+// compiler rebuild it after each rewrite; a job stays the one source of truth.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "rill/graph/job.pb.h"
+#include "rill/ops/op_schema.h"
+
+namespace rill::graph {
+
+/** The graph-only op types of job.proto, and the scope whose ops run once per iteration. */
+inline constexpr std::string_view kVariable = "variable";
+inline constexpr std::string_view kInput = "input";
+inline constexpr std::string_view kOutput = "output";
+inline constexpr std::string_view kAssign = "assign";
+inline constexpr std::string_view kTick = "tick";
+inline constexpr std::string_view kRepeat = "repeat";
+inline constexpr std::string_view kAcc = "acc";
+inline constexpr std::string_view kOptimizerScope = "optimizer";
+
+/** Whether op_type is one of the graph-only ops of job.proto (not an op schema). */
+bool is_graph_only(std::string_view op_type);
+/** Whether the op becomes no task, only a register (variables and inputs). */
+bool is_binding_op(const OpConf& op);
+/** The op's schema (kernels registered), or null for a graph-only op; raises naming the op when unknown. */
+const OpSchema* schema_of(const OpConf& op);
+/** m serialized deterministically (map entries in key order): equal messages give equal bytes. */
+std::string deterministic_bytes(const google::protobuf::MessageLite& m);
+/** " (at file:line)" for errors about op, or "" when it has no loc. */
+std::string at(const OpConf& op);
+
+/** An int attr of a graph-only op; raises naming the op when it is missing or not an int. */
+int64_t int_attr(const OpConf& op, const std::string& name);
+/** An optional int attr (fallback when absent). */
+int64_t int_attr_or(const OpConf& op, const std::string& name, int64_t fallback);
+/** A str attr ("dtype" may be a dtype or a str value); raises naming the op when missing. */
+std::string str_attr(const OpConf& op, const std::string& name);
+
+/** The micro-batches per iteration: conf.gradient_accumulation_steps, at least 1. */
+int32_t job_pieces(const Job& job);
+
+/** Where a logical blob comes from. */
+struct BlobRef {
+  int op = -1;   // index into job.ops; -1 when no op produces it
+  int out = -1;  // output number
+};
+
+/** Producers and consumers of a job's ops, by index into job.ops. */
+class OpGraph {
+ public:
+  /** Index job; raises naming the op for a duplicate op name or output lbn. */
+  explicit OpGraph(const Job& job);
+  const Job& job() const { return *job_; }
+  /** The number of ops when the graph was built (ops added since are not indexed). */
+  int size() const { return static_cast<int>(predecessors_.size()); }
+  const OpConf& op(int i) const { return job_->ops(i); }
+  /** The op called name, or -1. */
+  int find(const std::string& name) const;
+  /** The producer of lbn (op -1 when none). */
+  BlobRef producer(const std::string& lbn) const;
+  /** Ops reading some output of op i (each once, in job order). */
+  const std::vector<int>& data_consumers(int i) const { return data_consumers_[i]; }
+  /** Ops naming op i in their ctrl_inputs (each once, in job order). */
+  const std::vector<int>& ctrl_consumers(int i) const { return ctrl_consumers_[i]; }
+  /** Producers of op i's data inputs and the ops its ctrl_inputs name (each once; unknown names left out). */
+  const std::vector<int>& predecessors(int i) const { return predecessors_[i]; }
+  /** Whether op i is a variable op with attr trainable. */
+  bool trainable_variable(int i) const;
+  /** The variable op an assign writes (its input 0), or -1 when that is not a variable. */
+  int assign_target(int i) const;
+
+ private:
+  const Job* job_;
+  std::unordered_map<std::string, int> by_name_;
+  std::unordered_map<std::string, BlobRef> by_lbn_;
+  std::vector<std::vector<int>> data_consumers_, ctrl_consumers_, predecessors_;
+};
+
+/** Which part of an iteration an op runs in (Note [Pieces and the once part] in op_graph.cpp). */
+enum class Part { kBinding, kPiece, kOnce, kMixed };
+
+/** Whether the op runs once per iteration by its role: an optimizer op, an output, an assign into a trainable
+ * variable. */
+bool once_by_role(const OpGraph& g, int i);
+/** The part of every op of g's job (all kPiece but the bindings when the job has one piece). */
+std::vector<Part> op_parts(const OpGraph& g);
+
+/** Op names already used in a job, to make fresh ones. */
+class NameSet {
+ public:
+  explicit NameSet(const Job& job);
+  /** base, or base-2, base-3, ... : the first not used yet (and now used). */
+  std::string fresh(const std::string& base);
+
+ private:
+  std::unordered_set<std::string> used_;
+};
+
+/** A new op at the end of job with one output "<name>/out0" when outputs is 1. */
+OpConf* add_op(Job& job, const std::string& name, std::string_view op_type, const std::string& scope,
+               int outputs);
+/** Reorder job.ops topologically over data and ctrl edges, keeping the present order where it is one; raises
+ * naming an op on a cycle. */
+void sort_topologically(Job& job);
+/** Remove the ops whose keep flag is false (indices into job.ops). */
+void remove_ops(Job& job, const std::vector<bool>& keep);
+
+}  // namespace rill::graph

@@ -1,0 +1,146 @@
+// auto_tick: the ticks that bound an iteration and the write-after-read edges of the assigns.
+//   - A source tick starts each piece: every op with no produced input (it reads only variables and inputs, or
+//     nothing) waits for it; in the once part (Note [Pieces and the once part] in op_graph.cpp) it waits for an
+//     acc of the source tick, which fires once all pieces have started.
+//   - An assign waits for every other reader of its variable that is not already before it (an ancestor has
+//     read by the time the assign acts), through an acc'd join tick when it runs once and the readers per piece.
+//   - A sink tick waits for every op nothing else waits for, the per-piece ones through an acc'd join tick.
+#include <string>
+#include <vector>
+
+#include "rill/graph/op_graph.h"
+#include "rill/graph/passes/pass.h"
+
+namespace rill::graph {
+namespace {
+
+OpConf* add_tick(Job& job, NameSet& names, const std::string& base, const std::string& kind) {
+  OpConf* tick = add_op(job, names.fresh(base), kTick, "", 0);
+  (*tick->mutable_attrs())["kind"].set_s(kind);
+  return tick;
+}
+
+// An acc over the pieces of ctrl op `of`: it acts once all pieces of `of` acted.
+std::string add_ctrl_acc(Job& job, NameSet& names, const std::string& of, int64_t pieces) {
+  OpConf* acc = add_op(job, names.fresh(of + "-acc"), kAcc, "", 0);
+  (*acc->mutable_attrs())["repeat"].set_i(pieces);
+  acc->add_ctrl_inputs(of);
+  return acc->name();
+}
+
+void add_ctrl(OpConf& op, const std::string& name) {
+  for (const std::string& c : op.ctrl_inputs())
+    if (c == name) return;
+  op.add_ctrl_inputs(name);
+}
+
+bool is_view(const OpConf& op) {
+  if (is_graph_only(op.op_type())) return false;
+  const OpSchema* s = ops::find(op.op_type());
+  return s != nullptr && s->flags.view;
+}
+
+// The ops reading variable v's memory, directly or through views, but assign (and other writers of v).
+std::vector<int> readers_of(const OpGraph& g, int v, int assign) {
+  std::vector<int> readers, frontier = g.data_consumers(v);
+  std::vector<bool> seen(g.size(), false);
+  while (!frontier.empty()) {
+    int r = frontier.back();
+    frontier.pop_back();
+    if (seen[r] || r == assign || g.assign_target(r) == v) continue;
+    seen[r] = true;
+    readers.push_back(r);
+    if (is_view(g.op(r)))
+      for (int c : g.data_consumers(r)) frontier.push_back(c);
+  }
+  return readers;
+}
+
+std::vector<bool> ancestors_of(const OpGraph& g, int i) {
+  std::vector<bool> seen(g.size(), false);
+  std::vector<int> stack = {i};
+  while (!stack.empty()) {
+    int u = stack.back();
+    stack.pop_back();
+    for (int p : g.predecessors(u))
+      if (!seen[p]) {
+        seen[p] = true;
+        stack.push_back(p);
+      }
+  }
+  return seen;
+}
+
+// Whether op i waits for some task already (a produced data input or a ctrl input).
+bool waits_for_a_task(const OpGraph& g, int i) {
+  for (int p : g.predecessors(i))
+    if (!is_binding_op(g.op(p))) return true;
+  return false;
+}
+
+// The write-after-read edges of every assign (computed on the job before any tick exists).
+void add_war_edges(Job& job, NameSet& names, const OpGraph& g, const std::vector<Part>& parts, int64_t pieces) {
+  for (int a = 0; a < g.size(); ++a) {
+    int v = g.assign_target(a);
+    if (v < 0) continue;
+    const std::vector<bool> before = ancestors_of(g, a);
+    std::vector<int> direct, per_piece;
+    for (int r : readers_of(g, v, a)) {
+      if (before[r]) continue;
+      if (parts[a] == Part::kOnce && parts[r] == Part::kPiece) per_piece.push_back(r);
+      else if (!(parts[a] == Part::kPiece && parts[r] == Part::kOnce)) direct.push_back(r);
+      // a once reader of a per-piece assign runs after all pieces: it reads the last write, no edge
+    }
+    OpConf& assign = *job.mutable_ops(a);
+    for (int r : direct) add_ctrl(assign, g.op(r).name());
+    if (per_piece.empty()) continue;
+    OpConf* join = add_tick(job, names, assign.name() + "-war", "join");
+    for (int r : per_piece) join->add_ctrl_inputs(g.op(r).name());
+    add_ctrl(assign, add_ctrl_acc(job, names, join->name(), pieces));
+  }
+}
+
+void add_sink(Job& job, NameSet& names, int64_t pieces) {
+  const OpGraph g(job);
+  const std::vector<Part> parts = op_parts(g);
+  std::vector<std::string> once, per_piece;
+  for (int i = 0; i < g.size(); ++i) {
+    if (is_binding_op(g.op(i)) || !g.data_consumers(i).empty() || !g.ctrl_consumers(i).empty()) continue;
+    (pieces > 1 && parts[i] != Part::kOnce ? per_piece : once).push_back(g.op(i).name());
+  }
+  if (!per_piece.empty()) {
+    OpConf* join = add_tick(job, names, "tick-pieces", "join");
+    for (const std::string& name : per_piece) join->add_ctrl_inputs(name);
+    once.push_back(add_ctrl_acc(job, names, join->name(), pieces));
+  }
+  OpConf* sink = add_tick(job, names, "tick-sink", "sink");
+  for (const std::string& name : once) sink->add_ctrl_inputs(name);
+}
+
+}  // namespace
+
+void auto_tick(Job& job) {
+  const int64_t pieces = job_pieces(job);
+  NameSet names(job);
+  const int original = job.ops_size();
+  std::vector<bool> needs_tick(original, false);
+  {
+    const OpGraph g(job);  // indexes the ops as they are; the added ticks go after them
+    const std::vector<Part> parts = op_parts(g);
+    for (int i = 0; i < original; ++i) needs_tick[i] = !is_binding_op(g.op(i)) && !waits_for_a_task(g, i);
+    add_war_edges(job, names, g, parts, pieces);
+    OpConf* source_tick = add_tick(job, names, "tick-source", "source");
+    const std::string source = source_tick->name();
+    std::string once_tick;  // the acc of the source tick, made when an op of the once part needs it
+    for (int i = 0; i < original; ++i) {
+      if (!needs_tick[i]) continue;
+      const bool once = pieces > 1 && parts[i] == Part::kOnce && g.op(i).op_type() != kAcc;
+      if (once && once_tick.empty()) once_tick = add_ctrl_acc(job, names, source, pieces);
+      add_ctrl(*job.mutable_ops(i), once ? once_tick : source);
+    }
+  }
+  add_sink(job, names, pieces);
+  sort_topologically(job);
+}
+
+}  // namespace rill::graph

@@ -1,0 +1,66 @@
+// common_subexpression_elimination: of ops computing the same thing from the same inputs, the first stays and
+// the others' consumers read it.
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "rill/graph/op_graph.h"
+#include "rill/graph/passes/pass.h"
+
+namespace rill::graph {
+namespace {
+
+// Only schema ops that are pure functions of their arguments: a random op draws anew at each call (two dropouts
+// are two masks), a composite one writes into its input (copy_, fill_), and the graph-only ops are bindings,
+// writes and ticks.
+bool mergeable(const OpConf& op) {
+  if (is_graph_only(op.op_type())) return false;
+  const OpSchema* s = ops::find(op.op_type());
+  return s != nullptr && !s->flags.random && !s->flags.composite;
+}
+
+// What two ops must share to be merged: op type, attrs, scalars, inputs, ctrl inputs (as a set) and scope (a
+// forward value stays a forward value for gradient_accumulation), and the number of outputs.
+std::string merge_key(const OpConf& op) {
+  OpConf k;
+  k.set_op_type(op.op_type());
+  *k.mutable_attrs() = op.attrs();
+  *k.mutable_scalars() = op.scalars();
+  *k.mutable_inputs() = op.inputs();
+  std::vector<std::string> ctrl(op.ctrl_inputs().begin(), op.ctrl_inputs().end());
+  std::sort(ctrl.begin(), ctrl.end());
+  for (const std::string& c : ctrl) k.add_ctrl_inputs(c);
+  k.set_scope(op.scope());
+  return deterministic_bytes(k) + "#" + std::to_string(op.outputs_size());  // outputs pair up one to one
+}
+
+}  // namespace
+
+void common_subexpression_elimination(Job& job) {
+  std::unordered_map<std::string, std::string> lbn_to, name_to;  // a merged op's lbns and name -> the kept op's
+  std::unordered_map<std::string, int> first;                     // merge key -> the kept op
+  std::vector<bool> keep(job.ops_size(), true);
+  for (int i = 0; i < job.ops_size(); ++i) {  // topological: producers are rewritten before their consumers
+    OpConf& op = *job.mutable_ops(i);
+    for (std::string& lbn : *op.mutable_inputs())
+      if (auto it = lbn_to.find(lbn); it != lbn_to.end()) lbn = it->second;
+    std::vector<std::string> ctrl;
+    for (const std::string& c : op.ctrl_inputs()) {
+      auto it = name_to.find(c);
+      const std::string& name = it == name_to.end() ? c : it->second;
+      if (std::find(ctrl.begin(), ctrl.end(), name) == ctrl.end()) ctrl.push_back(name);
+    }
+    op.clear_ctrl_inputs();
+    for (const std::string& c : ctrl) op.add_ctrl_inputs(c);
+    if (!mergeable(op)) continue;
+    auto [it, fresh] = first.emplace(merge_key(op), i);
+    if (fresh) continue;
+    const OpConf& kept = job.ops(it->second);
+    for (int k = 0; k < op.outputs_size(); ++k) lbn_to[op.outputs(k)] = kept.outputs(k);
+    name_to[op.name()] = kept.name();
+    keep[i] = false;
+  }
+  remove_ops(job, keep);
+}
+
+}  // namespace rill::graph
