@@ -35,13 +35,15 @@ def _family(optimizer):
                     f"their step()), got {type(optimizer).__name__}")
 
 
-def _check_group(optimizer, gi, group):
-    """TypeError/ValueError for a param group option the fused update cannot take."""
+# The options each family's op takes as attrs: Python numbers (the learning rate alone travels as a tensor).
+_NUMBER_OPTIONS = {"sgd": ("momentum", "dampening", "weight_decay"), "adam": ("eps", "weight_decay"),
+                   "rmsprop": ("alpha", "eps", "weight_decay", "momentum")}
+
+
+def _check_group(optimizer, family, gi, group):
+    """TypeError for a param group option or parameter the fused update cannot take."""
     name = type(optimizer).__name__
-    numbers = {"sgd": ("momentum", "dampening", "weight_decay"),
-               "adam": ("eps", "weight_decay"),
-               "rmsprop": ("alpha", "eps", "weight_decay", "momentum")}[_family(optimizer)]
-    for key in numbers:
+    for key in _NUMBER_OPTIONS[family]:
         if isinstance(group[key], bool) or not isinstance(group[key], (int, float)):
             raise TypeError(f"[fused_step] {name} group {gi}: {key} must be a Python number for the fused update, "
                             f"got {type(group[key]).__name__}")
@@ -65,7 +67,7 @@ def prepare_state(optimizer):
     kept."""
     family = _family(optimizer)
     for gi, group in enumerate(optimizer.param_groups):
-        _check_group(optimizer, gi, group)
+        _check_group(optimizer, family, gi, group)
         for p in group["params"]:
             if p.requires_grad:
                 _prepare_param(optimizer, family, group, p)
@@ -169,7 +171,7 @@ def fused_step(optimizer, lr_tensors=None):
     family = _family(optimizer)
     lrs = _lr_tensors(optimizer, lr_tensors)
     for gi, group in enumerate(optimizer.param_groups):
-        _check_group(optimizer, gi, group)
+        _check_group(optimizer, family, gi, group)
     with rill.no_grad():
         for group, lr in zip(optimizer.param_groups, lrs):
             for p in group["params"]:
