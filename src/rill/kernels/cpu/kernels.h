@@ -22,5 +22,7 @@ void register_sort_kernels();
 void register_softmax_kernels();
 void register_norm_kernels();
 void register_nn_kernels();
+/** The optimizer update ops (optim.cpp). */
+void register_optim_kernels();
 
 }  // namespace rill::cpu

@@ -22,6 +22,7 @@ void register_cpu_kernels() {
     register_softmax_kernels();
     register_norm_kernels();
     register_nn_kernels();
+    register_optim_kernels();
   });
 }
 

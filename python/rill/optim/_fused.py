@@ -1,0 +1,186 @@
+"""Fused optimizer steps: every parameter of an SGD, Adam, AdamW or RMSprop optimizer updated by one op call
+(rill._fused_sgd, _fused_adam, _fused_rmsprop) instead of a dozen elementwise ops, as graph mode's optimizer
+step emits them.
+
+prepare_state(optimizer) creates the state tensors the fused update reads, eagerly; fused_step(optimizer,
+lr_tensors) runs one update, the learning rate of each param group given as a 0-d tensor (so a graph can
+feed it each step), and writes the results back with Tensor.copy_ into the parameters and their state.
+The state lives where the eager optimizer keeps it (state["exp_avg"], state["step"], ...), so eager and
+fused steps alternate freely and state_dict() has eager's shape, and the ops round like the eager
+optimizer (Note [Fused updates round like the eager optimizer] in src/rill/kernels/cpu/optim.cpp).
+
+Note [The fused SGD momentum buffer]
+PyTorch's SGD sets the momentum buffer to the gradient on the first step and knows the first step by the
+buffer being absent; its state has no step counter. The fused op knows it from a step tensor instead, and
+a graph needs the buffer before the first step, so the fused SGD keeps a buffer and a step counter of its
+own (optimizer._fused_sgd_state) until its first update, then stores the buffer in state["momentum_buffer"]
+as eager SGD does. A buffer found in the state that is not the fused one (an eager step came first, or
+load_state_dict replaced it) is adopted with the step counter at 1: it has seen a step.
+"""
+import rill
+from rill.optim.adam import Adam
+from rill.optim.rmsprop import RMSprop
+from rill.optim.sgd import SGD
+
+_FLOAT_DTYPES = (rill.float32, rill.float64)
+
+
+def _family(optimizer):
+    """'sgd', 'adam' or 'rmsprop': the eager step this optimizer runs; TypeError for any other."""
+    step = getattr(type(optimizer), "step", None)
+    for family, cls in (("sgd", SGD), ("adam", Adam), ("rmsprop", RMSprop)):
+        if step is cls.step:
+            return family
+    raise TypeError(f"[fused_step] supports rill.optim.SGD, Adam, AdamW and RMSprop (and subclasses that keep "
+                    f"their step()), got {type(optimizer).__name__}")
+
+
+# The options each family's op takes as attrs: Python numbers (the learning rate alone travels as a tensor).
+_NUMBER_OPTIONS = {"sgd": ("momentum", "dampening", "weight_decay"), "adam": ("eps", "weight_decay"),
+                   "rmsprop": ("alpha", "eps", "weight_decay", "momentum")}
+
+
+def _check_group(optimizer, family, gi, group):
+    """TypeError for a param group option or parameter the fused update cannot take."""
+    name = type(optimizer).__name__
+    for key in _NUMBER_OPTIONS[family]:
+        if isinstance(group[key], bool) or not isinstance(group[key], (int, float)):
+            raise TypeError(f"[fused_step] {name} group {gi}: {key} must be a Python number for the fused update, "
+                            f"got {type(group[key]).__name__}")
+    if "betas" in group:
+        betas = group["betas"]
+        if len(betas) != 2 or not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in betas):
+            raise TypeError(f"[fused_step] {name} group {gi}: betas must be two Python numbers, got {betas!r}")
+    for pi, p in enumerate(group["params"]):
+        if p.dtype not in _FLOAT_DTYPES:
+            raise TypeError(f"[fused_step] {name} group {gi} parameter {pi} is {p.dtype.name}; the fused update "
+                            f"takes float32 and float64 parameters")
+
+
+def _sgd_state(optimizer):
+    return optimizer.__dict__.setdefault("_fused_sgd_state", {})
+
+
+def prepare_state(optimizer):
+    """Create, eagerly, every state tensor the fused update of optimizer reads, for every parameter that
+    requires grad (zeros and step 0, as the eager optimizer's first step creates them); existing state is
+    kept."""
+    family = _family(optimizer)
+    for gi, group in enumerate(optimizer.param_groups):
+        _check_group(optimizer, family, gi, group)
+        for p in group["params"]:
+            if p.requires_grad:
+                _prepare_param(optimizer, family, group, p)
+
+
+def _prepare_param(optimizer, family, group, p):
+    """The state of one parameter, created where missing."""
+    with rill.no_grad():
+        if family == "sgd":
+            if group["momentum"] != 0:
+                _sgd_buffer(optimizer, p)
+            return
+        state = optimizer.state[p]
+        if "step" not in state:
+            state["step"] = rill.tensor(0.0, dtype=rill.float32)
+        for key in _state_keys(family, group):
+            if key not in state:
+                state[key] = rill.zeros_like(p)
+
+
+def _state_keys(family, group):
+    """The state tensors of one Adam or RMSprop parameter, in the fused op's order (step apart)."""
+    if family == "adam":
+        return ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
+    keys = ["square_avg"]
+    if group["momentum"] > 0:
+        keys.append("momentum_buffer")
+    if group["centered"]:
+        keys.append("grad_avg")
+    return keys
+
+
+def _sgd_buffer(optimizer, p):
+    """(momentum buffer, step counter) of p for the fused SGD (Note [The fused SGD momentum buffer])."""
+    fused = _sgd_state(optimizer)
+    buf = optimizer.state[p].get("momentum_buffer") if p in optimizer.state else None
+    entry = fused.get(p)
+    if buf is None:
+        if entry is None:
+            entry = (rill.zeros_like(p), rill.tensor(0.0, dtype=rill.float32))
+            fused[p] = entry
+    elif entry is None or entry[0] is not buf:
+        entry = (buf, rill.tensor(1.0, dtype=rill.float32))
+        fused[p] = entry
+    return entry
+
+
+def _lr_tensors(optimizer, lr_tensors):
+    groups = optimizer.param_groups
+    if lr_tensors is None:
+        return [rill.tensor(float(g["lr"]), dtype=rill.float64) for g in groups]
+    lr_tensors = list(lr_tensors)
+    if len(lr_tensors) != len(groups):
+        raise ValueError(f"[fused_step] expected one learning-rate tensor per param group ({len(groups)}), "
+                         f"got {len(lr_tensors)}")
+    for gi, lr in enumerate(lr_tensors):
+        if not isinstance(lr, rill.Tensor) or lr.ndim != 0 or not lr.is_floating_point():
+            raise TypeError(f"[fused_step] the learning rate of group {gi} must be a 0-d floating-point tensor "
+                            f"(rill.tensor(lr, dtype=rill.float64)), got {lr!r}")
+    return lr_tensors
+
+
+def _update(optimizer, family, group, p, grad, lr):
+    """One fused op call for p; returns (the tensors to write, their new values)."""
+    if family == "sgd":
+        momentum = group["momentum"]
+        buf, step = _sgd_buffer(optimizer, p) if momentum != 0 else (None, rill.tensor(0.0, dtype=rill.float32))
+        out = rill._fused_sgd(p, grad, buf, step, lr, momentum=float(momentum),
+                              dampening=float(group["dampening"]), nesterov=bool(group["nesterov"]),
+                              weight_decay=float(group["weight_decay"]), maximize=bool(group["maximize"]))
+        if buf is None:
+            return [p], out[:1]
+        optimizer.state[p]["momentum_buffer"] = buf
+        return [p, buf, step], out
+    state = optimizer.state[p]
+    states = [state[k] for k in _state_keys(family, group)]
+    if family == "adam":
+        beta1, beta2 = group["betas"]
+        amsgrad = bool(group["amsgrad"])
+        out = rill._fused_adam(p, grad, states[0], states[1], states[2] if amsgrad else None, state["step"], lr,
+                               beta1=float(beta1), beta2=float(beta2), eps=float(group["eps"]),
+                               weight_decay=float(group["weight_decay"]), amsgrad=amsgrad,
+                               maximize=bool(group["maximize"]),
+                               decoupled_weight_decay=bool(group.get("decoupled_weight_decay", False)))
+    else:
+        has_buf, centered = group["momentum"] > 0, bool(group["centered"])
+        out = rill._fused_rmsprop(p, grad, states[0], states[1] if has_buf else None,
+                                  states[-1] if centered else None, state["step"], lr, alpha=float(group["alpha"]),
+                                  eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
+                                  momentum=float(group["momentum"]), centered=centered,
+                                  maximize=bool(group["maximize"]))
+    # The eager step mirrors each step counter in Python; this one has moved, so the mirror is dropped
+    # and the next eager step reads the tensor (optimizer.py's _increment_step).
+    optimizer.__dict__.get("_step_values", {}).pop(p, None)
+    return [p] + states + [state["step"]], out
+
+
+def fused_step(optimizer, lr_tensors=None):
+    """One update of every parameter with a gradient by the fused ops. lr_tensors: one 0-d float tensor per
+    param group (None: each group's lr)."""
+    family = _family(optimizer)
+    lrs = _lr_tensors(optimizer, lr_tensors)
+    for gi, group in enumerate(optimizer.param_groups):
+        _check_group(optimizer, family, gi, group)
+    with rill.no_grad():
+        for group, lr in zip(optimizer.param_groups, lrs):
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                _prepare_param(optimizer, family, group, p)
+                targets, values = _update(optimizer, family, group, p, p.grad, lr)
+                for target, value in zip(targets, values):
+                    target.copy_(value)
+
+
+__all__ = ["prepare_state", "fused_step"]
