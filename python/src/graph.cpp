@@ -79,6 +79,7 @@ nb::bytes serialized(const google::protobuf::Message& m) {
 void init_graph(nb::module_& m) {
   using graph::CompiledGraph;
   using graph::Tracer;
+  graph::register_graph_ops();
   nb::class_<Tracer>(m, "_GraphTracer", "Records nn.Graph.build into a job (src/rill/graph/tracer.h).")
       .def(nb::init<std::string>())
       .def("start", &Tracer::start)

@@ -1,4 +1,4 @@
-"""The fused optimizer updates (rill._fused_sgd, _fused_adam, _fused_rmsprop and rill.optim._fused): 200 steps
+"""The fused optimizer updates (rill._sgd_update, _adam_update, _rmsprop_update and rill.optim._fused): 200 steps
 of fused_step on an MLP's parameters equal rill's eager optimizer.step() bit for bit and torch.optim's within
 float tolerance; eager and fused steps alternate; state dicts keep eager's shape; bad inputs raise."""
 import numpy as np
@@ -202,47 +202,47 @@ def test_the_ops_read_strided_inputs_and_any_float_step_and_lr():
     p, g, m, v = (rill.tensor(rng.standard_normal((5, 7)).astype(np.float32)) for _ in range(4))
     v = v.abs()
     step, lr = rill.tensor(3.0, dtype=rill.float64), rill.tensor(0.01, dtype=rill.float32)
-    dense = rill._fused_adam(p, g, m, v, None, step, lr, beta1=0.9, beta2=0.99, eps=1e-8)
+    dense = rill._adam_update(p, g, m, v, None, step, lr, beta1=0.9, beta2=0.99, eps=1e-8)
     assert isinstance(dense, list) and len(dense) == 4
     assert dense[-1].dtype == rill.float64 and dense[-1].item() == 4.0
     assert not any(t.requires_grad for t in dense)
     pt, gt, mt, vt = (rill.tensor(_np(t).T.copy()).t() for t in (p, g, m, v))  # the same values, transposed memory
-    strided = rill._fused_adam(pt, gt, mt, vt, None, step, lr, beta1=0.9, beta2=0.99, eps=1e-8)
+    strided = rill._adam_update(pt, gt, mt, vt, None, step, lr, beta1=0.9, beta2=0.99, eps=1e-8)
     for a, b in zip(dense, strided):
         np.testing.assert_array_equal(_np(a), _np(b))
-    out = rill._fused_sgd(p, g, None, rill.tensor(0.0, dtype=rill.float16), lr)
+    out = rill._sgd_update(p, g, None, rill.tensor(0.0, dtype=rill.float16), lr)
     assert len(out) == 2 and out[1].dtype == rill.float16 and out[1].item() == 1.0
     np.testing.assert_array_equal(_np(out[0]), _np(p) + _np(g) * np.float32(-0.01))
-    buf = rill._fused_sgd(p, g, rill.zeros_like(p), rill.tensor(0.0), lr, momentum=0.9, dampening=0.5)[1]
+    buf = rill._sgd_update(p, g, rill.zeros_like(p), rill.tensor(0.0), lr, momentum=0.9, dampening=0.5)[1]
     np.testing.assert_array_equal(_np(buf), _np(g))  # step 0: the buffer is the gradient, whatever it held
-    empty = rill._fused_rmsprop(rill.zeros(0), rill.zeros(0), rill.zeros(0), None, None, rill.tensor(1.0), lr)
+    empty = rill._rmsprop_update(rill.zeros(0), rill.zeros(0), rill.zeros(0), None, None, rill.tensor(1.0), lr)
     assert [tuple(t.shape) for t in empty] == [(0,), (0,), ()]
 
 
 def test_the_ops_reject_bad_dtypes_shapes_and_state_counts():
     p, lr, step = rill.zeros(4), rill.tensor(0.1, dtype=rill.float64), rill.tensor(0.0)
-    with pytest.raises(TypeError, match=r"_fused_sgd.*float32 and float64.*float16"):
-        rill._fused_sgd(p.half(), p.half(), None, step, lr)
-    with pytest.raises(TypeError, match=r"_fused_adam.*float32 and float64.*int64"):
-        rill._fused_adam(p.long(), p.long(), p.long(), p.long(), None, step, lr)
-    with pytest.raises(TypeError, match=r"_fused_sgd.*grad is float64"):
-        rill._fused_sgd(p, p.double(), None, step, lr)
-    with pytest.raises(ValueError, match=r"_fused_sgd.*grad has shape \[3\]"):
-        rill._fused_sgd(p, rill.zeros(3), None, step, lr)
-    with pytest.raises(ValueError, match=r"_fused_adam.*exp_avg_sq has shape \[2, 2\]"):
-        rill._fused_adam(p, p, p, rill.zeros(2, 2), None, step, lr)
-    with pytest.raises(TypeError, match=r"_fused_rmsprop.*grad_avg is float64"):
-        rill._fused_rmsprop(p, p, p, None, p.double(), step, lr, centered=True)
-    with pytest.raises(ValueError, match=r"_fused_sgd.*1 state tensor\(s\), got 0"):
-        rill._fused_sgd(p, p, None, step, lr, momentum=0.9)
-    with pytest.raises(ValueError, match=r"_fused_adam.*3 state tensor\(s\), got 2"):
-        rill._fused_adam(p, p, p, p, None, step, lr, amsgrad=True)
-    with pytest.raises(ValueError, match=r"_fused_rmsprop.*1 state tensor\(s\), got 2"):
-        rill._fused_rmsprop(p, p, p, p, None, step, lr)
-    with pytest.raises(TypeError, match=r"_fused_sgd.*step must be a 0-d floating-point tensor"):
-        rill._fused_sgd(p, p, None, rill.zeros(1), lr)
-    with pytest.raises(TypeError, match=r"_fused_adam.*lr must be a 0-d floating-point tensor"):
-        rill._fused_adam(p, p, p, p, None, step, rill.tensor(1))
+    with pytest.raises(TypeError, match=r"_sgd_update.*float32 and float64.*float16"):
+        rill._sgd_update(p.half(), p.half(), None, step, lr)
+    with pytest.raises(TypeError, match=r"_adam_update.*float32 and float64.*int64"):
+        rill._adam_update(p.long(), p.long(), p.long(), p.long(), None, step, lr)
+    with pytest.raises(TypeError, match=r"_sgd_update.*grad is float64"):
+        rill._sgd_update(p, p.double(), None, step, lr)
+    with pytest.raises(ValueError, match=r"_sgd_update.*grad has shape \[3\]"):
+        rill._sgd_update(p, rill.zeros(3), None, step, lr)
+    with pytest.raises(ValueError, match=r"_adam_update.*exp_avg_sq has shape \[2, 2\]"):
+        rill._adam_update(p, p, p, rill.zeros(2, 2), None, step, lr)
+    with pytest.raises(TypeError, match=r"_rmsprop_update.*grad_avg is float64"):
+        rill._rmsprop_update(p, p, p, None, p.double(), step, lr, centered=True)
+    with pytest.raises(ValueError, match=r"_sgd_update.*1 state tensor\(s\), got 0"):
+        rill._sgd_update(p, p, None, step, lr, momentum=0.9)
+    with pytest.raises(ValueError, match=r"_adam_update.*3 state tensor\(s\), got 2"):
+        rill._adam_update(p, p, p, p, None, step, lr, amsgrad=True)
+    with pytest.raises(ValueError, match=r"_rmsprop_update.*1 state tensor\(s\), got 2"):
+        rill._rmsprop_update(p, p, p, p, None, step, lr)
+    with pytest.raises(TypeError, match=r"_sgd_update.*step must be a 0-d floating-point tensor"):
+        rill._sgd_update(p, p, None, rill.zeros(1), lr)
+    with pytest.raises(TypeError, match=r"_adam_update.*lr must be a 0-d floating-point tensor"):
+        rill._adam_update(p, p, p, p, None, step, rill.tensor(1))
 
 
 def test_fused_step_rejects_what_it_cannot_fuse():

@@ -82,6 +82,8 @@ def test_the_check_reads_most_of_the_surface():
 
 def test_schema_bound_ops_take_exactly_pytorchs_names():
     for name in rill._C._schema_functions:
+        if name.startswith("_") and not hasattr(torch, name):
+            continue  # rill's own internal ops (the optimizer updates graph mode traces): no PyTorch names to match
         assert missing_keywords(getattr(rill, name), name, method=False) == [], name
         if hasattr(torch.Tensor, name) and hasattr(rill.Tensor, name):
             assert missing_keywords(getattr(rill.Tensor, name), name, method=True) == [], name

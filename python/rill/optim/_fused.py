@@ -1,5 +1,5 @@
 """Fused optimizer steps: every parameter of an SGD, Adam, AdamW or RMSprop optimizer updated by one op call
-(rill._fused_sgd, _fused_adam, _fused_rmsprop) instead of a dozen elementwise ops, as graph mode's optimizer
+(rill._sgd_update, _adam_update, _rmsprop_update) instead of a dozen elementwise ops, as graph mode's optimizer
 step emits them.
 
 prepare_state(optimizer) creates the state tensors the fused update reads, eagerly; fused_step(optimizer,
@@ -135,7 +135,7 @@ def _update(optimizer, family, group, p, grad, lr):
     if family == "sgd":
         momentum = group["momentum"]
         buf, step = _sgd_buffer(optimizer, p) if momentum != 0 else (None, rill.tensor(0.0, dtype=rill.float32))
-        out = rill._fused_sgd(p, grad, buf, step, lr, momentum=float(momentum),
+        out = rill._sgd_update(p, grad, buf, step, lr, momentum=float(momentum),
                               dampening=float(group["dampening"]), nesterov=bool(group["nesterov"]),
                               weight_decay=float(group["weight_decay"]), maximize=bool(group["maximize"]))
         if buf is None:
@@ -147,14 +147,14 @@ def _update(optimizer, family, group, p, grad, lr):
     if family == "adam":
         beta1, beta2 = group["betas"]
         amsgrad = bool(group["amsgrad"])
-        out = rill._fused_adam(p, grad, states[0], states[1], states[2] if amsgrad else None, state["step"], lr,
+        out = rill._adam_update(p, grad, states[0], states[1], states[2] if amsgrad else None, state["step"], lr,
                                beta1=float(beta1), beta2=float(beta2), eps=float(group["eps"]),
                                weight_decay=float(group["weight_decay"]), amsgrad=amsgrad,
                                maximize=bool(group["maximize"]),
                                decoupled_weight_decay=bool(group.get("decoupled_weight_decay", False)))
     else:
         has_buf, centered = group["momentum"] > 0, bool(group["centered"])
-        out = rill._fused_rmsprop(p, grad, states[0], states[1] if has_buf else None,
+        out = rill._rmsprop_update(p, grad, states[0], states[1] if has_buf else None,
                                   states[-1] if centered else None, state["step"], lr, alpha=float(group["alpha"]),
                                   eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
                                   momentum=float(group["momentum"]), centered=centered,

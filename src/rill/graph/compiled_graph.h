@@ -30,6 +30,8 @@ struct GraphStats {
   int64_t launches = 0;
 };
 
+/** Register the graph_launch op and its kernel (idempotent; the Python module does it at import). */
+void register_graph_ops();
 /** The kernel of graph_launch: one iteration of the graph its attr names (Note [The eager-graph bridge]). */
 void run_launch(const KernelContext& c);
 

@@ -8,10 +8,10 @@
 // None and has no output. step and lr are 0-d tensors of any float dtype, read in double by the kernel, so
 // a graph can feed the learning rate each step; step counts the updates already done (0: the first).
 // The hyper-parameters are attrs:
-//   _fused_sgd      [momentum, dampening, nesterov, weight_decay, maximize]      state (momentum_buffer?)
-//   _fused_adam     [beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay]
+//   _sgd_update      [momentum, dampening, nesterov, weight_decay, maximize]      state (momentum_buffer?)
+//   _adam_update     [beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay]
 //                                                        state (exp_avg, exp_avg_sq, max_exp_avg_sq?)
-//   _fused_rmsprop  [alpha, eps, weight_decay, momentum, centered, maximize]
+//   _rmsprop_update  [alpha, eps, weight_decay, momentum, centered, maximize]
 //                                                        state (square_avg, momentum_buffer?, grad_avg?)
 #include <string>
 
@@ -23,11 +23,11 @@ namespace {
 // The names of the state inputs a call must give, from its attrs.
 std::vector<const char*> state_names(const InferContext& c) {
   const std::string& n = c.op.name;
-  if (n == "_fused_sgd") {
+  if (n == "_sgd_update") {
     if (c.attr<double>("momentum") != 0) return {"momentum_buffer"};
     return {};
   }
-  if (n == "_fused_adam") {
+  if (n == "_adam_update") {
     if (c.attr<bool>("amsgrad")) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
     return {"exp_avg", "exp_avg_sq"};
   }
@@ -75,17 +75,17 @@ InferResult infer_fused_update(const InferContext& c) {
 
 void register_optim_ops() {
   const OpFlags k = {.function = true, .differentiable = false};
-  ops::define("_fused_sgd(Tensor param, Tensor grad, Tensor? momentum_buffer, Tensor step, Tensor lr, *, "
+  ops::define("_sgd_update(Tensor param, Tensor grad, Tensor? momentum_buffer, Tensor step, Tensor lr, *, "
               "float momentum=0, float dampening=0, bool nesterov=False, float weight_decay=0, "
               "bool maximize=False) -> Tensor[]",
               infer_fused_update, k, "one SGD update: [param, momentum_buffer (with momentum), step + 1]");
-  ops::define("_fused_adam(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, Tensor? max_exp_avg_sq, "
+  ops::define("_adam_update(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, Tensor? max_exp_avg_sq, "
               "Tensor step, Tensor lr, *, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
               "float weight_decay=0, bool amsgrad=False, bool maximize=False, bool decoupled_weight_decay=False) "
               "-> Tensor[]",
               infer_fused_update, k,
               "one Adam/AdamW update: [param, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad), step + 1]");
-  ops::define("_fused_rmsprop(Tensor param, Tensor grad, Tensor square_avg, Tensor? momentum_buffer, "
+  ops::define("_rmsprop_update(Tensor param, Tensor grad, Tensor square_avg, Tensor? momentum_buffer, "
               "Tensor? grad_avg, Tensor step, Tensor lr, *, float alpha=0.99, float eps=1e-8, "
               "float weight_decay=0, float momentum=0, bool centered=False, bool maximize=False) -> Tensor[]",
               infer_fused_update, k,

@@ -34,7 +34,7 @@ double value_of(const Tensor& t) { return values_of(t)[0]; }
 
 // attrs in signature order: momentum, dampening, nesterov, weight_decay, maximize.
 std::vector<Tensor> sgd(const std::vector<Tensor>& inputs, double momentum, double dampening) {
-  return eager::call(eager::op("_fused_sgd"), inputs, {},
+  return eager::call(eager::op("_sgd_update"), inputs, {},
                      make_attrs({momentum, dampening, false, 0.0, false}));
 }
 
@@ -55,7 +55,7 @@ TEST(FusedOptim, SgdMomentumTakesTheGradientOnTheFirstStep) {
 TEST(FusedOptim, AdamFirstStepByHand) {
   Tensor p = from_values({1, -3}), g = from_values({0.5, 2}), zeros = from_values({0, 0});
   // beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay
-  std::vector<Tensor> out = eager::call(eager::op("_fused_adam"), std::vector<Tensor>{p, g, zeros, zeros, scalar(0),
+  std::vector<Tensor> out = eager::call(eager::op("_adam_update"), std::vector<Tensor>{p, g, zeros, zeros, scalar(0),
                                         scalar(0.01)}, {}, make_attrs({0.9, 0.999, 1e-8, 0.0, false, false, false}));
   ASSERT_EQ(out.size(), 4u);
   const double gs[] = {0.5, 2}, ps[] = {1, -3};

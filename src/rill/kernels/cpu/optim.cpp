@@ -1,4 +1,4 @@
-// CPU kernels of the optimizer update ops (ops/optim.cpp): _fused_sgd, _fused_adam, _fused_rmsprop.
+// CPU kernels of the optimizer update ops (ops/optim.cpp): _sgd_update, _adam_update, _rmsprop_update.
 //
 // Note [Fused updates round like the eager optimizer]
 // Each element is computed in the parameter's dtype with the operations of rill's eager optimizer
@@ -107,8 +107,8 @@ T maximum(T a, T b) {
 
 // sgd.py: weight decay, momentum (buf = grad on the first step), nesterov, p -= lr * grad.
 void fused_sgd_kernel(const KernelContext& c) {
-  const double lr = read_scalar(c.inputs.back(), "_fused_sgd");
-  const double step = read_scalar(c.inputs[c.inputs.size() - 2], "_fused_sgd");
+  const double lr = read_scalar(c.inputs.back(), "_sgd_update");
+  const double step = read_scalar(c.inputs[c.inputs.size() - 2], "_sgd_update");
   const double momentum = c.attr<double>("momentum"), dampening = c.attr<double>("dampening");
   const double weight_decay = c.attr<double>("weight_decay");
   const bool nesterov = c.attr<bool>("nesterov"), maximize = c.attr<bool>("maximize");
@@ -128,13 +128,13 @@ void fused_sgd_kernel(const KernelContext& c) {
       return p + g * neg_lr;
     });
   });
-  write_scalar(c.outputs.back(), step + 1, "_fused_sgd");
+  write_scalar(c.outputs.back(), step + 1, "_sgd_update");
 }
 
 // adam.py: coupled or decoupled weight decay, the moments, amsgrad's running maximum, bias corrections.
 void fused_adam_kernel(const KernelContext& c) {
-  const double lr = read_scalar(c.inputs.back(), "_fused_adam");
-  const double step = read_scalar(c.inputs[c.inputs.size() - 2], "_fused_adam") + 1;
+  const double lr = read_scalar(c.inputs.back(), "_adam_update");
+  const double step = read_scalar(c.inputs[c.inputs.size() - 2], "_adam_update") + 1;
   const double beta1 = c.attr<double>("beta1"), beta2 = c.attr<double>("beta2"), eps = c.attr<double>("eps");
   const double weight_decay = c.attr<double>("weight_decay");
   const bool amsgrad = c.attr<bool>("amsgrad"), maximize = c.attr<bool>("maximize");
@@ -167,13 +167,13 @@ void fused_adam_kernel(const KernelContext& c) {
       return p + exp_avg / denom * neg_step_size;
     });
   });
-  write_scalar(c.outputs.back(), step, "_fused_adam");
+  write_scalar(c.outputs.back(), step, "_adam_update");
 }
 
 // rmsprop.py: weight decay, the square average, centering, momentum.
 void fused_rmsprop_kernel(const KernelContext& c) {
-  const double lr = read_scalar(c.inputs.back(), "_fused_rmsprop");
-  const double step = read_scalar(c.inputs[c.inputs.size() - 2], "_fused_rmsprop");
+  const double lr = read_scalar(c.inputs.back(), "_rmsprop_update");
+  const double step = read_scalar(c.inputs[c.inputs.size() - 2], "_rmsprop_update");
   const double alpha = c.attr<double>("alpha"), eps = c.attr<double>("eps");
   const double weight_decay = c.attr<double>("weight_decay"), momentum = c.attr<double>("momentum");
   const bool centered = c.attr<bool>("centered"), maximize = c.attr<bool>("maximize");
@@ -205,15 +205,15 @@ void fused_rmsprop_kernel(const KernelContext& c) {
       return p + g / avg * neg_lr;
     });
   });
-  write_scalar(c.outputs.back(), step + 1, "_fused_rmsprop");
+  write_scalar(c.outputs.back(), step + 1, "_rmsprop_update");
 }
 
 }  // namespace
 
 void register_optim_kernels() {
-  ops::set_cpu_kernel("_fused_sgd", fused_sgd_kernel);
-  ops::set_cpu_kernel("_fused_adam", fused_adam_kernel);
-  ops::set_cpu_kernel("_fused_rmsprop", fused_rmsprop_kernel);
+  ops::set_cpu_kernel("_sgd_update", fused_sgd_kernel);
+  ops::set_cpu_kernel("_adam_update", fused_adam_kernel);
+  ops::set_cpu_kernel("_rmsprop_update", fused_rmsprop_kernel);
 }
 
 }  // namespace rill::cpu
