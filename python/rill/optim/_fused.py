@@ -57,6 +57,13 @@ def _check_group(optimizer, family, gi, group):
                             f"takes float32 and float64 parameters")
 
 
+def check_supported(optimizer):
+    """TypeError (or ValueError) now, when optimizer or one of its groups cannot be updated by the fused ops."""
+    family = _family(optimizer)
+    for gi, group in enumerate(optimizer.param_groups):
+        _check_group(optimizer, family, gi, group)
+
+
 def _sgd_state(optimizer):
     return optimizer.__dict__.setdefault("_fused_sgd_state", {})
 

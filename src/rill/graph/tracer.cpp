@@ -93,7 +93,8 @@ void Tracer::add_input(const Tensor& t) {
   auto& a = *c.mutable_attrs();
   a["index"].set_i(inputs_++);
   *c.add_output_descs() = runtime::desc_to_proto(*t.meta());
-  for (int64_t s : t.shape()) a["shape"].mutable_ints()->add_v(s);
+  auto* shape = a["shape"].mutable_ints();  // set even when empty: a 0-d tensor
+  for (int64_t s : t.shape()) shape->add_v(s);
   a["dtype"].set_dtype(std::string(dtype_name(t.dtype())));
   c.set_scope(scope_);
   std::string lbn = output_lbn(c);
@@ -125,7 +126,8 @@ Tracer::Memory& Tracer::memory_of(const Tensor& t) {
   c.set_op_type("variable");
   auto& a = *c.mutable_attrs();
   a["index"].set_i(static_cast<int64_t>(variables_.size()));
-  for (int64_t s : t.shape()) a["shape"].mutable_ints()->add_v(s);
+  auto* shape = a["shape"].mutable_ints();  // set even when empty: a 0-d tensor
+  for (int64_t s : t.shape()) shape->add_v(s);
   a["dtype"].set_dtype(std::string(dtype_name(t.dtype())));
   a["trainable"].set_b(t.impl()->requires_grad());
   c.set_scope(scope_);
