@@ -34,32 +34,31 @@ std::string RegstInfo::name() const {
 }
 
 char* fixed_data(const std::vector<RegstInfo>& regsts, int32_t regst, const Bindings& b, int64_t k) {
-  const RegstInfo& r = regsts[static_cast<size_t>(regst)];
+  const RegstInfo& r = regsts[regst];
   switch (r.kind) {
-    case plan::REGST_VARIABLE: return static_cast<char*>(b.variables[static_cast<size_t>(r.proto->binding())]);
+    case plan::REGST_VARIABLE: return static_cast<char*>(b.variables[r.proto->binding()]);
     case plan::REGST_INPUT:
-      return static_cast<char*>(b.inputs[static_cast<size_t>(r.proto->binding())]) + k * r.proto->piece_stride_bytes();
+      return static_cast<char*>(b.inputs[r.proto->binding()]) + k * r.proto->piece_stride_bytes();
     case plan::REGST_VIEW: return fixed_data(regsts, r.alias, b, k) + r.view_offset_bytes;
     default: RILL_ASSERT(false, "register ", r.name(), " has no memory of its own before an iteration");
   }
   return nullptr;
 }
 
-Actor::Actor(const plan::Task& task, int32_t index, const std::vector<RegstInfo>& regsts, std::vector<int32_t> ins,
+Actor::Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::vector<int32_t> ins,
              std::vector<int32_t> outs, int64_t acts)
-    : task_(&task), index_(index), regsts_(&regsts), acts_per_iteration_(acts) {
-  for (int32_t r : ins) ins_.push_back(InSlot{r, regsts[static_cast<size_t>(r)].producer < 0, {}, 0});
+    : task_(&task), regsts_(&regsts), acts_per_iteration_(acts) {
+  for (int32_t r : ins) ins_.push_back(InSlot{r, regsts[r].producer < 0, {}, 0});
   for (int32_t r : outs) {
     OutSlot o;
     o.regst = r;
-    o.unfreed.assign(static_cast<size_t>(regsts[static_cast<size_t>(r)].count), 0);
+    o.unfreed.assign(regsts[r].count, 0);
     outs_.push_back(std::move(o));
   }
   for (size_t i = 0; i < ins_.size(); ++i)
-    if (regsts[static_cast<size_t>(ins_[i].regst)].kind != plan::REGST_CTRL) data_ins_.push_back(static_cast<int32_t>(i));
+    if (regsts[ins_[i].regst].kind != plan::REGST_CTRL) data_ins_.push_back(static_cast<int32_t>(i));
   for (size_t i = 0; i < outs_.size(); ++i)
-    if (regsts[static_cast<size_t>(outs_[i].regst)].kind != plan::REGST_CTRL)
-      data_outs_.push_back(static_cast<int32_t>(i));
+    if (regsts[outs_[i].regst].kind != plan::REGST_CTRL) data_outs_.push_back(static_cast<int32_t>(i));
   if (task.kind() == plan::TASK_REPEAT || task.kind() == plan::TASK_ACC) {
     if (task.repeat() < 1) fail_plan("repeat is " + std::to_string(task.repeat()) + "; it must be at least 1");
     repeat_ = task.repeat();
@@ -72,7 +71,7 @@ Actor::Actor(const plan::Task& task, int32_t index, const std::vector<RegstInfo>
     case plan::TASK_COPY:
     case plan::TASK_ACC: prepare_copy(); break;
     case plan::TASK_VIEW:
-      if (data_ins_.size() != 1 || data_outs_.size() != 1 || outs_[static_cast<size_t>(data_outs_[0])].views < 0)
+      if (data_ins_.size() != 1 || data_outs_.size() != 1 || outs_[data_outs_[0]].views < 0)
         fail_plan("a view task needs one data input and one REGST_VIEW output of it");
       break;
     case plan::TASK_REPEAT:
@@ -89,7 +88,7 @@ void Actor::prepare_outputs() {
   const auto& regsts = *regsts_;
   std::vector<bool> held(ins_.size(), false);
   for (OutSlot& o : outs_) {
-    const RegstInfo& r = regsts[static_cast<size_t>(o.regst)];
+    const RegstInfo& r = regsts[o.regst];
     if (r.kind == plan::REGST_INPUT) fail_plan("it writes " + r.name() + ", an input of the launch");
     if (task_->kind() == plan::TASK_REPEAT) {
       // Its pieces are the input's memory, whatever the register says (plan.proto: "same memory").
@@ -100,16 +99,16 @@ void Actor::prepare_outputs() {
     } else if (r.kind == plan::REGST_VIEW) {
       for (size_t i = 0; i < ins_.size(); ++i)
         if (ins_[i].regst == r.alias) o.views = static_cast<int32_t>(i);
-      const RegstInfo& a = regsts[static_cast<size_t>(r.alias)];
+      const RegstInfo& a = regsts[r.alias];
       bool fixed_memory = a.producer < 0 && (a.kind == plan::REGST_VARIABLE || a.kind == plan::REGST_INPUT ||
                                              a.kind == plan::REGST_VIEW);
       if (o.views < 0 && !fixed_memory)
         fail_plan("its output " + r.name() + " views " + a.name() +
                   ", which is neither an input of the task nor a variable or input");
     }
-    if (o.views >= 0 && !ins_[static_cast<size_t>(o.views)].fixed) {
-      if (held[static_cast<size_t>(o.views)]) fail_plan("two of its outputs view the same input");
-      held[static_cast<size_t>(o.views)] = true;
+    if (o.views >= 0 && !ins_[o.views].fixed) {
+      if (held[o.views]) fail_plan("two of its outputs view the same input");
+      held[o.views] = true;
       o.holds = true;
     }
   }
@@ -179,9 +178,8 @@ void Actor::prepare_copy() {
 }
 
 void Actor::prepare_args() {
-  for (int32_t i : data_ins_) in_metas_.push_back(regsts_->at(static_cast<size_t>(ins_[static_cast<size_t>(i)].regst)).meta);
-  for (int32_t i : data_outs_)
-    out_metas_.push_back(regsts_->at(static_cast<size_t>(outs_[static_cast<size_t>(i)].regst)).meta);
+  for (int32_t i : data_ins_) in_metas_.push_back(regst(ins_[i].regst).meta);
+  for (int32_t i : data_outs_) out_metas_.push_back(regst(outs_[i].regst).meta);
   for (const MetaSym& m : in_metas_) in_args_.push_back(TensorArg{nullptr, m.get()});
   for (const MetaSym& m : out_metas_) out_args_.push_back(TensorArg{nullptr, m.get()});
   launch_scalars_ = scalars_;
@@ -221,15 +219,15 @@ void Actor::handle(const Message& m, ActorEnv& env) {
   switch (m.kind) {
     case Message::Kind::kStart: break;
     case Message::Kind::kReady: {
-      InSlot& in = ins_[static_cast<size_t>(m.slot)];
+      InSlot& in = ins_[m.slot];
       RILL_ASSERT(!in.fixed && m.seq == in.taken + static_cast<int64_t>(in.ready.size()), "task '", task_->name(),
                   "' got piece ", m.seq, " out of order");
       in.ready.push_back(Piece{m.seq, m.data});
       break;
     }
     case Message::Kind::kFree: {
-      OutSlot& out = outs_[static_cast<size_t>(m.slot)];
-      int32_t& unfreed = out.unfreed[static_cast<size_t>(m.seq % static_cast<int64_t>(out.unfreed.size()))];
+      OutSlot& out = outs_[m.slot];
+      int32_t& unfreed = out.unfreed[m.seq % static_cast<int64_t>(out.unfreed.size())];
       RILL_ASSERT(unfreed > 0 && m.seq >= out.freed && m.seq < out.produced, "task '", task_->name(),
                   "' got a free of piece ", m.seq, " it does not lend");
       --unfreed;
@@ -258,16 +256,16 @@ char* Actor::in_data(const InSlot& in, const Bindings& b) const {
 }
 
 char* Actor::out_data(const OutSlot& out, const Bindings& b) const {
-  const RegstInfo& r = regsts_->at(static_cast<size_t>(out.regst));
+  const RegstInfo& r = regst(out.regst);
   if (task_->kind() == plan::TASK_REPEAT)
     return r.kind == plan::REGST_CTRL ? nullptr
                                       : offset(repeat_data_, r.kind == plan::REGST_VIEW ? r.view_offset_bytes : 0);
   switch (r.kind) {
     case plan::REGST_OWNED: return r.memory + (out.produced % r.count) * r.bytes;
-    case plan::REGST_VARIABLE: return static_cast<char*>(b.variables[static_cast<size_t>(r.proto->binding())]);
-    case plan::REGST_OUTPUT: return static_cast<char*>(b.outputs[static_cast<size_t>(r.proto->binding())]);
+    case plan::REGST_VARIABLE: return static_cast<char*>(b.variables[r.proto->binding()]);
+    case plan::REGST_OUTPUT: return static_cast<char*>(b.outputs[r.proto->binding()]);
     case plan::REGST_VIEW:
-      return offset(out.views >= 0 ? cur_in_[static_cast<size_t>(out.views)]
+      return offset(out.views >= 0 ? cur_in_[out.views]
                                    : fixed_data(*regsts_, r.alias, b, out.produced),
                     r.view_offset_bytes);
     default: return nullptr;
@@ -282,9 +280,9 @@ void Actor::gather(ActorEnv& env) {
 }
 
 void Actor::produce(OutSlot& out, char* data, ActorEnv& env) {
-  const RegstInfo& r = regsts_->at(static_cast<size_t>(out.regst));
+  const RegstInfo& r = regst(out.regst);
   int64_t seq = out.produced++;
-  out.unfreed[static_cast<size_t>(seq % r.count)] = static_cast<int32_t>(r.consumers.size());
+  out.unfreed[seq % r.count] = static_cast<int32_t>(r.consumers.size());
   for (const Route& c : r.consumers) env.send(Message{Message::Kind::kReady, c.actor, c.slot, seq, data});
   advance(out, env);
 }
@@ -308,22 +306,22 @@ void Actor::take_inputs(ActorEnv& env, int64_t hold_pieces) {
 
 void Actor::advance(OutSlot& out, ActorEnv& env) {
   while (out.freed < out.produced &&
-         out.unfreed[static_cast<size_t>(out.freed % static_cast<int64_t>(out.unfreed.size()))] == 0)
+         out.unfreed[out.freed % static_cast<int64_t>(out.unfreed.size())] == 0)
     ++out.freed;
   while (!out.held.empty() && out.held.front().release_at <= out.freed) {
-    free_piece(ins_[static_cast<size_t>(out.held.front().in_slot)], out.held.front().seq, env);
+    free_piece(ins_[out.held.front().in_slot], out.held.front().seq, env);
     out.held.pop_front();
   }
 }
 
 void Actor::free_piece(const InSlot& in, int64_t seq, ActorEnv& env) {
-  const RegstInfo& r = regsts_->at(static_cast<size_t>(in.regst));
+  const RegstInfo& r = regst(in.regst);
   env.send(Message{Message::Kind::kFree, r.producer, r.producer_slot, seq, nullptr});
 }
 
 void Actor::compute(ActorEnv& env) {
-  for (size_t j = 0; j < data_ins_.size(); ++j) in_args_[j].data = cur_in_[static_cast<size_t>(data_ins_[j])];
-  for (size_t j = 0; j < data_outs_.size(); ++j) out_args_[j].data = cur_out_[static_cast<size_t>(data_outs_[j])];
+  for (size_t j = 0; j < data_ins_.size(); ++j) in_args_[j].data = cur_in_[data_ins_[j]];
+  for (size_t j = 0; j < data_outs_.size(); ++j) out_args_[j].data = cur_out_[data_outs_[j]];
   if (task_->random()) {
     const Bindings& b = env.bindings();
     launch_scalars_[0] = Scalar(b.seed);
@@ -368,7 +366,7 @@ bool Actor::step_repeat(ActorEnv& env) {
     return true;
   }
   if (!outputs_free()) return false;
-  for (size_t i = 0; i < outs_.size(); ++i) produce(outs_[i], env.computing() ? out_data(outs_[i], env.bindings()) : nullptr, env);
+  for (OutSlot& out : outs_) produce(out, env.computing() ? out_data(out, env.bindings()) : nullptr, env);
   --sub_;
   return true;
 }
@@ -407,14 +405,14 @@ std::string Actor::waiting_on() const {
   if (acts_ < acts_per_iteration_ || sub_ != 0) {
     for (const InSlot& in : ins_)
       if (!in.fixed && in.ready.empty()) {
-        os << sep << "piece " << in.taken << " of " << regsts_->at(static_cast<size_t>(in.regst)).name();
+        os << sep << "piece " << in.taken << " of " << regst(in.regst).name();
         sep = ", ";
       }
   }
   for (const OutSlot& out : outs_) {
     int64_t count = static_cast<int64_t>(out.unfreed.size());
     if (out.freed < out.produced && (out.produced - out.freed >= count || acts_ >= acts_per_iteration_)) {
-      os << sep << "its consumers to free " << regsts_->at(static_cast<size_t>(out.regst)).name() << " (piece "
+      os << sep << "its consumers to free " << regst(out.regst).name() << " (piece "
          << out.freed << "; " << out.produced << " made, count " << count << ")";
       sep = ", ";
     }

@@ -75,10 +75,10 @@ char* fixed_data(const std::vector<RegstInfo>& regsts, int32_t regst, const Bind
  * acts_per_iteration times per iteration (Note [Actors] in runtime.cpp). */
 class Actor {
  public:
-  /** Prepare task's act (op, attrs, metas, kernel); raises RuntimeError naming the task for a bad task. index is
-   * this actor's; ins and outs are the indices in regsts of task's in_regsts and out_regsts; acts is how many
-   * times it acts per iteration. */
-  Actor(const plan::Task& task, int32_t index, const std::vector<RegstInfo>& regsts, std::vector<int32_t> ins,
+  /** Prepare task's act (op, attrs, metas, kernel); raises RuntimeError naming the task for a bad task. ins and
+   * outs are the indices in regsts of task's in_regsts and out_regsts; acts is how many times it acts per
+   * iteration. */
+  Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::vector<int32_t> ins,
         std::vector<int32_t> outs, int64_t acts);
   /** Forget the last iteration: nothing ready, every buffer free, no acts. */
   void reset();
@@ -119,6 +119,7 @@ class Actor {
     std::deque<Held> held;         // in-pieces kept alive by the pieces of this register
   };
 
+  const RegstInfo& regst(int32_t i) const { return (*regsts_)[i]; }
   bool inputs_ready() const;
   bool outputs_free() const;
   bool step(ActorEnv& env);
@@ -140,7 +141,6 @@ class Actor {
   [[noreturn]] void fail_plan(const std::string& why) const;
 
   const plan::Task* task_;
-  int32_t index_;
   const std::vector<RegstInfo>* regsts_;
   int64_t acts_per_iteration_ = 1;
   int64_t repeat_ = 1;

@@ -142,7 +142,7 @@ class Runtime::Impl::Dispatch final : public detail::ActorEnv {
     rt_.pending_.fetch_add(1, std::memory_order_acq_rel);
     // relaxed: a statistic, read after the iteration.
     if (m.kind != Message::Kind::kStart && !rt_.dry_) rt_.messages_.fetch_add(1, std::memory_order_relaxed);
-    Worker& to = rt_.dry_ ? self_ : *rt_.workers_[static_cast<size_t>(rt_.worker_of_[static_cast<size_t>(m.actor)])];
+    Worker& to = rt_.dry_ ? self_ : *rt_.workers_[rt_.worker_of_[m.actor]];
     if (&to == &self_) {
       self_.local.push_back(m);
       return;
@@ -179,7 +179,7 @@ class Runtime::Impl::Dispatch final : public detail::ActorEnv {
  private:
   void handle(const Message& m) {
     try {
-      rt_.actors_[static_cast<size_t>(m.actor)]->handle(m, *this);
+      rt_.actors_[m.actor]->handle(m, *this);
     } catch (const Error& e) {  // an internal check of the actor: keep it, the iteration ends as a deadlock
       fail(e);
     } catch (const std::exception& e) {
@@ -223,7 +223,7 @@ void Runtime::Impl::index_regsts() {
   regsts_.resize(static_cast<size_t>(plan_.regsts_size()));
   for (int i = 0; i < plan_.regsts_size(); ++i) {
     const plan::Regst& proto = plan_.regsts(i);
-    RegstInfo& r = regsts_[static_cast<size_t>(i)];
+    RegstInfo& r = regsts_[i];
     r.proto = &proto;
     r.kind = proto.kind();
     r.count = proto.count();
@@ -254,13 +254,14 @@ void Runtime::Impl::index_tasks() {
   }
   auto regst_of = [&](int64_t id, const plan::Task& t) -> int32_t {
     auto it = regst_index_.find(id);
-    if (it == regst_index_.end()) bad_plan("task '" + t.name() + "' names register " + std::to_string(id) + ", which the plan lacks");
+    if (it == regst_index_.end())
+      bad_plan("task '" + t.name() + "' names register " + std::to_string(id) + ", which the plan lacks");
     return it->second;
   };
   for (int i = 0; i < plan_.tasks_size(); ++i) {
     const plan::Task& t = plan_.tasks(i);
     for (int k = 0; k < t.out_regsts_size(); ++k) {
-      RegstInfo& r = regsts_[static_cast<size_t>(regst_of(t.out_regsts(k), t))];
+      RegstInfo& r = regsts_[regst_of(t.out_regsts(k), t)];
       if (r.proto->producer() != t.id() || r.producer >= 0)
         bad_plan("task '" + t.name() + "' writes " + r.name() + ", whose producer is " +
                  std::to_string(r.proto->producer()));
@@ -268,7 +269,7 @@ void Runtime::Impl::index_tasks() {
       r.producer_slot = k;
     }
     for (int k = 0; k < t.in_regsts_size(); ++k)
-      regsts_[static_cast<size_t>(regst_of(t.in_regsts(k), t))].consumers.push_back(Route{i, k});
+      regsts_[regst_of(t.in_regsts(k), t)].consumers.push_back(Route{i, k});
   }
 }
 
@@ -276,7 +277,8 @@ void Runtime::Impl::check_regsts() {
   for (RegstInfo& r : regsts_) {
     const plan::Regst& p = *r.proto;
     if (p.producer() != 0 && r.producer < 0)
-      bad_plan(r.name() + " names producer " + std::to_string(p.producer()) + ", which does not list it as an output");
+      bad_plan(r.name() + " names producer " + std::to_string(p.producer()) +
+               ", which does not list it as an output");
     // The consumer lists of the registers and the tasks' in_regsts must agree, or a producer would wait forever.
     std::set<int64_t> listed(p.consumers().begin(), p.consumers().end()), reading;
     for (const Route& c : r.consumers) reading.insert(plan_.tasks(c.actor).id());
@@ -298,12 +300,14 @@ void Runtime::Impl::check_regsts() {
     if (r.kind == plan::REGST_VARIABLE) check_binding(plan_.variables_size(), "variable");
     if (r.kind == plan::REGST_INPUT) check_binding(plan_.inputs_size(), "input");
     if (r.kind == plan::REGST_OUTPUT) check_binding(plan_.outputs_size(), "output");
-    if (r.kind == plan::REGST_INPUT && p.piece_stride_bytes() < 0) bad_plan(r.name() + " has a negative piece stride");
+    if (r.kind == plan::REGST_INPUT && p.piece_stride_bytes() < 0)
+      bad_plan(r.name() + " has a negative piece stride");
     if (r.kind == plan::REGST_VIEW) {
       auto it = regst_index_.find(p.alias_of());
-      if (it == regst_index_.end()) bad_plan(r.name() + " views register " + std::to_string(p.alias_of()) + ", which the plan lacks");
+      if (it == regst_index_.end())
+        bad_plan(r.name() + " views register " + std::to_string(p.alias_of()) + ", which the plan lacks");
       r.alias = it->second;
-      if (regsts_[static_cast<size_t>(r.alias)].kind == plan::REGST_CTRL) bad_plan(r.name() + " views a control register");
+      if (regsts_[r.alias].kind == plan::REGST_CTRL) bad_plan(r.name() + " views a control register");
       r.view_offset_bytes = p.desc().offset() * dtype_itemsize(r.meta->dtype);
     }
   }
@@ -312,13 +316,13 @@ void Runtime::Impl::check_regsts() {
   for (RegstInfo& r : regsts_) {
     if (r.kind != plan::REGST_VIEW) continue;
     int32_t a = r.alias;
-    for (size_t steps = 0; regsts_[static_cast<size_t>(a)].kind == plan::REGST_VIEW; ++steps) {
+    for (size_t steps = 0; regsts_[a].kind == plan::REGST_VIEW; ++steps) {
       if (steps > regsts_.size()) bad_plan(r.name() + " is a view of itself");
-      a = regsts_[static_cast<size_t>(a)].alias;
+      a = regsts_[a].alias;
     }
     if (r.producer >= 0) continue;
-    for (int32_t x = r.alias;; x = regsts_[static_cast<size_t>(x)].alias) {
-      const RegstInfo& v = regsts_[static_cast<size_t>(x)];
+    for (int32_t x = r.alias;; x = regsts_[x].alias) {
+      const RegstInfo& v = regsts_[x];
       if (v.producer >= 0) bad_plan(r.name() + " has no producer but views " + v.name() + ", which has one");
       if (v.kind == plan::REGST_VIEW) continue;
       if (v.kind != plan::REGST_VARIABLE && v.kind != plan::REGST_INPUT)
@@ -351,18 +355,19 @@ void Runtime::Impl::place_memory() {
   for (RegstInfo& r : regsts_) {
     if (r.kind != plan::REGST_OWNED) continue;
     auto it = blocks.find(r.proto->mem_block_id());
-    if (it == blocks.end()) bad_plan(r.name() + " is in mem block " + std::to_string(r.proto->mem_block_id()) + ", which the plan lacks");
+    if (it == blocks.end())
+      bad_plan(r.name() + " is in mem block " + std::to_string(r.proto->mem_block_id()) + ", which the plan lacks");
     const plan::MemBlock& b = *it->second;
     if (r.proto->mem_offset() < 0 || r.proto->mem_offset() + r.count * r.bytes > b.size())
       bad_plan(r.name() + "'s " + std::to_string(r.count) + " buffers of " + std::to_string(r.bytes) +
                " bytes at offset " + std::to_string(r.proto->mem_offset()) + " do not fit in its mem block of " +
                std::to_string(b.size()) + " bytes");
-    r.memory = reinterpret_cast<char*>(chunks_[static_cast<size_t>(chunk_index.at(b.chunk_id()))].get()) +
+    r.memory = reinterpret_cast<char*>(chunks_[chunk_index.at(b.chunk_id())].get()) +
                b.offset() + r.proto->mem_offset();
   }
   for (const RegstInfo& r : regsts_) {
-    if (r.kind != plan::REGST_VIEW || regsts_[static_cast<size_t>(r.alias)].kind != plan::REGST_OWNED) continue;
-    const RegstInfo& a = regsts_[static_cast<size_t>(r.alias)];
+    if (r.kind != plan::REGST_VIEW || regsts_[r.alias].kind != plan::REGST_OWNED) continue;
+    const RegstInfo& a = regsts_[r.alias];
     if (r.view_offset_bytes < 0 || r.view_offset_bytes + r.bytes > a.bytes)
       bad_plan(r.name() + " reaches outside the buffer of " + a.name() + " it views");
   }
@@ -378,7 +383,7 @@ void Runtime::Impl::make_actors() {
     for (int64_t id : t.in_regsts()) ins.push_back(regst_index_.at(id));
     for (int64_t id : t.out_regsts()) outs.push_back(regst_index_.at(id));
     int64_t acts = t.acts_per_iteration() > 0 ? t.acts_per_iteration() : pieces;
-    actors_.push_back(std::make_unique<Actor>(t, i, regsts_, std::move(ins), std::move(outs), acts));
+    actors_.push_back(std::make_unique<Actor>(t, regsts_, std::move(ins), std::move(outs), acts));
     int64_t stream = decode_task_id(t.id()).stream;
     auto [it, added] = worker_of_stream.emplace(stream, static_cast<int32_t>(worker_of_stream.size()));
     worker_of_.push_back(it->second);
@@ -387,9 +392,9 @@ void Runtime::Impl::make_actors() {
   // Every consumer of a register must take as many pieces per iteration as its producer makes.
   for (const RegstInfo& r : regsts_) {
     if (r.producer < 0) continue;
-    const Actor& p = *actors_[static_cast<size_t>(r.producer)];
+    const Actor& p = *actors_[r.producer];
     for (const Route& c : r.consumers) {
-      const Actor& q = *actors_[static_cast<size_t>(c.actor)];
+      const Actor& q = *actors_[c.actor];
       if (p.pieces_out() != q.pieces_in())
         bad_plan("task '" + p.task().name() + "' makes " + std::to_string(p.pieces_out()) + " pieces of " + r.name() +
                  " per iteration but task '" + q.task().name() + "' takes " + std::to_string(q.pieces_in()));
@@ -507,8 +512,9 @@ const plan::Plan& Runtime::plan() const { return impl_->plan_; }
 
 RuntimeStats Runtime::stats() const {
   // relaxed: statistics; a reader racing a launch sees some recent value.
-  return RuntimeStats{impl_->iterations_.load(std::memory_order_relaxed), impl_->acts_.load(std::memory_order_relaxed),
-                      impl_->messages_.load(std::memory_order_relaxed), impl_->owned_bytes_};
+  const Impl& rt = *impl_;
+  return RuntimeStats{rt.iterations_.load(std::memory_order_relaxed), rt.acts_.load(std::memory_order_relaxed),
+                      rt.messages_.load(std::memory_order_relaxed), rt.owned_bytes_};
 }
 
 }  // namespace rill::runtime

@@ -256,6 +256,19 @@ TEST(RuntimePieces, RepeatLendsOnePieceToEveryMicroBatch) {
   expect_near(out, values<float>(eager::reduce(eager::op("sum"), each, {0}, false)));
 }
 
+TEST(RuntimePieces, ActsPerIterationZeroMeansPieces) {
+  Tensor x = ramp({3, 2}, 1.0, 0.5);
+  std::vector<float> xv = values<float>(x), out(2);
+  PlanBuilder b(3);
+  int64_t rx = b.input({2}, DType::kFloat32, 8), r = b.owned({2}), ro = b.output({2});
+  b.compute("sqrt", "sqrt", {rx}, {r}, {}, 0);
+  b.task(plan::TASK_ACC, "acc", {r}, {ro}, 1).set_repeat(3);
+  Runtime rt(b.p);
+  launch(rt, {}, {&xv}, {&out});
+  expect_near(out, values<float>(eager::reduce(eager::op("sum"), unary("sqrt", x), {0}, false)));
+  EXPECT_EQ(rt.stats().acts, 3 + 1);
+}
+
 TEST(RuntimeAssign, CopyIntoAVariableAfterItsReaders) {
   Tensor v = ramp({4}, 1.0, 1.0), x = ramp({4}, 10.0, 10.0), y = ramp({4}, -3.0, 0.5);
   std::vector<float> vv = values<float>(v), xv = values<float>(x), yv = values<float>(y), out(4);
@@ -318,6 +331,28 @@ TEST(RuntimeStreams, PiecesCrossBetweenTwoThreadsBothWays) {
     expect_near(out, want);
   }
   EXPECT_EQ(rt.stats().messages, 5 * 2 * 3 * n);
+}
+
+TEST(RuntimeStreams, AViewKeepsItsPieceTakenWhileAnotherThreadReadsIt) {
+  // exp and the transpose on stream 0, the view's reader on stream 1, 8 pieces through count-1 registers: exp may
+  // overwrite its buffer only once the reader has freed the view of it (under TSan, a race otherwise).
+  const int n = 8;
+  Tensor x = ramp({n, 2, 3}, -1.0, 0.03);
+  std::vector<float> xv = values<float>(x), out(6);
+  PlanBuilder b(n);
+  int64_t rx = b.input({2, 3}, DType::kFloat32, 6 * sizeof(float)), e = b.owned({2, 3});
+  int64_t t = b.view(e, {3, 2}, {1, 3}), g = b.owned({3, 2}), ro = b.output({3, 2});
+  b.compute("exp", "exp", {rx}, {e}, {}, n, 0);
+  b.task(plan::TASK_VIEW, "transpose", {e}, {t}, n, 0);
+  b.compute("neg", "neg", {t}, {g}, {}, n, 1);
+  b.task(plan::TASK_ACC, "acc", {g}, {ro}, 1, 0).set_repeat(n);
+  Runtime rt(b.p);
+  Tensor each = unary("neg", eager::transpose(unary("exp", x), 1, 2));
+  std::vector<float> want = values<float>(eager::reduce(eager::op("sum"), each, {0}, false));
+  for (int i = 0; i < 3; ++i) {
+    launch(rt, {}, {&xv}, {&out});
+    expect_near(out, want);
+  }
 }
 
 TEST(RuntimeErrors, KernelErrorIsRaisedFromRunAndTheNextRunWorks) {
