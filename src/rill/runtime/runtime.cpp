@@ -497,13 +497,13 @@ void Runtime::run(const Bindings& bindings) {
   rt.check_bindings(bindings);
   rt.launch_ = bindings;
   rt.failed_.store(false, std::memory_order_relaxed);  // relaxed: no actor runs until drain() sends its messages
-  rt.error_.reset();
   rt.drain();
-  if (rt.error_) {
-    Error e = *rt.error_;
-    rt.error_.reset();
-    throw e;
+  std::optional<Error> error;
+  {
+    std::lock_guard<std::mutex> error_lock(rt.error_mu_);
+    error.swap(rt.error_);
   }
+  if (error) throw *error;
   if (!rt.all_finished()) RILL_FAIL(Runtime, rt.deadlock_report());
   rt.iterations_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
 }
