@@ -394,6 +394,32 @@ TEST(RuntimeErrors, KernelErrorIsRaisedFromRunAndTheNextRunWorks) {
   EXPECT_EQ(rt.stats().iterations, 1);
 }
 
+TEST(RuntimeErrors, AnErrorInOnePieceDrainsEveryStream) {
+  // gather on stream 1 fails at piece 2 of 4; exp and the acc on stream 0 still pass every piece's messages.
+  Tensor x = ramp({5}, 0.0, 0.5);
+  std::vector<float> xv = values<float>(x), out(2);
+  PlanBuilder b(4);
+  int64_t rx = b.variable({5}), ri = b.input({2}, DType::kInt64, 2 * sizeof(int64_t)), g = b.owned({2});
+  int64_t e = b.owned({2}), ro = b.output({2});
+  b.compute("gather", "pick", {rx, ri}, {g}, {int64_t{0}}, 4, 1);
+  b.compute("exp", "exp", {g}, {e}, {}, 4, 0);
+  b.task(plan::TASK_ACC, "acc", {e}, {ro}, 1, 0).set_repeat(4);
+  Runtime rt(b.p);
+  std::vector<int64_t> idx = {0, 1, 2, 3, 4, 9, 4, 0};
+  std::vector<void*> vars = {xv.data()}, ins = {idx.data()}, outs = {out.data()};
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THROW(rt.run(Bindings{vars, ins, outs}), Error);
+    EXPECT_EQ(rt.stats().iterations, 0);
+  }
+  idx[5] = 1;
+  rt.run(Bindings{vars, ins, outs});
+  // Element 0 sums exp at indices 0, 2, 4, 4; element 1 at 1, 3, 1, 0.
+  std::vector<float> want = {std::exp(xv[0]) + std::exp(xv[2]) + std::exp(xv[4]) + std::exp(xv[4]),
+                             std::exp(xv[1]) + std::exp(xv[3]) + std::exp(xv[1]) + std::exp(xv[0])};
+  expect_near(out, want);
+  EXPECT_EQ(rt.stats().iterations, 1);
+}
+
 TEST(RuntimePlan, ConsumedButNeverProducedIsRejected) {
   PlanBuilder b;
   int64_t orphan = b.owned({3}), ro = b.output({3});
