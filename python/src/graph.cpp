@@ -4,6 +4,9 @@
 
 #include <nanobind/stl/unique_ptr.h>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "rill/graph/compiled_graph.h"
 #include "rill/graph/tracer.h"
 
@@ -68,9 +71,15 @@ nb::dict job_dict(const graph::Job& job) {
   return out;
 }
 
+// Deterministic: map fields (attrs) in key order, so equal messages give equal bytes.
 nb::bytes serialized(const google::protobuf::Message& m) {
   std::string s;
-  m.SerializeToString(&s);
+  {
+    google::protobuf::io::StringOutputStream stream(&s);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&out);
+  }
   return nb::bytes(s.data(), s.size());
 }
 
@@ -84,7 +93,7 @@ void init_graph(nb::module_& m) {
       .def(nb::init<std::string>())
       .def("start", &Tracer::start)
       .def("stop", &Tracer::stop)
-      .def("add_input", &Tracer::add_input)
+      .def("add_input", &Tracer::add_input, nb::arg("t"), nb::arg("pieces") = 1)
       .def("name_variable", &Tracer::name_variable)
       .def("set_scope", &Tracer::set_scope)
       .def("add_output", &Tracer::add_output)

@@ -1,5 +1,6 @@
 // rill.Tensor: properties, views, conversions and element access.
 #include "bind.h"
+#include "rill/eager/trace.h"
 #include "rill/ops/type_promotion.h"
 
 namespace rill::py {
@@ -163,7 +164,12 @@ void init_tensor(nb::module_& m) {
           })
       .def("_copy_now", [](const Tensor& t, DType d) {
             // A copy finished before returning: the source may be memory the caller changes next
-            // (a numpy array passed to rill.tensor), which the VM does not track.
+            // (a numpy array passed to rill.tensor), which the VM does not track. Inside nn.Graph.build it runs
+            // eagerly all the same: host data makes a constant, which the trace binds as a variable.
+            struct Untraced {
+              eager::TraceSink* sink = eager::set_trace_sink(nullptr);
+              ~Untraced() { eager::set_trace_sink(sink); }
+            } untraced;
             Tensor out = t.dtype() == d ? eager::clone(t) : eager::to_dtype(t, d);
             wait_readable(out);
             return out;

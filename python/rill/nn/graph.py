@@ -140,6 +140,15 @@ class Graph:
     def _compile(self, args, tensors):
         # Inputs are bound by identity: the contiguous copies stand for the user's tensors inside build.
         _, rebuild_args = _flatten(list(args), "graph inputs")
+        pieces = self.config.gradient_accumulation_steps
+        if pieces > 1:
+            # build() is traced on one micro-batch: the job's shapes are a piece's, the plan splits each input.
+            for i, t in enumerate(tensors):
+                if t.ndim == 0 or t.shape[0] % pieces:
+                    raise ValueError(f"[nn.Graph] input {i} of shape {tuple(t.shape)} cannot be split into "
+                                     f"gradient_accumulation_steps = {pieces} micro-batches along dim 0; make the "
+                                     f"batch size a multiple of {pieces}")
+            tensors = [t[:t.shape[0] // pieces].clone() for t in tensors]
         traced_args = rebuild_args(tensors)
         from rill.optim import _fused
         for optimizer, _, _ in self._optimizers:
@@ -153,7 +162,7 @@ class Graph:
         for p, _ in saved.values():
             p.grad = None  # the trace's gradients are blobs of the job, not eager tensors
         for t in tensors:
-            tracer.add_input(t)
+            tracer.add_input(t, pieces)
         try:
             tracer.start()
             result = self.build(*traced_args)

@@ -84,7 +84,7 @@ std::string Tracer::output_lbn(OpConf& conf) {
   return lbn;
 }
 
-void Tracer::add_input(const Tensor& t) {
+void Tracer::add_input(const Tensor& t, int64_t pieces) {
   RILL_CHECK(memory_.find(t.storage().get()) == memory_.end(), Runtime,
              "[nn.Graph] input ", inputs_, " shares memory with another input or a parameter: pass a clone()");
   OpConf& c = *job_.add_ops();
@@ -93,8 +93,10 @@ void Tracer::add_input(const Tensor& t) {
   auto& a = *c.mutable_attrs();
   a["index"].set_i(inputs_++);
   *c.add_output_descs() = runtime::desc_to_proto(*t.meta());
+  RILL_CHECK(pieces == 1 || t.ndim() > 0, Runtime, "[nn.Graph] gradient accumulation splits inputs along dim 0; "
+             "input ", inputs_ - 1, " is 0-d");
   auto* shape = a["shape"].mutable_ints();  // set even when empty: a 0-d tensor
-  for (int64_t s : t.shape()) shape->add_v(s);
+  for (int64_t d = 0; d < t.ndim(); ++d) shape->add_v(d == 0 ? t.shape()[0] * pieces : t.shape()[d]);
   a["dtype"].set_dtype(std::string(dtype_name(t.dtype())));
   c.set_scope(scope_);
   std::string lbn = output_lbn(c);

@@ -26,8 +26,9 @@ class Tracer final : public eager::TraceSink {
   void start();
   /** Uninstall (idempotent); tensors made by the trace are poisoned so that reading one later raises. */
   void stop();
-  /** t (an eager tensor) is the graph's next input. */
-  void add_input(const Tensor& t);
+  /** t (an eager tensor) is the graph's next input; with gradient accumulation t is one micro-batch of an input
+   * of pieces times its dim 0. */
+  void add_input(const Tensor& t, int64_t pieces = 1);
   /** The variable t becomes, if build reads it, is called name (a parameter's path, an optimizer state's). */
   void name_variable(const Tensor& t, std::string name);
   /** Ops traced from now on belong to scope ("forward", "backward", "optimizer"). */

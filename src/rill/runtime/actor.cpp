@@ -53,6 +53,7 @@ Actor::Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::
     OutSlot o;
     o.regst = r;
     o.unfreed.assign(regsts[r].count, 0);
+    o.bound = regsts[r].kind == plan::REGST_VARIABLE && regsts[r].producer < 0;
     outs_.push_back(std::move(o));
   }
   for (size_t i = 0; i < ins_.size(); ++i)
@@ -68,8 +69,10 @@ Actor::Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::
   prepare_outputs();
   switch (task.kind()) {
     case plan::TASK_COMPUTE: prepare_compute(); break;
-    case plan::TASK_COPY:
-    case plan::TASK_ACC: prepare_copy(); break;
+    case plan::TASK_COPY: prepare_copy(); break;
+    case plan::TASK_ACC:
+      if (!data_ins_.empty() || !data_outs_.empty()) prepare_copy();  // else it counts pieces of a tick
+      break;
     case plan::TASK_VIEW:
       if (data_ins_.size() != 1 || data_outs_.size() != 1 || outs_[data_outs_[0]].views < 0)
         fail_plan("a view task needs one data input and one REGST_VIEW output of it");
@@ -99,6 +102,15 @@ void Actor::prepare_outputs() {
     } else if (r.kind == plan::REGST_VIEW) {
       for (size_t i = 0; i < ins_.size(); ++i)
         if (ins_[i].regst == r.alias) o.views = static_cast<int32_t>(i);
+      o.view_delta = r.view_offset_bytes;
+      // A view of a view: the plan names the root both view; the input's piece is the root's plus its offset.
+      for (size_t i = 0; o.views < 0 && i < ins_.size(); ++i) {
+        const RegstInfo& in = regsts[ins_[i].regst];
+        if (in.kind == plan::REGST_VIEW && in.alias == r.alias) {
+          o.views = static_cast<int32_t>(i);
+          o.view_delta = r.view_offset_bytes - in.view_offset_bytes;
+        }
+      }
       const RegstInfo& a = regsts[r.alias];
       bool fixed_memory = a.producer < 0 && (a.kind == plan::REGST_VARIABLE || a.kind == plan::REGST_INPUT ||
                                              a.kind == plan::REGST_VIEW);
@@ -247,7 +259,7 @@ bool Actor::inputs_ready() const {
 
 bool Actor::outputs_free() const {
   for (const OutSlot& out : outs_)
-    if (out.produced - out.freed >= static_cast<int64_t>(out.unfreed.size())) return false;
+    if (!out.bound && out.produced - out.freed >= static_cast<int64_t>(out.unfreed.size())) return false;
   return true;
 }
 
@@ -265,9 +277,8 @@ char* Actor::out_data(const OutSlot& out, const Bindings& b) const {
     case plan::REGST_VARIABLE: return static_cast<char*>(b.variables[r.proto->binding()]);
     case plan::REGST_OUTPUT: return static_cast<char*>(b.outputs[r.proto->binding()]);
     case plan::REGST_VIEW:
-      return offset(out.views >= 0 ? cur_in_[out.views]
-                                   : fixed_data(*regsts_, r.alias, b, out.produced),
-                    r.view_offset_bytes);
+      return out.views >= 0 ? offset(cur_in_[out.views], out.view_delta)
+                            : offset(fixed_data(*regsts_, r.alias, b, out.produced), r.view_offset_bytes);
     default: return nullptr;
   }
 }
@@ -282,6 +293,10 @@ void Actor::gather(ActorEnv& env) {
 void Actor::produce(OutSlot& out, char* data, ActorEnv& env) {
   const RegstInfo& r = regst(out.regst);
   int64_t seq = out.produced++;
+  if (out.bound) {  // the write is the act; the variable's readers ran before it (the plan's control edges)
+    out.freed = out.produced;
+    return;
+  }
   out.unfreed[seq % r.count] = static_cast<int32_t>(r.consumers.size());
   for (const Route& c : r.consumers) env.send(Message{Message::Kind::kReady, c.actor, c.slot, seq, data});
   advance(out, env);
@@ -375,7 +390,7 @@ bool Actor::step_acc(ActorEnv& env) {
   // One step sums one input piece into the output buffer; the repeat-th step produces it (Note [Actors]).
   if (acts_ >= acts_per_iteration_ || !inputs_ready() || (sub_ == 0 && !outputs_free())) return false;
   gather(env);
-  if (env.computing()) compute(env);
+  if (kernel_ && env.computing()) compute(env);
   take_inputs(env, 0);
   if (++sub_ < repeat_) return true;
   sub_ = 0;

@@ -113,6 +113,8 @@ class Actor {
     int32_t regst;
     int32_t views = -1;            // the in-slot whose memory this register points into (views, TASK_REPEAT)
     bool holds = false;            // that in-slot has a producer: its piece stays taken until this one is freed
+    int64_t view_delta = 0;        // views: bytes from element 0 of the in-slot's piece
+    bool bound = false;            // a variable written in place (an assign): its readers never wait for it
     int64_t produced = 0;
     int64_t freed = 0;             // pieces every consumer has freed (in order)
     std::vector<int32_t> unfreed;  // per buffer: consumers still reading its piece
