@@ -37,8 +37,8 @@
 // freed. A repeat turns each input piece into `repeat` pieces of the same
 // memory; an acc sums `repeat` input pieces into one buffer (the first copied,
 // the rest added) and produces it once. Each task acts acts_per_iteration times
-// per iteration (0 in the plan means plan.pieces); the source tick's acts start
-// the pieces and the sink tick's end them.
+// per iteration (0 in the plan means plan.pieces): the source tick's acts start
+// the pieces, the sink tick's last act comes after every piece has passed.
 //
 // Threads. The stream of a task's id picks its thread: stream 0 runs on the
 // thread that calls run(), every other stream on a thread the runtime owns. A
@@ -49,8 +49,10 @@
 // whether or not it finished. So run() never hangs: once nothing is pending,
 // an actor that has not finished is a deadlock, reported with what each waits
 // on. The constructor runs the same protocol once without kernels and on one
-// thread (the dry run): the rates are fixed, so a plan that would deadlock on
-// any schedule deadlocks there, and is rejected before any launch.
+// thread (the dry run). Each actor's rule is fixed (act once every input is
+// ready and every output free), so whether a plan deadlocks does not depend on
+// the order messages are handled in: one that would deadlock does so in the dry
+// run, and is rejected before any launch.
 //
 // Errors. A kernel's error is kept (the first one, naming the task, its op and
 // the user's line) and turns computing off for the rest of the iteration: the
