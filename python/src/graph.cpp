@@ -1,5 +1,5 @@
 // Graph mode's bindings (python/rill/nn/graph.py): the tracer that records build() into a job, and the
-// compiled graph that launches its plan (src/rill/graph/).
+// compiled graph that launches its plan (src/rill/graph/, src/rill/runtime/compiled_graph.h).
 #include "bind.h"  // Python.h first
 
 #include <nanobind/stl/unique_ptr.h>
@@ -7,8 +7,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include "rill/graph/compiled_graph.h"
 #include "rill/graph/tracer.h"
+#include "rill/runtime/compiled_graph.h"
 
 namespace rill::py {
 namespace {
@@ -86,9 +86,9 @@ nb::bytes serialized(const google::protobuf::Message& m) {
 }  // namespace
 
 void init_graph(nb::module_& m) {
-  using graph::CompiledGraph;
+  using runtime::CompiledGraph;
   using graph::Tracer;
-  graph::register_graph_ops();
+  runtime::register_graph_ops();
   nb::class_<Tracer>(m, "_GraphTracer", "Records nn.Graph.build into a job (src/rill/graph/tracer.h).")
       .def(nb::init<std::string>())
       .def("start", &Tracer::start)
@@ -114,7 +114,7 @@ void init_graph(nb::module_& m) {
       .def("plan_bytes", [](const CompiledGraph& g) { return serialized(g.plan()); })
       .def("job_dict", [](const CompiledGraph& g) { return job_dict(g.job()); })
       .def("stats", [](const CompiledGraph& g) {
-        graph::GraphStats s = g.stats();
+        runtime::GraphStats s = g.stats();
         runtime::RuntimeStats r = g.runtime().stats();
         nb::dict d;
         d["job_ops"] = s.job_ops;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "rill/graph/op_graph.h"
-#include "rill/runtime/attrs.h"
-#include "rill/runtime/task_id.h"
+#include "rill/graph/attrs.h"
+#include "rill/graph/task_id.h"
 #include "rill/util/error.h"
 
 namespace rill::graph {
@@ -49,7 +49,7 @@ int64_t desc_bytes(const plan::TensorDesc& d) {
     if (d.shape(k) == 0) return 0;
     span += (d.shape(k) - 1) * std::abs(d.strides(k));
   }
-  return (d.offset() + span) * dtype_itemsize(runtime::meta_from_proto(d)->dtype);
+  return (d.offset() + span) * dtype_itemsize(graph::meta_from_proto(d)->dtype);
 }
 
 plan::TensorDesc contiguous(const plan::TensorDesc& d) {
@@ -80,7 +80,7 @@ class Compiler {
   }
 
  private:
-  int64_t next_id() { return runtime::rank_segment_id(options_.rank, ++counter_); }
+  int64_t next_id() { return graph::rank_segment_id(options_.rank, ++counter_); }
 
   // Every op inferred, in topological order, and the ticks of auto_tick there.
   void check_job() {
@@ -163,11 +163,11 @@ class Compiler {
 
   plan::Task& new_task(int i, plan::TaskKind kind) {
     const OpConf& op = g_.op(i);
-    runtime::TaskIdParts id;
+    graph::TaskIdParts id;
     id.rank = options_.rank;
     id.index = plan_.tasks_size() + 1;  // from 1: task id 0 (rank 0) would read as "no producer"
     plan::Task& t = *plan_.add_tasks();
-    t.set_id(runtime::encode_task_id(id));
+    t.set_id(graph::encode_task_id(id));
     t.set_kind(kind);
     t.set_name(op.name());
     t.set_loc(op.loc());
@@ -373,9 +373,9 @@ std::string list_str(const google::protobuf::RepeatedPtrField<std::string>& v) {
 }
 
 // Attrs by name, in name order (a map's own order is unspecified).
-std::string attrs_str(const runtime::AttrMap& attrs) {
+std::string attrs_str(const graph::AttrMap& attrs) {
   std::map<std::string, std::string> sorted;
-  for (const auto& [name, value] : attrs) sorted[name] = runtime::attr_str(value);
+  for (const auto& [name, value] : attrs) sorted[name] = graph::attr_str(value);
   std::string out;
   for (const auto& [name, value] : sorted) out += (out.empty() ? "" : ", ") + name + "=" + value;
   return out;
@@ -384,7 +384,7 @@ std::string attrs_str(const runtime::AttrMap& attrs) {
 std::string scalars_str(const google::protobuf::RepeatedPtrField<plan::ScalarValue>& scalars) {
   std::ostringstream os;
   for (int k = 0; k < scalars.size(); ++k) {
-    const Scalar s = runtime::scalar_from_proto(scalars[k]);
+    const Scalar s = graph::scalar_from_proto(scalars[k]);
     os << (k ? ", " : "");
     if (s.kind() == Scalar::Kind::kBool) os << (s.to<bool>() ? "True" : "False");
     else if (s.kind() == Scalar::Kind::kInt) os << s.to_int();
@@ -397,7 +397,7 @@ std::string ids_str(const google::protobuf::RepeatedField<int64_t>& ids, bool ta
   std::string out;
   for (int64_t id : ids)
     out += (out.empty() ? "" : ", ") +
-           (tasks ? "t" + std::to_string(runtime::decode_task_id(id).index) : "r" + std::to_string(id));
+           (tasks ? "t" + std::to_string(graph::decode_task_id(id).index) : "r" + std::to_string(id));
   return out;
 }
 
@@ -463,18 +463,18 @@ std::string plan_str(const plan::Plan& p) {
   os << "plan (" << p.tasks_size() << " tasks, " << p.regsts_size() << " registers, " << p.pieces()
      << " piece(s) per iteration, planned peak " << p.planned_peak_bytes() << " bytes)\n";
   for (const plan::Task& t : p.tasks()) {
-    os << "  t" << runtime::decode_task_id(t.id()).index << " " << task_kind_name(t.kind()) << " " << t.name();
+    os << "  t" << graph::decode_task_id(t.id()).index << " " << task_kind_name(t.kind()) << " " << t.name();
     if (!t.op().empty()) os << " = " << t.op() << "(" << attrs_str(t.attrs()) << ")";
     if (t.scalars_size()) os << " scalars(" << scalars_str(t.scalars()) << ")";
     if (t.repeat()) os << " repeat " << t.repeat();
     os << " in(" << ids_str(t.in_regsts(), false) << ") out(" << ids_str(t.out_regsts(), false) << ") acts "
-       << t.acts_per_iteration() << (t.random() ? " random" : "") << "  [" << runtime::task_id_str(t.id()) << "]\n";
+       << t.acts_per_iteration() << (t.random() ? " random" : "") << "  [" << graph::task_id_str(t.id()) << "]\n";
   }
   for (const plan::Regst& r : p.regsts()) {
     os << "  r" << r.id() << " " << regst_kind_name(r.kind()) << " " << r.lbn();
     if (r.kind() != plan::REGST_CTRL) os << ": " << desc_str(r.desc());
     os << " count " << r.count() << " from "
-       << (r.producer() ? "t" + std::to_string(runtime::decode_task_id(r.producer()).index) : "launch") << " to ("
+       << (r.producer() ? "t" + std::to_string(graph::decode_task_id(r.producer()).index) : "launch") << " to ("
        << ids_str(r.consumers(), true) << ")";
     if (r.kind() == plan::REGST_VARIABLE || r.kind() == plan::REGST_INPUT || r.kind() == plan::REGST_OUTPUT)
       os << " binding " << r.binding();

@@ -1,14 +1,14 @@
 // The compiler (DESIGN.md §6): job -> op graph -> task graph -> plan. One task per
 // op per device/stream (views become view tasks, assigns and outputs copy tasks,
 // ticks tick tasks), registers between them with a count, memory blocks and chunks
-// for the registers the plan owns. The plan (runtime/plan.proto) is what the actor
+// for the registers the plan owns. The plan (graph/plan.proto) is what the actor
 // runtime runs; compiling and running stay apart.
 #pragma once
 
 #include <cstdint>
 
 #include "rill/graph/job.pb.h"
-#include "rill/runtime/plan.pb.h"
+#include "rill/graph/plan.pb.h"
 
 namespace rill::graph {
 

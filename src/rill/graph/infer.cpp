@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "rill/graph/op_graph.h"
-#include "rill/runtime/attrs.h"
+#include "rill/graph/attrs.h"
 #include "rill/util/error.h"
 #include "rill/util/fork.h"
 #include "rill/util/symbol.h"
@@ -106,7 +106,7 @@ plan::TensorDesc contiguous_desc(const Shape& shape, const std::string& dtype) {
   for (int64_t s : shape) d.add_shape(s);
   for (int64_t s : contiguous_strides(shape)) d.add_strides(s);
   d.set_dtype(dtype);
-  runtime::meta_from_proto(d);  // raises for an unknown dtype name
+  graph::meta_from_proto(d);  // raises for an unknown dtype name
   return d;
 }
 
@@ -151,8 +151,8 @@ std::vector<plan::TensorDesc> infer_schema_op(const OpSchema& schema, const OpCo
   RILL_CHECK(schema.num_scalars == op.scalars_size(), Runtime, "op '", schema.name, "' takes ",
              schema.num_scalars, " scalars, got ", op.scalars_size());
   std::vector<Scalar> scalars;
-  for (const plan::ScalarValue& v : op.scalars()) scalars.push_back(runtime::scalar_from_proto(v));
-  AttrsSym attrs = runtime::attrs_from_proto(schema, op.attrs());
+  for (const plan::ScalarValue& v : op.scalars()) scalars.push_back(graph::scalar_from_proto(v));
+  AttrsSym attrs = graph::attrs_from_proto(schema, op.attrs());
   const InferResult& r = ops::infer_cached(schema, metas, scalars, attrs);
   for (size_t k = 0; k < r.input_dtypes.size() && k < metas.size(); ++k)
     RILL_CHECK(r.input_dtypes[k] == metas[k]->dtype, Runtime, "input ", k, " has dtype ",
@@ -160,7 +160,7 @@ std::vector<plan::TensorDesc> infer_schema_op(const OpSchema& schema, const OpCo
                dtype_name(r.input_dtypes[k]), "; the job needs a cast op before it");
   std::vector<plan::TensorDesc> out;
   for (const MetaSym& m : r.outputs)
-    out.push_back(runtime::desc_to_proto(*m, schema.flags.view ? inputs[0].offset() + r.view_offset : 0));
+    out.push_back(graph::desc_to_proto(*m, schema.flags.view ? inputs[0].offset() + r.view_offset : 0));
   return out;
 }
 
@@ -219,7 +219,7 @@ void infer_job(Job& job, InferStats& stats) {
       const OpConf& producer = job.ops(p.op);
       RILL_ASSERT(p.out < producer.output_descs_size(), "[", op.name(), "] no desc for ", lbn);
       inputs.push_back(producer.output_descs(p.out));
-      metas.push_back(runtime::meta_from_proto(inputs.back()));
+      metas.push_back(graph::meta_from_proto(inputs.back()));
       key.inputs.emplace_back(metas.back().get(), inputs.back().offset());
     }
     if (op.op_type() == kAssign)

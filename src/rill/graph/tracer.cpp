@@ -1,7 +1,7 @@
 #include "rill/graph/tracer.h"
 
 #include "rill/eager/functional.h"
-#include "rill/runtime/attrs.h"
+#include "rill/graph/attrs.h"
 #include "rill/util/error.h"
 #include "rill/vm/instruction.h"
 
@@ -92,7 +92,7 @@ void Tracer::add_input(const Tensor& t, int64_t pieces) {
   c.set_op_type("input");
   auto& a = *c.mutable_attrs();
   a["index"].set_i(inputs_++);
-  *c.add_output_descs() = runtime::desc_to_proto(*t.meta());
+  *c.add_output_descs() = graph::desc_to_proto(*t.meta());
   RILL_CHECK(pieces == 1 || t.ndim() > 0, Runtime, "[nn.Graph] gradient accumulation splits inputs along dim 0; "
              "input ", inputs_ - 1, " is 0-d");
   auto* shape = a["shape"].mutable_ints();  // set even when empty: a 0-d tensor
@@ -134,7 +134,7 @@ Tracer::Memory& Tracer::memory_of(const Tensor& t) {
   a["trainable"].set_b(t.impl()->requires_grad());
   c.set_scope(scope_);
   std::string lbn = output_lbn(c);
-  *c.add_output_descs() = runtime::desc_to_proto(*t.meta());
+  *c.add_output_descs() = graph::desc_to_proto(*t.meta());
   variables_.push_back(t);
   seen_[t.impl()] = Seen{lbn, 0, {}, nullptr, {}};
   return memory_[t.storage().get()] = Memory{t, lbn, 0, Origin::kVariable, lbn};
@@ -145,10 +145,10 @@ std::string Tracer::new_view(const std::string& input_lbn, const OpSchema& op, A
   c.set_name(op.name + "-" + std::to_string(next_op_++));
   c.set_op_type(op.name);
   c.add_inputs(input_lbn);
-  runtime::attrs_to_proto(op, *attrs, c.mutable_attrs());
+  graph::attrs_to_proto(op, *attrs, c.mutable_attrs());
   c.set_scope(scope_);
   c.set_loc(here());
-  *c.add_output_descs() = runtime::desc_to_proto(*y.meta());
+  *c.add_output_descs() = graph::desc_to_proto(*y.meta());
   return output_lbn(c);
 }
 
@@ -192,12 +192,12 @@ OpConf& Tracer::add_op(const OpSchema& op, std::span<const Tensor> inputs, std::
   c.set_name(op.name + "-" + std::to_string(next_op_++));
   c.set_op_type(op.name);
   for (std::string& lbn : in) c.add_inputs(std::move(lbn));
-  runtime::attrs_to_proto(op, *attrs, c.mutable_attrs());
+  graph::attrs_to_proto(op, *attrs, c.mutable_attrs());
   for (size_t i = 0; i < scalars.size(); ++i) {
     Scalar s = scalars[i];
     // A random op's offset is kept relative to the trace's first draw; each launch adds its own.
     if (op.flags.random && i == 1) s = Scalar(s.to_int() - random_start_);
-    *c.add_scalars() = runtime::scalar_to_proto(s);
+    *c.add_scalars() = graph::scalar_to_proto(s);
   }
   c.set_scope(scope_);
   c.set_loc(here());
@@ -209,7 +209,7 @@ void Tracer::on_call(const OpSchema& op, std::span<const Tensor> inputs, std::sp
   OpConf& c = add_op(op, inputs, scalars, attrs);
   for (const Tensor& out : outputs) {
     std::string lbn = output_lbn(c);
-    *c.add_output_descs() = runtime::desc_to_proto(*out.meta());
+    *c.add_output_descs() = graph::desc_to_proto(*out.meta());
     keep_.push_back(out);
     memory_[out.storage().get()] = Memory{out, lbn, 0, Origin::kTraced, lbn};
     seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
@@ -224,7 +224,7 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
     // Memory nothing has written yet (an empty() inside build, filled now): the trace's own, not a variable.
     OpConf& c = add_op(op, inputs, scalars, attrs);
     std::string lbn = output_lbn(c);
-    *c.add_output_descs() = runtime::desc_to_proto(*out.meta());
+    *c.add_output_descs() = graph::desc_to_proto(*out.meta());
     keep_.push_back(out);
     memory_[&storage] = Memory{out, lbn, 0, Origin::kTraced, lbn};
     seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
@@ -238,7 +238,7 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
              ") into its input: clone() the input first", at(here()));
   OpConf& c = add_op(op, inputs, scalars, attrs);
   std::string lbn = output_lbn(c);
-  *c.add_output_descs() = runtime::desc_to_proto(*out.meta());
+  *c.add_output_descs() = graph::desc_to_proto(*out.meta());
   Memory& written = memory_of(out);  // add_op may have rehashed memory_
   written.lbn = lbn;
   ++written.version;

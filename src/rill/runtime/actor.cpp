@@ -4,7 +4,7 @@
 #include <sstream>
 #include <utility>
 
-#include "rill/runtime/attrs.h"
+#include "rill/graph/attrs.h"
 
 namespace rill::runtime::detail {
 namespace {
@@ -132,11 +132,11 @@ void Actor::prepare_compute() {
   kernel_ = op_->kernel(DeviceType::kCPU);
   if (!kernel_) fail_plan("op '" + op_->name + "' has no CPU kernel");
   try {
-    attrs_ = attrs_from_proto(*op_, task_->attrs());
+    attrs_ = graph::attrs_from_proto(*op_, task_->attrs());
   } catch (const Error& e) {
     fail_plan(e.what());
   }
-  for (const plan::ScalarValue& s : task_->scalars()) scalars_.push_back(scalar_from_proto(s));
+  for (const plan::ScalarValue& s : task_->scalars()) scalars_.push_back(graph::scalar_from_proto(s));
   if (static_cast<int>(scalars_.size()) != op_->num_scalars)
     fail_plan(std::to_string(scalars_.size()) + " scalars for op '" + op_->name + "', which takes " +
               std::to_string(op_->num_scalars));

@@ -10,7 +10,7 @@
 
 #include "rill/core/tensor_meta.h"
 #include "rill/ops/op_schema.h"
-#include "rill/runtime/plan.pb.h"
+#include "rill/graph/plan.pb.h"
 #include "rill/runtime/runtime.h"
 #include "rill/util/error.h"
 

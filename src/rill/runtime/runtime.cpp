@@ -16,8 +16,8 @@
 
 #include "rill/eager/functional.h"
 #include "rill/runtime/actor.h"
-#include "rill/runtime/attrs.h"
-#include "rill/runtime/task_id.h"
+#include "rill/graph/attrs.h"
+#include "rill/graph/task_id.h"
 
 // Note [Actors]
 // A plan runs as one actor per task (actor.h). An actor is a state machine: it
@@ -238,7 +238,7 @@ void Runtime::Impl::index_regsts() {
       bad_plan(r.name() + "'s desc has " + std::to_string(d.shape_size()) + " dims and " +
                std::to_string(d.strides_size()) + " strides");
     try {
-      r.meta = meta_from_proto(d);
+      r.meta = graph::meta_from_proto(d);
     } catch (const Error& e) {
       bad_plan(r.name() + ": " + e.what());
     }
@@ -251,8 +251,8 @@ void Runtime::Impl::index_tasks() {
     const plan::Task& t = plan_.tasks(i);
     if (t.id() == 0) bad_plan("task '" + t.name() + "' has id 0, which means no producer");
     if (!task_index_.emplace(t.id(), i).second) bad_plan("two tasks have id " + std::to_string(t.id()));
-    if (decode_task_id(t.id()).device_type != DeviceType::kCPU)
-      bad_plan("task '" + t.name() + "' runs on " + task_id_str(t.id()) + "; this runtime runs CPU tasks");
+    if (graph::decode_task_id(t.id()).device_type != DeviceType::kCPU)
+      bad_plan("task '" + t.name() + "' runs on " + graph::task_id_str(t.id()) + "; this runtime runs CPU tasks");
   }
   auto regst_of = [&](int64_t id, const plan::Task& t) -> int32_t {
     auto it = regst_index_.find(id);
@@ -388,7 +388,7 @@ void Runtime::Impl::make_actors() {
     for (int64_t id : t.out_regsts()) outs.push_back(regst_index_.at(id));
     int64_t acts = t.acts_per_iteration() > 0 ? t.acts_per_iteration() : pieces;
     actors_.push_back(std::make_unique<Actor>(t, regsts_, std::move(ins), std::move(outs), acts));
-    int64_t stream = decode_task_id(t.id()).stream;
+    int64_t stream = graph::decode_task_id(t.id()).stream;
     auto [it, added] = worker_of_stream.emplace(stream, static_cast<int32_t>(worker_of_stream.size()));
     worker_of_.push_back(it->second);
   }

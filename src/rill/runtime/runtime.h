@@ -1,4 +1,4 @@
-// The actor runtime (DESIGN.md §6): runs a plan (plan.proto), one actor per
+// The actor runtime (DESIGN.md §6): runs a plan (graph/plan.proto), one actor per
 // task. Actors exchange "register ready" and "register free" messages; a
 // register's count bounds how far its producer runs ahead; the source tick starts
 // the pieces of an iteration and the sink tick ends it. Building a plan (graph/)
@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-#include "rill/runtime/plan.pb.h"
+#include "rill/graph/plan.pb.h"
 
 namespace rill::runtime {
 

@@ -8,7 +8,7 @@
 #include "rill/graph/compiler.h"
 #include "rill/graph/infer.h"
 #include "rill/graph/passes/pass.h"
-#include "rill/runtime/task_id.h"
+#include "rill/graph/task_id.h"
 #include "rill/util/error.h"
 
 namespace rill::graph {
@@ -58,7 +58,7 @@ TEST(GraphCompiler, TaskIdsDecodeToRankStreamAndIndex) {
   for (const OpConf& op : job.ops()) non_tasks += op.op_type() == "variable" || op.op_type() == "input";
   EXPECT_EQ(p.tasks_size(), job.ops_size() - non_tasks);  // one task per op but the bindings
   for (int i = 0; i < p.tasks_size(); ++i) {
-    runtime::TaskIdParts parts = runtime::decode_task_id(p.tasks(i).id());
+    graph::TaskIdParts parts = graph::decode_task_id(p.tasks(i).id());
     EXPECT_EQ(parts.rank, 3);
     EXPECT_EQ(parts.stream, 0);
     EXPECT_EQ(parts.device_type, DeviceType::kCPU);

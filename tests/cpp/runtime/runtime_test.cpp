@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "rill/eager/functional.h"
-#include "rill/runtime/attrs.h"
+#include "rill/graph/attrs.h"
 #include "rill/runtime/runtime.h"
-#include "rill/runtime/task_id.h"
+#include "rill/graph/task_id.h"
 #include "rill/util/error.h"
+
 
 namespace rill::runtime {
 namespace {
@@ -46,17 +47,17 @@ class PlanBuilder {
   int64_t variable(const Shape& shape, DType dtype = DType::kFloat32) {
     plan::Variable& v = *p.add_variables();
     v.set_name("v" + std::to_string(p.variables_size()));
-    *v.mutable_desc() = desc_to_proto(*make_contiguous_meta(shape, dtype));
+    *v.mutable_desc() = graph::desc_to_proto(*make_contiguous_meta(shape, dtype));
     return add(plan::REGST_VARIABLE, shape, dtype, 1, p.variables_size() - 1);
   }
   int64_t input(const Shape& shape, DType dtype = DType::kFloat32, int64_t piece_stride_bytes = 0) {
-    *p.add_inputs() = desc_to_proto(*make_contiguous_meta(shape, dtype));
+    *p.add_inputs() = graph::desc_to_proto(*make_contiguous_meta(shape, dtype));
     int64_t id = add(plan::REGST_INPUT, shape, dtype, 1, p.inputs_size() - 1);
     regst(id).set_piece_stride_bytes(piece_stride_bytes);
     return id;
   }
   int64_t output(const Shape& shape, DType dtype = DType::kFloat32) {
-    *p.add_outputs() = desc_to_proto(*make_contiguous_meta(shape, dtype));
+    *p.add_outputs() = graph::desc_to_proto(*make_contiguous_meta(shape, dtype));
     return add(plan::REGST_OUTPUT, shape, dtype, 1, p.outputs_size() - 1);
   }
   /** A register written by the assign (copy) task into variable binding. */
@@ -83,7 +84,7 @@ class PlanBuilder {
   int64_t ctrl(int count = 1) { return add(plan::REGST_CTRL, {}, DType::kFloat32, count, 0); }
   int64_t view(int64_t alias, const Shape& shape, const Strides& strides, int64_t offset = 0) {
     int64_t id = add(plan::REGST_VIEW, shape, DType::kFloat32, 1, 0);
-    *regst(id).mutable_desc() = desc_to_proto(*make_meta(shape, strides, DType::kFloat32), offset);
+    *regst(id).mutable_desc() = graph::desc_to_proto(*make_meta(shape, strides, DType::kFloat32), offset);
     regst(id).set_alias_of(alias);
     return id;
   }
@@ -91,7 +92,7 @@ class PlanBuilder {
   plan::Task& task(plan::TaskKind kind, const std::string& name, const std::vector<int64_t>& ins,
                    const std::vector<int64_t>& outs, int acts = 1, int64_t stream = 0) {
     plan::Task& t = *p.add_tasks();
-    t.set_id(encode_task_id({.stream = stream, .index = ++tasks_}));
+    t.set_id(graph::encode_task_id({.stream = stream, .index = ++tasks_}));
     t.set_kind(kind);
     t.set_name(name);
     t.set_acts_per_iteration(acts);
@@ -113,7 +114,7 @@ class PlanBuilder {
                       int64_t stream = 0) {
     plan::Task& t = task(plan::TASK_COMPUTE, name, ins, outs, acts, stream);
     t.set_op(op);
-    attrs_to_proto(eager::op(op), *make_attrs(std::move(attrs)), t.mutable_attrs());
+    graph::attrs_to_proto(eager::op(op), *make_attrs(std::move(attrs)), t.mutable_attrs());
     return t;
   }
 
@@ -131,7 +132,7 @@ class PlanBuilder {
     r.set_count(count);
     r.set_binding(binding);
     r.set_lbn("blob" + std::to_string(regsts_));
-    if (kind != plan::REGST_CTRL) *r.mutable_desc() = desc_to_proto(*make_contiguous_meta(shape, dtype));
+    if (kind != plan::REGST_CTRL) *r.mutable_desc() = graph::desc_to_proto(*make_contiguous_meta(shape, dtype));
     return r.id();
   }
   int64_t tasks_ = 0;
@@ -294,8 +295,8 @@ TEST(RuntimeRandom, EachLaunchDrawsFromItsOffset) {
   int64_t ro = b.output({64});
   plan::Task& t = b.compute("rand", "rand", {}, {ro}, {Shape{64}, DType::kFloat32});
   t.set_random(true);
-  *t.add_scalars() = scalar_to_proto(Scalar(int64_t{0}));
-  *t.add_scalars() = scalar_to_proto(Scalar(int64_t{0}));
+  *t.add_scalars() = graph::scalar_to_proto(Scalar(int64_t{0}));
+  *t.add_scalars() = graph::scalar_to_proto(Scalar(int64_t{0}));
   Runtime rt(b.p);
   std::vector<float> a(64), a2(64), c(64), d(64);
   launch(rt, {}, {}, {&a}, 7, 100);

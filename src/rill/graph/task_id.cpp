@@ -1,10 +1,10 @@
-#include "rill/runtime/task_id.h"
+#include "rill/graph/task_id.h"
 
 #include <string>
 
 #include "rill/util/error.h"
 
-namespace rill::runtime {
+namespace rill::graph {
 namespace {
 
 int64_t field(int64_t v, int bits, const char* what) {
@@ -45,4 +45,4 @@ std::string task_id_str(int64_t id) {
          std::to_string(p.index);
 }
 
-}  // namespace rill::runtime
+}  // namespace rill::graph

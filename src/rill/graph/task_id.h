@@ -12,7 +12,7 @@
 
 #include "rill/core/device.h"
 
-namespace rill::runtime {
+namespace rill::graph {
 
 struct TaskIdParts {
   int64_t rank = 0;
@@ -37,4 +37,4 @@ std::string task_id_str(int64_t id);
 /** The id counter k of rank's segment for registers, mem blocks and chunks: (rank << 48) + k. */
 inline int64_t rank_segment_id(int64_t rank, int64_t k) { return (rank << 48) + k; }
 
-}  // namespace rill::runtime
+}  // namespace rill::graph

@@ -1,10 +1,10 @@
-#include "rill/runtime/attrs.h"
+#include "rill/graph/attrs.h"
 
 #include <sstream>
 
 #include "rill/util/error.h"
 
-namespace rill::runtime {
+namespace rill::graph {
 namespace {
 
 DType dtype_from_name(const std::string& name) {
@@ -115,4 +115,4 @@ std::string attr_str(const plan::AttrValue& p) {
   return os.str();
 }
 
-}  // namespace rill::runtime
+}  // namespace rill::graph

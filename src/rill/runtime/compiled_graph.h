@@ -17,7 +17,7 @@
 #include "rill/ops/op_schema.h"
 #include "rill/runtime/runtime.h"
 
-namespace rill::graph {
+namespace rill::runtime {
 
 /** What g.stats() reports. */
 struct GraphStats {
@@ -39,7 +39,8 @@ class CompiledGraph {
  public:
   /** Run the passes, inference and the compiler on job, whose variable ops bind variables (in order);
    * random_numbers: how many the traced step draws from the generator. Raises rill::Error naming the op. */
-  CompiledGraph(Job job, std::vector<Tensor> variables, int64_t random_numbers, const CompileOptions& options = {});
+  CompiledGraph(graph::Job job, std::vector<Tensor> variables, int64_t random_numbers,
+                const graph::CompileOptions& options = {});
   /** Waits for its launches still in flight. */
   ~CompiledGraph();
   CompiledGraph(const CompiledGraph&) = delete;
@@ -47,23 +48,23 @@ class CompiledGraph {
 
   /** Start one iteration on inputs (the traced shapes and dtypes); returns the outputs at once. */
   std::vector<Tensor> launch(std::span<const Tensor> inputs);
-  const Job& job() const { return job_; }
+  const graph::Job& job() const { return job_; }
   const plan::Plan& plan() const { return runtime_->plan(); }
   GraphStats stats() const;
   /** The runtime (for its counters). */
-  const runtime::Runtime& runtime() const { return *runtime_; }
+  const Runtime& runtime() const { return *runtime_; }
 
  private:
   friend void run_launch(const KernelContext& c);
-  Job job_;
+  graph::Job job_;
   std::vector<Tensor> variables_;
   std::vector<int> read_variables_, written_variables_;  // indices into variables_
   int64_t random_numbers_;
-  std::unique_ptr<runtime::Runtime> runtime_;
+  std::unique_ptr<Runtime> runtime_;
   GraphStats stats_;
   int64_t id_;
   AttrsSym launch_attrs_;  // graph_launch's attrs: this graph's id
   std::vector<Tensor> last_outputs_;  // the latest launch's outputs and written variables (the destructor waits)
 };
 
-}  // namespace rill::graph
+}  // namespace rill::runtime

@@ -9,9 +9,9 @@
 #include "rill/core/scalar.h"
 #include "rill/core/tensor_meta.h"
 #include "rill/ops/op_schema.h"
-#include "rill/runtime/plan.pb.h"
+#include "rill/graph/plan.pb.h"
 
-namespace rill::runtime {
+namespace rill::graph {
 
 using AttrMap = google::protobuf::Map<std::string, plan::AttrValue>;
 
@@ -28,4 +28,4 @@ MetaSym meta_from_proto(const plan::TensorDesc& desc);
 /** One attr value as text ("[2, 3]", "float32", "None"), for printing jobs and plans. */
 std::string attr_str(const plan::AttrValue& v);
 
-}  // namespace rill::runtime
+}  // namespace rill::graph

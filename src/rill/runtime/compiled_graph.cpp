@@ -1,4 +1,4 @@
-#include "rill/graph/compiled_graph.h"
+#include "rill/runtime/compiled_graph.h"
 
 #include <chrono>
 #include <mutex>
@@ -6,11 +6,11 @@
 
 #include "rill/eager/functional.h"
 #include "rill/graph/passes/pass.h"
-#include "rill/runtime/attrs.h"
+#include "rill/graph/attrs.h"
 #include "rill/util/error.h"
 #include "rill/vm/virtual_machine.h"
 
-namespace rill::graph {
+namespace rill::runtime {
 
 // Note [The eager-graph bridge]
 // A graph call is one VM instruction of the graph_launch op on its own stream
@@ -71,25 +71,25 @@ void run_launch(const KernelContext& c) {
   for (size_t i = 0; i < n_out; ++i) outputs[i] = c.outputs[i].data;
   for (size_t i = 0; i < g.written_variables_.size(); ++i)
     variables[g.written_variables_[i]] = c.outputs[n_out + i].data;
-  runtime::Bindings b{variables, inputs, outputs, c.scalars[0].to_int(), c.scalars[1].to_int()};
+  Bindings b{variables, inputs, outputs, c.scalars[0].to_int(), c.scalars[1].to_int()};
   g.runtime_->run(b);
 }
 
-CompiledGraph::CompiledGraph(Job job, std::vector<Tensor> variables, int64_t random_numbers,
-                             const CompileOptions& options)
+CompiledGraph::CompiledGraph(graph::Job job, std::vector<Tensor> variables, int64_t random_numbers,
+                             const graph::CompileOptions& options)
     : job_(std::move(job)), variables_(std::move(variables)), random_numbers_(random_numbers) {
   auto start = std::chrono::steady_clock::now();
-  run_passes(job_);
-  InferStats infer;
-  infer_job(job_, infer);
-  plan::Plan plan = compile(job_, options);
+  graph::run_passes(job_);
+  graph::InferStats infer;
+  graph::infer_job(job_, infer);
+  plan::Plan plan = graph::compile(job_, options);
   for (int i = 0; i < plan.variables_size(); ++i)
     (plan.variables(i).written() ? written_variables_ : read_variables_).push_back(i);
   RILL_ASSERT(static_cast<size_t>(plan.variables_size()) == variables_.size(), "the plan binds ",
               plan.variables_size(), " variables, the trace ", variables_.size());
   stats_.planned_peak_bytes = plan.planned_peak_bytes();
   stats_.plan_tasks = plan.tasks_size();
-  runtime_ = std::make_unique<runtime::Runtime>(std::move(plan));
+  runtime_ = std::make_unique<Runtime>(std::move(plan));
   stats_.job_ops = job_.ops_size();
   stats_.infer_computed = infer.computed;
   stats_.infer_cache_hits = infer.hits;
@@ -121,10 +121,10 @@ std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
              p.inputs_size(), " tensor inputs, got ", inputs.size());
   std::vector<Tensor> reads(inputs.begin(), inputs.end()), writes;
   for (size_t i = 0; i < inputs.size(); ++i)
-    RILL_CHECK(inputs[i].meta() == runtime::meta_from_proto(p.inputs(static_cast<int>(i))), Runtime,
+    RILL_CHECK(inputs[i].meta() == graph::meta_from_proto(p.inputs(static_cast<int>(i))), Runtime,
                "[nn.Graph] input ", i, " is ", inputs[i].meta()->str(), " but the plan was compiled for ",
-               runtime::meta_from_proto(p.inputs(static_cast<int>(i)))->str());
-  for (const plan::TensorDesc& d : p.outputs()) writes.push_back(Tensor::empty(runtime::meta_from_proto(d)));
+               graph::meta_from_proto(p.inputs(static_cast<int>(i)))->str());
+  for (const plan::TensorDesc& d : p.outputs()) writes.push_back(Tensor::empty(graph::meta_from_proto(d)));
   std::vector<Tensor> outputs(writes);
   for (int i : read_variables_) reads.push_back(variables_[i]);
   for (int i : written_variables_) writes.push_back(variables_[i]);
@@ -140,4 +140,4 @@ std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
 
 GraphStats CompiledGraph::stats() const { return stats_; }
 
-}  // namespace rill::graph
+}  // namespace rill::runtime
