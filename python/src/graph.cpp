@@ -4,9 +4,7 @@
 
 #include <nanobind/stl/unique_ptr.h>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
+#include "rill/graph/op_graph.h"
 #include "rill/graph/tracer.h"
 #include "rill/runtime/compiled_graph.h"
 
@@ -71,15 +69,8 @@ nb::dict job_dict(const graph::Job& job) {
   return out;
 }
 
-// Deterministic: map fields (attrs) in key order, so equal messages give equal bytes.
 nb::bytes serialized(const google::protobuf::Message& m) {
-  std::string s;
-  {
-    google::protobuf::io::StringOutputStream stream(&s);
-    google::protobuf::io::CodedOutputStream out(&stream);
-    out.SetSerializationDeterministic(true);
-    m.SerializeToCodedStream(&out);
-  }
+  std::string s = graph::deterministic_bytes(m);  // equal messages give equal bytes
   return nb::bytes(s.data(), s.size());
 }
 

@@ -127,6 +127,21 @@ BlobRef OpGraph::producer(const std::string& lbn) const {
   return it == by_lbn_.end() ? BlobRef{} : it->second;
 }
 
+std::vector<bool> OpGraph::ancestors(const std::vector<int>& roots) const {
+  std::vector<bool> seen(size(), false);
+  std::vector<int> stack = roots;
+  while (!stack.empty()) {
+    int u = stack.back();
+    stack.pop_back();
+    for (int p : predecessors(u))
+      if (!seen[p]) {
+        seen[p] = true;
+        stack.push_back(p);
+      }
+  }
+  return seen;
+}
+
 bool OpGraph::trainable_variable(int i) const {
   const OpConf& v = op(i);
   if (v.op_type() != kVariable) return false;

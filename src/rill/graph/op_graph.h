@@ -71,6 +71,8 @@ class OpGraph {
   const std::vector<int>& ctrl_consumers(int i) const { return ctrl_consumers_[i]; }
   /** Producers of op i's data inputs and the ops its ctrl_inputs name (each once; unknown names left out). */
   const std::vector<int>& predecessors(int i) const { return predecessors_[i]; }
+  /** Marks of every op some op of roots needs, through predecessors (a root itself only if another needs it). */
+  std::vector<bool> ancestors(const std::vector<int>& roots) const;
   /** Whether op i is a variable op with attr trainable. */
   bool trainable_variable(int i) const;
   /** The variable op an assign writes (its input 0), or -1 when that is not a variable. */

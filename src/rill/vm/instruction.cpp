@@ -182,11 +182,8 @@ std::string describe_failure(const Instruction& instruction, const char* what) {
   os << what << "\n  (raised while running '" << (instruction.op ? instruction.op->name : "?") << "' on inputs [";
   for (size_t i = 0; i < instruction.inputs.size(); ++i) os << (i ? ", " : "") << instruction.inputs[i].meta()->str();
   os << "]";
-  LocationFormatter f = g_format.load(std::memory_order_acquire);
-  if (f && instruction.location.code) {
-    std::string where = f(instruction.location);
-    if (!where.empty()) os << ", issued at " << where;
-  }
+  std::string where = location_str(instruction.location);
+  if (!where.empty()) os << ", issued at " << where;
   os << ")";
   return os.str();
 }

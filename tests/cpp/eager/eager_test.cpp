@@ -6,16 +6,12 @@
 #include "rill/eager/functional.h"
 #include "rill/util/error.h"
 
+#include "../values.h"
+
 namespace rill {
 namespace {
 
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  Tensor c = eager::contiguous(t);
-  eager::wait_readable(c);
-  const T* p = static_cast<const T*>(c.data_ptr());
-  return std::vector<T>(p, p + c.numel());
-}
+using test::values;
 
 TEST(Eager, BroadcastAddWithPromotion) {
   Tensor a = eager::full({2, 1}, Scalar(1.5), DType::kFloat32);

@@ -13,17 +13,12 @@
 #include "rill/graph/task_id.h"
 #include "rill/util/error.h"
 
+#include "../values.h"
 
 namespace rill::runtime {
 namespace {
 
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  Tensor c = eager::contiguous(t);
-  eager::wait_readable(c);
-  const T* p = static_cast<const T*>(c.data_ptr());
-  return std::vector<T>(p, p + c.numel());
-}
+using test::values;
 
 /** n float32 values from start by step, as an eager tensor of shape. */
 Tensor ramp(const Shape& shape, double start, double step) {

@@ -56,21 +56,6 @@ std::vector<int> readers_of(const OpGraph& g, int v, int assign) {
   return readers;
 }
 
-std::vector<bool> ancestors_of(const OpGraph& g, int i) {
-  std::vector<bool> seen(g.size(), false);
-  std::vector<int> stack = {i};
-  while (!stack.empty()) {
-    int u = stack.back();
-    stack.pop_back();
-    for (int p : g.predecessors(u))
-      if (!seen[p]) {
-        seen[p] = true;
-        stack.push_back(p);
-      }
-  }
-  return seen;
-}
-
 // Whether op i waits for some task already (a produced data input or a ctrl input).
 bool waits_for_a_task(const OpGraph& g, int i) {
   for (int p : g.predecessors(i))
@@ -83,7 +68,7 @@ void add_war_edges(Job& job, NameSet& names, const OpGraph& g, const std::vector
   for (int a = 0; a < g.size(); ++a) {
     int v = g.assign_target(a);
     if (v < 0) continue;
-    const std::vector<bool> before = ancestors_of(g, a);
+    const std::vector<bool> before = g.ancestors({a});
     std::vector<int> direct, per_piece;
     for (int r : readers_of(g, v, a)) {
       if (before[r]) continue;
