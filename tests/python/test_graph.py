@@ -1,7 +1,5 @@
 """Graph mode (rill.nn.Graph): training in a graph equals eager training; the job, its passes, the plan and the
 actor runtime behind one VM instruction; errors, recompilation and the tools."""
-import copy
-import io
 import logging
 
 import numpy as np
@@ -9,7 +7,6 @@ import pytest
 
 import rill
 import rill.nn as nn
-import rill.nn.functional as F
 
 
 def _mlp(seed=0):
