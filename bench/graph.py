@@ -96,21 +96,25 @@ def time_steps(name, make, repeats):
 def cold_compile_s(make):
     model, opt, x, y = make(rill)
     g, run = graph_step(model, opt, x, y)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     run()
-    total = time.perf_counter() - t0
-    return total, g.stats()
+    total, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    return total, cpu, g.stats()
 
 
 def time_compiles(repeats, torch_compile):
     rows = [("MLP 64-128-128-10 + Adam", mlp), ("digits CNN + SGD", cnn),
             ("encoder d=64 x4 + AdamW", lambda lib: encoder(lib, d=64, layers=4, seq=16)),
             ("encoder d=64 x48 + AdamW", lambda lib: encoder(lib, d=64, layers=48, seq=16))]
+    firsts = {}
     for name, make in rows:
         results = [cold_compile_s(make) for _ in range(repeats)]
         total = statistics.median(r[0] for r in results)
-        stats = results[-1][1]
-        print(f"{name:28s} first call {total:7.3f} s (compile {stats['compile_s']:.3f} s): job_ops "
+        cpu = statistics.median(r[1] for r in results)
+        stats = results[-1][2]
+        firsts[name] = (total, cpu)
+        print(f"{name:28s} first call {total:7.3f} s, {cpu:7.3f} s CPU of the calling thread "
+              f"(compile {stats['compile_s']:.3f} s): job_ops "
               f"{stats['job_ops']}, infer_computed {stats['infer_computed']}, hits {stats['infer_cache_hits']}, "
               f"plan_tasks {stats['plan_tasks']}")
         if torch_compile:
@@ -127,6 +131,8 @@ def time_compiles(repeats, torch_compile):
             t0 = time.perf_counter()
             step(x, y).item()
             print(f"{'':28s} torch.compile first call {time.perf_counter() - t0:7.1f} s")
+    (w4, c4), (w48, c48) = firsts["encoder d=64 x4 + AdamW"], firsts["encoder d=64 x48 + AdamW"]
+    print(f"{'encoder x48 / x4':28s} first call {w48 / w4:5.1f}x wall, {c48 / c4:5.1f}x CPU (12x blocks; bar <= 12x)")
 
 
 def main(argv=None):

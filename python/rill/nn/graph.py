@@ -14,6 +14,7 @@ an actor runtime on every later call (DESIGN.md §6, src/rill/graph/).
 
     g = TrainGraph(); loss = g(x, y)                # an eager tensor, returned at once
 """
+import gc
 import logging
 from collections import OrderedDict
 
@@ -138,6 +139,17 @@ class Graph:
                         yield value, f"optimizer{i}.param{k}.{key}"
 
     def _compile(self, args, tensors):
+        # Python's cyclic GC would rescan the trace's thousands of new tensors again and again (a 48-block model
+        # then compiles in superlinear time); nothing made while tracing is garbage in a cycle worth collecting.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return self._trace_and_compile(args, tensors)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _trace_and_compile(self, args, tensors):
         # Inputs are bound by identity: the contiguous copies stand for the user's tensors inside build.
         _, rebuild_args = _flatten(list(args), "graph inputs")
         pieces = self.config.gradient_accumulation_steps

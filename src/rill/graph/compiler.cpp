@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "rill/graph/op_graph.h"
@@ -157,7 +158,8 @@ class Compiler {
                 producer.name(), ", which has none to read; read its input instead", at(reader));
     }
     plan::Regst& r = *plan_.mutable_regsts(it->second);
-    if (std::find(r.consumers().begin(), r.consumers().end(), task) == r.consumers().end()) r.add_consumers(task);
+    // A task reads all its inputs at once: one reading a blob twice finds itself last.
+    if (r.consumers().empty() || r.consumers(r.consumers_size() - 1) != task) r.add_consumers(task);
     return r;
   }
 
@@ -312,12 +314,15 @@ class Compiler {
     if (is_binding_op(op)) return add_binding(i);
     if (const OpSchema* schema = schema_of(op)) add_compute(i, *schema);
     else add_graph_only(i);
+    if (op.ctrl_inputs().empty()) return;
+    plan::Task& t = *plan_.mutable_tasks(task_of_[i]);
+    // A set, not a search per edge: a sink tick waits for thousands of ops.
+    std::unordered_set<int64_t> in(t.in_regsts().begin(), t.in_regsts().end());
     for (const std::string& name : op.ctrl_inputs()) {
       const int p = g_.find(name);
       if (is_binding_op(g_.op(p))) continue;  // a binding is ready from the start
       const int64_t id = ctrl_regst(p).id();
-      plan::Task& t = *plan_.mutable_tasks(task_of_[i]);
-      if (std::find(t.in_regsts().begin(), t.in_regsts().end(), id) != t.in_regsts().end()) continue;
+      if (!in.insert(id).second) continue;
       t.add_in_regsts(id);
       plan_.mutable_regsts(ctrl_regst_of_[p])->add_consumers(t.id());
     }

@@ -34,9 +34,6 @@ void push_consumer(std::vector<int>& v, int x) {
   if (v.empty() || v.back() != x) v.push_back(x);
 }
 
-void push_once(std::vector<int>& v, int x) {
-  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
-}
 
 }  // namespace
 
@@ -100,19 +97,26 @@ OpGraph::OpGraph(const Job& job) : job_(&job) {
       RILL_CHECK(by_lbn_.emplace(op.outputs(k), BlobRef{i, k}).second, Runtime, "[", op.name(), "] output '",
                  op.outputs(k), "' is already the output of another op", at(op));
   }
+  // last_of[p] == i once p is among op i's predecessors: a sink tick has thousands, so no search per edge.
+  std::vector<int> last_of(n, -1);
+  auto push_once = [&](int i, int p) {
+    if (last_of[p] == i) return;
+    last_of[p] = i;
+    predecessors_[i].push_back(p);
+  };
   for (int i = 0; i < n; ++i) {
     const OpConf& op = job.ops(i);
     for (const std::string& lbn : op.inputs()) {
       BlobRef p = producer(lbn);
       if (p.op < 0) continue;
       push_consumer(data_consumers_[p.op], i);
-      push_once(predecessors_[i], p.op);
+      push_once(i, p.op);
     }
     for (const std::string& name : op.ctrl_inputs()) {
       int p = find(name);
       if (p < 0) continue;
       push_consumer(ctrl_consumers_[p], i);
-      push_once(predecessors_[i], p);
+      push_once(i, p);
     }
   }
 }

@@ -18,7 +18,10 @@ namespace rill::graph {
 // and a tensor the trace did not see being made (a detach(), which shares memory
 // without an op) is read as a restride of its root. A write into a root (an
 // in-place op, copy_, fill_, the optimizer's update) is traced as the op
-// producing a new blob, which becomes the root's value. Memory the trace did not
+// producing a new blob, which becomes the root's value; a write into part of a
+// root (a view's copy_, x[i] = v, a slice's gradient written into zeros) is the
+// op producing the part's value, then restride_scatter producing the root's new
+// value with the part in place. Memory the trace did not
 // make is eager memory: a parameter, a buffer, optimizer state or a captured
 // constant becomes a variable op bound to that tensor; a graph input an input
 // op. Memory nothing has written yet (empty() inside build, then filled) is the
@@ -219,8 +222,10 @@ void Tracer::on_call(const OpSchema& op, std::span<const Tensor> inputs, std::sp
 void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                       AttrsSym attrs, const Tensor& out) {
   Storage& storage = *out.storage();
-  if (memory_.find(&storage) == memory_.end() && !storage.allocated() && !storage.external() &&
-      storage.writes_in_flight().load(std::memory_order_acquire) == 0) {
+  const bool fresh = memory_.find(&storage) == memory_.end() && !storage.allocated() && !storage.external() &&
+                     storage.writes_in_flight().load(std::memory_order_acquire) == 0;
+  if (fresh && out.offset() == 0 && out.is_contiguous() &&
+      static_cast<size_t>(out.numel()) * dtype_itemsize(out.dtype()) == storage.nbytes()) {
     // Memory nothing has written yet (an empty() inside build, filled now): the trace's own, not a variable.
     OpConf& c = add_op(op, inputs, scalars, attrs);
     std::string lbn = output_lbn(c);
@@ -230,19 +235,46 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
     seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
     return;
   }
+  RILL_CHECK(!fresh, Runtime,
+             "[nn.Graph] build() writes in place (", op.name, ") into part of a tensor made by empty() inside "
+             "build(), whose other elements have no value: make it with zeros() or full()", at(here()));
   Memory& m = memory_of(out);
-  RILL_CHECK(same_view(out, m.root), Runtime, "[nn.Graph] build() writes in place (", op.name,
-             ") into part of a tensor (a view or a slice): a graph records writes into whole tensors only; use an "
-             "out-of-place op (torch.where, index_put, cat)", at(here()));
   RILL_CHECK(m.origin != Origin::kInput, Runtime, "[nn.Graph] build() writes in place (", op.name,
              ") into its input: clone() the input first", at(here()));
+  const bool whole = same_view(out, m.root);
+  RILL_CHECK(whole || m.root.is_contiguous(), Runtime, "[nn.Graph] build() writes in place (", op.name,
+             ") into part of a strided tensor: write into a contiguous() copy", at(here()));
   OpConf& c = add_op(op, inputs, scalars, attrs);
   std::string lbn = output_lbn(c);
-  *c.add_output_descs() = graph::desc_to_proto(*out.meta());
-  Memory& written = memory_of(out);  // add_op may have rehashed memory_
+  if (whole) {
+    *c.add_output_descs() = graph::desc_to_proto(*out.meta());
+  } else {
+    // A write into part of the memory: the op makes the part's new value, and restride_scatter the whole's.
+    *c.add_output_descs() = graph::desc_to_proto(*make_contiguous_meta(out.shape(), out.dtype(), out.device()));
+    const Memory& root = memory_of(out);  // add_op may have rehashed memory_
+    std::vector<int64_t> size(out.shape().begin(), out.shape().end()), stride(out.strides().begin(),
+                                                                                out.strides().end());
+    std::vector<AttrValue> values;  // one by one: GCC 12 warns falsely on a braced list of these variants
+    values.emplace_back(std::move(size));
+    values.emplace_back(std::move(stride));
+    values.emplace_back(out.offset() - root.root.offset());
+    static const OpSchema& scatter = eager::op("restride_scatter");
+    OpConf& s = *job_.add_ops();
+    s.set_name(scatter.name + "-" + std::to_string(next_op_++));
+    s.set_op_type(scatter.name);
+    s.add_inputs(root.lbn);
+    s.add_inputs(lbn);
+    graph::attrs_to_proto(scatter, *make_attrs(std::move(values)), s.mutable_attrs());
+    s.set_scope(scope_);
+    s.set_loc(here());
+    *s.add_output_descs() = graph::desc_to_proto(*root.root.meta());
+    lbn = output_lbn(s);
+  }
+  Memory& written = memory_of(out);
   written.lbn = lbn;
   ++written.version;
-  seen_[out.impl()] = Seen{lbn, written.version, {}, nullptr, {}};
+  // A whole write's tensor reads the new blob; a part reads it again through its view (resolve).
+  if (whole) seen_[out.impl()] = Seen{lbn, written.version, {}, nullptr, {}};
 }
 
 void Tracer::on_view(const OpSchema& op, const Tensor& x, AttrsSym attrs, const Tensor& y) {

@@ -4,6 +4,7 @@
 // Attrs, by op:
 //   cat          [dim: int]        inputs: any number; promoted to their result type.
 //   tril, triu   [diagonal: int]   the lower / upper triangle of the last two dims, the rest zeroed.
+//   restride_scatter [size, stride: int[], offset: int]   self with src written into the restride view of it.
 #include "rill/ops/op_schema.h"
 #include "rill/ops/type_promotion.h"
 
@@ -55,6 +56,31 @@ InferResult infer_triangle(const InferContext& c) {
   return {{make_contiguous_meta(x.shape, x.dtype, x.device)}, {}};
 }
 
+// Graph mode's write into part of a tensor (Note [Tracing memory] in graph/tracer.cpp): a value, so self is
+// read whole and the output is self's copy, dense, with src in the elements restride(size, stride, offset)
+// of it would view.
+InferResult infer_restride_scatter(const InferContext& c) {
+  const TensorMeta& self = *c.inputs[0];
+  const TensorMeta& src = *c.inputs[1];
+  const auto& size = c.attr<std::vector<int64_t>>("size");
+  const auto& stride = c.attr<std::vector<int64_t>>("stride");
+  const int64_t offset = c.attr<int64_t>("offset");
+  RILL_CHECK(src.dtype == self.dtype, Runtime, "[restride_scatter] src is ", dtype_name(src.dtype), " but self is ",
+             dtype_name(self.dtype));
+  RILL_CHECK(size == src.shape, Runtime, "[restride_scatter] src has shape ", shape_str(src.shape),
+             " but the view has shape ", shape_str(size));
+  RILL_CHECK(size.size() == stride.size(), Runtime, "[restride_scatter] ", size.size(), " sizes but ", stride.size(),
+             " strides");
+  int64_t last = offset;
+  for (size_t i = 0; i < size.size(); ++i) {
+    RILL_CHECK(size[i] >= 0 && stride[i] >= 0, Runtime, "[restride_scatter] negative size or stride at dim ", i);
+    if (size[i] > 0) last += (size[i] - 1) * stride[i];
+  }
+  RILL_CHECK(offset >= 0 && (src.numel == 0 || last < self.numel), Runtime, "[restride_scatter] the view reaches "
+             "element ", last, " of a tensor of ", self.numel);
+  return {{make_contiguous_meta(self.shape, self.dtype, self.device)}, {}};
+}
+
 }  // namespace
 
 void register_shape_ops() {
@@ -62,6 +88,9 @@ void register_shape_ops() {
   ops::define("cat(Tensor[] tensors, int dim) -> Tensor", infer_cat, {}, "tensors joined along dim");
   ops::define("tril(Tensor self, int diagonal) -> Tensor", infer_triangle, strided, "the lower triangle");
   ops::define("triu(Tensor self, int diagonal) -> Tensor", infer_triangle, strided, "the upper triangle");
+  ops::define("restride_scatter(Tensor self, Tensor src, int[] size, int[] stride, int offset) -> Tensor",
+              infer_restride_scatter, {.differentiable = false},
+              "self with src written where restride(self, size, stride, offset) looks (self dense)");
 }
 
 }  // namespace rill

@@ -5,6 +5,7 @@
 //   - An assign waits for every other reader of its variable that is not already before it (an ancestor has
 //     read by the time the assign acts), through an acc'd join tick when it runs once and the readers per piece.
 //   - A sink tick waits for every op nothing else waits for, the per-piece ones through an acc'd join tick.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -63,15 +64,49 @@ bool waits_for_a_task(const OpGraph& g, int i) {
   return false;
 }
 
+// Which of assigns[first, first + 64 * words) each op is an ancestor of: a bitset per op, filled by one sweep
+// in reverse topological order (an op reaches what its consumers reach, and them). One sweep for a block of
+// assigns, not an ancestor walk per assign: a 48-block model has thousands of assigns over ten thousand ops.
+std::vector<uint64_t> assigns_reached(const OpGraph& g, const std::vector<int>& assigns, size_t first, size_t words) {
+  const int n = g.size();
+  std::vector<int> bit(n, -1);
+  for (size_t k = first; k < assigns.size() && k < first + 64 * words; ++k) bit[assigns[k]] = static_cast<int>(k - first);
+  std::vector<int> consumers(n, 0);
+  for (int i = 0; i < n; ++i)
+    for (int p : g.predecessors(i)) ++consumers[p];
+  std::vector<int> ready;
+  for (int i = 0; i < n; ++i)
+    if (consumers[i] == 0) ready.push_back(i);
+  std::vector<uint64_t> reached(static_cast<size_t>(n) * words, 0);
+  while (!ready.empty()) {
+    const int u = ready.back();
+    ready.pop_back();
+    uint64_t* mine = &reached[static_cast<size_t>(u) * words];
+    for (int p : g.predecessors(u)) {
+      uint64_t* theirs = &reached[static_cast<size_t>(p) * words];
+      for (size_t w = 0; w < words; ++w) theirs[w] |= mine[w];
+      if (bit[u] >= 0) theirs[bit[u] / 64] |= uint64_t{1} << (bit[u] % 64);
+      if (--consumers[p] == 0) ready.push_back(p);
+    }
+  }
+  return reached;
+}
+
 // The write-after-read edges of every assign (computed on the job before any tick exists).
 void add_war_edges(Job& job, NameSet& names, const OpGraph& g, const std::vector<Part>& parts, int64_t pieces) {
-  for (int a = 0; a < g.size(); ++a) {
-    int v = g.assign_target(a);
-    if (v < 0) continue;
-    const std::vector<bool> before = g.ancestors({a});
+  std::vector<int> assigns;
+  for (int a = 0; a < g.size(); ++a)
+    if (g.assign_target(a) >= 0) assigns.push_back(a);
+  constexpr size_t kWords = 8;  // assigns per sweep: 512, so the bitsets stay small for any job
+  std::vector<uint64_t> reached;
+  for (size_t k = 0; k < assigns.size(); ++k) {
+    const size_t block = k / (64 * kWords), in_block = k % (64 * kWords);
+    if (in_block == 0) reached = assigns_reached(g, assigns, block * 64 * kWords, kWords);
+    const int a = assigns[k], v = g.assign_target(a);
+    auto before = [&](int r) { return (reached[static_cast<size_t>(r) * kWords + in_block / 64] >> (in_block % 64)) & 1; };
     std::vector<int> direct, per_piece;
     for (int r : readers_of(g, v, a)) {
-      if (before[r]) continue;
+      if (before(r)) continue;
       if (parts[a] == Part::kOnce && parts[r] == Part::kPiece) per_piece.push_back(r);
       else if (!(parts[a] == Part::kPiece && parts[r] == Part::kOnce)) direct.push_back(r);
       // a once reader of a per-piece assign runs after all pieces: it reads the last write, no edge

@@ -1,4 +1,4 @@
-// CPU kernels of the shape family (ops/shape.cpp): cat, tril, triu.
+// CPU kernels of the shape family (ops/shape.cpp): cat, tril, triu, restride_scatter.
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
 
@@ -61,12 +61,28 @@ void triangle_kernel(const KernelContext& c) {
   });
 }
 
+// The output is dense: self copied into it, then src into the view (size, stride, offset) of it.
+void restride_scatter_kernel(const KernelContext& c) {
+  const TensorMeta& out = *c.outputs[0].meta;
+  const auto& size = c.attr<std::vector<int64_t>>("size");
+  const auto& stride = c.attr<std::vector<int64_t>>("stride");
+  MetaSym view = make_meta(size, stride, out.dtype, out.device);
+  TensorArg dst{static_cast<char*>(c.outputs[0].data) + c.attr<int64_t>("offset") * dtype_itemsize(out.dtype),
+                view.get()};
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (out.numel) map_elements<T, T>(c.outputs[0], {&c.inputs[0]}, [](T v) { return v; });
+    if (view->numel) map_elements<T, T>(dst, {&c.inputs[1]}, [](T v) { return v; });
+  });
+}
+
 }  // namespace
 
 void register_shape_kernels() {
   ops::set_cpu_kernel("cat", cat_kernel);
   ops::set_cpu_kernel("tril", triangle_kernel<false>);
   ops::set_cpu_kernel("triu", triangle_kernel<true>);
+  ops::set_cpu_kernel("restride_scatter", restride_scatter_kernel);
 }
 
 }  // namespace rill::cpu
