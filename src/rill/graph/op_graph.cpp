@@ -89,6 +89,8 @@ OpGraph::OpGraph(const Job& job) : job_(&job) {
   data_consumers_.resize(n);
   ctrl_consumers_.resize(n);
   predecessors_.resize(n);
+  by_name_.reserve(static_cast<size_t>(n));
+  by_lbn_.reserve(static_cast<size_t>(n) * 2);
   for (int i = 0; i < n; ++i) {
     const OpConf& op = job.ops(i);
     RILL_CHECK(by_name_.emplace(op.name(), i).second, Runtime, "[", op.name(), "] two ops of the job have this "
