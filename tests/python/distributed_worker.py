@@ -290,6 +290,30 @@ def case_ddp():
     _model().load_state_dict(sd)
 
 
+def case_ddp_overlap():
+    """The buckets are all-reduced while backward is still running: when the first bucket (the last layer's)
+    is reduced, the first layer's gradients are not computed yet."""
+    import rill.nn.parallel.distributed as ddp_module
+    ddp = nn.parallel.DistributedDataParallel(_model(), bucket_cap_mb=0.002)
+    first_layer = list(ddp.module.parameters())[:2]
+    pending_at_call = []
+    real = ddp_module.dist.all_reduce
+
+    def recording(tensor, *args, **kwargs):
+        pending_at_call.append(sum(p.grad is None for p in first_layer))
+        return real(tensor, *args, **kwargs)
+
+    ddp_module.dist.all_reduce = recording
+    try:
+        xs, ys = _data(1, 8)
+        nn.functional.cross_entropy(ddp(rill.tensor(xs[0])), rill.tensor(ys[0])).backward()
+    finally:
+        ddp_module.dist.all_reduce = real
+    assert len(pending_at_call) == len(ddp._buckets) > 2, pending_at_call
+    assert pending_at_call[0] == 2 and pending_at_call[-1] == 0, pending_at_call
+    assert all(p.grad is not None for p in ddp.module.parameters())
+
+
 def case_ddp_no_sync():
     """Two micro-batches under no_sync, then one synced: the same as averaging the three micro-batches' summed
     gradients over the ranks."""
@@ -330,7 +354,6 @@ class _TwoHeads(nn.Module):
 
 
 def case_ddp_unused():
-    r, n = dist.get_rank(), dist.get_world_size()
     x = rill.randn(4, 8)
     ddp = nn.parallel.DistributedDataParallel(_TwoHeads(), find_unused_parameters=True, bucket_cap_mb=0.0001)
     for _ in range(2):

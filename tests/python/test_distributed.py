@@ -15,7 +15,7 @@ pytestmark = pytest.mark.distributed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "distributed_worker.py")
-CASES = ["collectives", "p2p", "groups", "async", "errors", "ddp", "ddp_no_sync", "ddp_unused", "fork"]
+CASES = ["collectives", "p2p", "groups", "async", "errors", "ddp", "ddp_overlap", "ddp_no_sync", "ddp_unused", "fork"]
 
 
 def launch(nproc, script, *args, timeout=240, env=None):
