@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "rill/kernels/cpu/blas.h"
@@ -134,28 +135,46 @@ Attention<T> attention_of(const KernelContext& c, size_t first, size_t mask_at) 
   return a;
 }
 
-// Mask the (br, bc) block of scores s (rows ld apart) of matrix b at query i0, key j0: -inf where a key is
-// masked out, plus the mask where it is a float one.
+// Apply the mask to the (br, bc) block of scores s (rows ld apart) of matrix b at query i0, key j0: -inf where
+// a bool mask drops a key, plus the mask where it is a float one (causal attention is applied by causal_keys).
 template <typename T>
 void mask_block(const Attention<T>& a, int64_t b, int64_t i0, int64_t j0, int64_t br, int64_t bc, T* s, int64_t ld) {
-  constexpr T kMinusInf = -std::numeric_limits<T>::infinity();
-  if (a.causal)
-    for (int64_t r = 0; r < br; ++r)
-      for (int64_t j = std::max<int64_t>(i0 + r + 1 - j0, 0); j < bc; ++j) s[r * ld + j] = kMinusInf;
   if (!a.mask) return;
-  const int64_t base = a.mo.offset(b) + i0 * a.mo.row_stride + j0 * a.mo.col_stride;
+  const int64_t base = a.mo.offset(b) + i0 * a.mo.row_stride + j0 * a.mo.col_stride, cs = a.mo.col_stride;
   for (int64_t r = 0; r < br; ++r) {
     T* row = s + r * ld;
     const int64_t at = base + r * a.mo.row_stride;
     if (a.bool_mask) {
       const bool* keep = static_cast<const bool*>(a.mask) + at;
       for (int64_t j = 0; j < bc; ++j)
-        if (!keep[j * a.mo.col_stride]) row[j] = kMinusInf;
+        if (!keep[j * cs]) row[j] = -std::numeric_limits<T>::infinity();
+    } else if (cs == 1) {
+      const T* add = static_cast<const T*>(a.mask) + at;
+      for (int64_t j = 0; j < bc; ++j) row[j] += add[j];
     } else {
       const T* add = static_cast<const T*>(a.mask) + at;
-      for (int64_t j = 0; j < bc; ++j) row[j] += add[j * a.mo.col_stride];
+      for (int64_t j = 0; j < bc; ++j) row[j] += add[j * cs];
     }
   }
+}
+
+// How many of the bc keys from j0 query row i sees: all, or for causal attention those up to i.
+template <typename T>
+int64_t causal_keys(const Attention<T>& a, int64_t i, int64_t j0, int64_t bc) {
+  return a.causal ? std::clamp<int64_t>(i + 1 - j0, 0, bc) : bc;
+}
+
+// row[j] = exp(row[j] - m) for j < n and 0 up to bc; returns the sum. libmvec's vector expf leaves for a slow
+// scalar path on any lane whose argument is below about -87 (every masked score, at -inf), so float rows are
+// first raised to m - 80: exp(-80) = 2e-35 is nothing to a sum of terms up to 1.
+template <typename T>
+T exp_row(T* row, T m, int64_t n, int64_t bc) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float floor = m - 80.f;
+    for (int64_t j = 0; j < n; ++j) row[j] = std::max(row[j], floor);
+  }
+  std::fill(row + n, row + bc, T(0));
+  return n ? row::exp_sum(row, m, row, n) : T(0);
 }
 
 // The keys query rows [i0, i0 + br) attend to: all, or for causal attention those up to the last row.
@@ -193,12 +212,13 @@ void forward_block(const Attention<T>& a, int64_t b, int64_t i0, T* out, T* lse,
     for (int64_t r = 0; r < br; ++r) {
       T* row = s + r * kBlockCols;
       T& m = w.row_max[static_cast<size_t>(r)];
-      const T grown = std::max(m, row::max(row, bc));
+      const int64_t n = causal_keys(a, i0 + r, j0, bc);
+      const T grown = n ? std::max(m, row::max(row, n)) : m;
       if (grown == kMinusInf) {  // every key so far masked: nothing to add
         std::fill(row, row + bc, T(0));
         continue;
       }
-      const T sum = row::exp_sum(row, grown, row, bc);
+      const T sum = exp_row(row, grown, n, bc);
       const T rescale = std::exp(m - grown);  // 0 while m is -inf
       T& l = w.row_sum[static_cast<size_t>(r)];
       if (rescale != T(1))
@@ -249,7 +269,7 @@ struct BackwardMatrix {
     for (int64_t r = 0; r < br; ++r) {
       T* row = p + r * kBlockCols;
       if (lse[i0 + r] == -std::numeric_limits<T>::infinity()) std::fill(row, row + bc, T(0));
-      else row::exp_sum(row, lse[i0 + r], row, bc);
+      else exp_row(row, lse[i0 + r], causal_keys(a, i0 + r, j0, bc), bc);
     }
     gemm(true, false, bc, ev, br, T(1), p, kBlockCols, dout + i0 * ldo, ldo, T(1), dv + j0 * ev, ev);
     gemm(false, true, br, bc, ev, T(1), dout + i0 * ldo, ldo, v + j0 * ldv, ldv, T(0), ds, kBlockCols);
