@@ -119,7 +119,7 @@ def test_fully_masked_rows_are_zero_with_zero_gradients(dtype):
 
 def test_lse_and_its_gradient():
     (rq, rk, rv), (tq, tk, tv) = leaves([(2, 70, 8), (2, 150, 8), (2, 150, 8)], "float64")
-    out, lse = rill._sdpa(rq, rk, rv, None, 0.5, True)
+    out, lse, _ = rill._sdpa(rq, rk, rv, None, 0.5, True)
     scores = (tq @ tk.transpose(-2, -1)) * 0.5
     scores = scores.masked_fill(torch.ones(70, 150, dtype=torch.bool).triu(1), -torch.inf)
     want = torch.logsumexp(scores, -1)

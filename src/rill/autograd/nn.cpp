@@ -63,13 +63,13 @@ std::vector<Tensor> nll_loss_backward(const GradContext& c) {
   return grads;
 }
 
-// inputs (q, k, v[, mask]), outputs (out, lse): one kernel recomputing the scores block by block from lse
+// inputs (q, k, v[, mask]), outputs (out, lse, probs): one kernel recomputing the scores block by block from lse
 // (Note [Fused attention] in kernels/cpu/attention.cpp); a float mask that needs one gets the scores' gradient.
 std::vector<Tensor> sdpa_backward(const GradContext& c) {
   const bool has_mask = c.num_inputs() == 4;
   const bool mask_grad = has_mask && c.needs_grad(3);
   std::vector<Tensor> inputs = {c.grad(0), eager::contiguous(c.grad(1)), c.input(0), c.input(1), c.input(2),
-                                c.output(0), c.output(1)};
+                                c.output(0), c.output(1), c.output(2)};
   if (has_mask) inputs.push_back(c.input(3));
   std::vector<AttrValue> attrs = c.attrs().values;  // (scale, is_causal), then mask_grad
   attrs.push_back(mask_grad);
@@ -92,7 +92,7 @@ void register_nn_rules() {
   define_rule("dropout", {"NativeDropoutBackward0", dropout_backward, 0, kOut1});
   define_rule("nll_loss", {"NllLossBackward0", nll_loss_backward, kIn1 | kIn2, kOut1});
   define_rule("_sdpa", {"ScaledDotProductFlashAttentionForCpuBackward0", sdpa_backward, kIn0 | kIn1 | kIn2 | kIn3,
-                        kOut0 | kOut1});
+                        kOut0 | kOut1 | kOut2});
   for (const char* n : {"softmax_backward", "log_softmax_backward", "layer_norm_backward", "embedding_backward",
                         "nll_loss_backward", "_sdpa_backward"})
     define_rule(n, {});

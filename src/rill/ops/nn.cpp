@@ -23,9 +23,11 @@
 //   _sdpa                [scale: double, is_causal: bool]   inputs (q, k, v[, mask]) -> (out, lse)
 //                        q (..., L, E), k (..., S, E), v (..., S, Ev) with the same leading dims, any strides;
 //                        mask bool (True = keep) or additive in q's dtype, broadcastable to (..., L, S);
-//                        lse (..., L): each row's log-sum-exp of its scores (-inf where every key is masked).
+//                        lse (..., L): each row's log-sum-exp of its scores (-inf where every key is masked);
+//                        probs (..., L, S) when S <= kSavedProbsKeys, else empty: softmax's output, saved for
+//                        backward (neither lse nor probs carries a gradient back).
 //   _sdpa_backward       [scale: double, is_causal: bool, mask_grad: bool]
-//                        inputs (grad, grad_lse, q, k, v, out, lse[, mask]) -> (dq, dk, dv, dmask);
+//                        inputs (grad, grad_lse, q, k, v, out, lse, probs[, mask]) -> (dq, dk, dv, dmask);
 //                        grad_lse dense; dmask (..., L, S) when mask_grad (a float mask's gradient), else empty.
 #include <string>
 
@@ -173,6 +175,10 @@ InferResult infer_nll_loss_backward(const InferContext& c) {
   return {{dense(c.attrs.get_ints(2), g.dtype, c.inputs[0])}, {}};
 }
 
+// The most keys for which _sdpa saves its probabilities for backward: the kernel's block of keys
+// (kBlockCols in kernels/cpu/attention.cpp, Note [Fused attention]).
+constexpr int64_t kSavedProbsKeys = 128;
+
 // The leading dims of an attention operand (all but its last two).
 Shape batch_dims(const TensorMeta& t) { return Shape(t.shape.begin(), t.shape.end() - 2); }
 
@@ -219,20 +225,22 @@ InferResult infer_sdpa(const InferContext& c) {
   out.push_back(length);
   out.push_back(v.shape.back());
   lse.push_back(length);
-  return {{dense(out, q.dtype, c.inputs[0]), dense(lse, q.dtype, c.inputs[0])}, casts};
+  const Shape probs = source <= kSavedProbsKeys ? scores : Shape{0};
+  return {{dense(out, q.dtype, c.inputs[0]), dense(lse, q.dtype, c.inputs[0]), dense(probs, q.dtype, c.inputs[0])},
+          casts};
 }
 
 InferResult infer_sdpa_backward(const InferContext& c) {
   const TensorMeta& q = *c.inputs[2];
   const TensorMeta& k = *c.inputs[3];
-  std::vector<DType> casts(7, q.dtype);
+  std::vector<DType> casts(8, q.dtype);
   Shape scores = {0};
   if (c.attr<bool>("mask_grad")) {
     scores = batch_dims(q);
     scores.push_back(q.shape[q.shape.size() - 2]);
     scores.push_back(k.shape[k.shape.size() - 2]);
   }
-  if (c.inputs.size() == 8) casts.push_back(c.inputs[7]->dtype);
+  if (c.inputs.size() == 9) casts.push_back(c.inputs[8]->dtype);
   return {{dense(q.shape, q.dtype, c.inputs[2]), dense(k.shape, q.dtype, c.inputs[2]),
            dense(c.inputs[4]->shape, q.dtype, c.inputs[2]), dense(scores, q.dtype, c.inputs[2])},
           casts};
@@ -266,10 +274,10 @@ void register_nn_ops() {
   ops::define("nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, Tensor total_weight, "
               "int reduction, int ignore_index, int[] shape) -> Tensor", infer_nll_loss_backward, k, "");
   ops::define("_sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal) -> "
-              "(Tensor output, Tensor lse)", infer_sdpa, {.function = true},
+              "(Tensor output, Tensor lse, Tensor probs)", infer_sdpa, {.function = true},
               "softmax(query @ key^T * scale + mask) @ value in one pass over key blocks (Note [Fused attention])");
   ops::define("_sdpa_backward(Tensor grad_output, Tensor grad_lse, Tensor query, Tensor key, Tensor value, Tensor output, "
-              "Tensor lse, Tensor? attn_mask, float scale, bool is_causal, bool mask_grad) -> "
+              "Tensor lse, Tensor probs, Tensor? attn_mask, float scale, bool is_causal, bool mask_grad) -> "
               "(Tensor grad_query, Tensor grad_key, Tensor grad_value, Tensor grad_mask)",
               infer_sdpa_backward, k, "");
 }

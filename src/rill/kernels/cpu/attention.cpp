@@ -1,6 +1,6 @@
 // CPU kernels of _sdpa and _sdpa_backward (ops/nn.cpp): attention one block of
 // queries against one block of keys at a time, never the whole (L, S) matrix of
-// scores (Note [Fused attention]). Inputs may have any strides.
+// scores of a long sequence (Note [Fused attention]). Inputs may have any strides.
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +32,10 @@ namespace {
 //   dv += p^T dout,   dp = dout v^T,   ds = p (dp - D),
 //   dq += scale ds k, dk += scale ds^T q   (and dmask = ds for a float mask),
 // one task per matrix of the leading dims, so no two tasks write one gradient.
+// Where every query sees one block of keys or fewer (S <= kBlockCols), the forward
+// also saves the probabilities p, (..., L, S): backward then reads them instead
+// of recomputing them, one gemm in five fewer, and no matrix larger than a block
+// of a long sequence is kept.
 // Causal attention keeps key j for query i when j <= i (top-left aligned, as
 // PyTorch's is_causal) and skips the key blocks wholly above the diagonal. A
 // row whose every key is masked has lse = -inf, and output and gradients 0.
@@ -191,7 +195,7 @@ struct Scratch {
 
 // Output rows [i0, i0 + kBlockRows) of matrix b and their lse (Note [Fused attention]).
 template <typename T>
-void forward_block(const Attention<T>& a, int64_t b, int64_t i0, T* out, T* lse, Scratch<T>& w) {
+void forward_block(const Attention<T>& a, int64_t b, int64_t i0, T* out, T* lse, T* probs, Scratch<T>& w) {
   constexpr T kMinusInf = -std::numeric_limits<T>::infinity();
   const int64_t br = std::min(kBlockRows, a.length - i0), ev = a.value_features;
   int64_t ldq, ldk, ldv;
@@ -233,6 +237,9 @@ void forward_block(const Attention<T>& a, int64_t b, int64_t i0, T* out, T* lse,
     const T inv = l > T(0) ? T(1) / l : T(0);
     for (int64_t e = 0; e < ev; ++e) acc[r * ev + e] *= inv;
     lse[b * a.length + i0 + r] = l > T(0) ? w.row_max[static_cast<size_t>(r)] + std::log(l) : kMinusInf;
+    if (!probs) continue;
+    T* saved = probs + (b * a.length + i0 + r) * a.source;  // one key block: s holds exp(score - max)
+    for (int64_t j = 0; j < a.source; ++j) saved[j] = j < keys ? s[r * kBlockCols + j] * inv : T(0);
   }
 }
 
@@ -241,10 +248,12 @@ void sdpa_typed(const KernelContext& c) {
   const Attention<T> a = attention_of<T>(c, 0, 3);
   T* out = c.outputs[0].ptr<T>();
   T* lse = c.outputs[1].ptr<T>();
+  T* probs = c.outputs[2].meta->numel ? c.outputs[2].ptr<T>() : nullptr;
+  RILL_ASSERT(!probs || a.source <= kBlockCols, "[_sdpa] probabilities saved for ", a.source, " keys");
   const int64_t blocks = (a.length + kBlockRows - 1) / kBlockRows;
   parallel::parallel_for(0, a.count * blocks, 1, [&](int64_t t0, int64_t t1) {
     Scratch<T> w;
-    for (int64_t t = t0; t < t1; ++t) forward_block(a, t / blocks, (t % blocks) * kBlockRows, out, lse, w);
+    for (int64_t t = t0; t < t1; ++t) forward_block(a, t / blocks, (t % blocks) * kBlockRows, out, lse, probs, w);
   });
 }
 
@@ -259,17 +268,23 @@ struct BackwardMatrix {
   BackwardMatrix(const Attention<T>& attention, int64_t matrix) : a(attention), b(matrix) {}
   const Attention<T>& a;
   int64_t b, ldq = 0, ldk = 0, ldv = 0, ldo = 0;
-  const T *q = nullptr, *k = nullptr, *v = nullptr, *dout = nullptr, *lse = nullptr, *delta = nullptr;
+  const T *q = nullptr, *k = nullptr, *v = nullptr, *dout = nullptr, *lse = nullptr, *probs = nullptr,
+          *delta = nullptr;
   T *dq = nullptr, *dk = nullptr, *dv = nullptr, *dmask = nullptr;
 
   void block(int64_t i0, int64_t j0, int64_t br, int64_t bc, T* p, T* ds) const {
     const int64_t e = a.features, ev = a.value_features;
-    gemm(false, true, br, bc, e, a.scale, q + i0 * ldq, ldq, k + j0 * ldk, ldk, T(0), p, kBlockCols);
-    mask_block(a, b, i0, j0, br, bc, p, kBlockCols);
-    for (int64_t r = 0; r < br; ++r) {
-      T* row = p + r * kBlockCols;
-      if (lse[i0 + r] == -std::numeric_limits<T>::infinity()) std::fill(row, row + bc, T(0));
-      else exp_row(row, lse[i0 + r], causal_keys(a, i0 + r, j0, bc), bc);
+    if (probs) {
+      for (int64_t r = 0; r < br; ++r)
+        std::memcpy(p + r * kBlockCols, probs + (i0 + r) * a.source + j0, static_cast<size_t>(bc) * sizeof(T));
+    } else {
+      gemm(false, true, br, bc, e, a.scale, q + i0 * ldq, ldq, k + j0 * ldk, ldk, T(0), p, kBlockCols);
+      mask_block(a, b, i0, j0, br, bc, p, kBlockCols);
+      for (int64_t r = 0; r < br; ++r) {
+        T* row = p + r * kBlockCols;
+        if (lse[i0 + r] == -std::numeric_limits<T>::infinity()) std::fill(row, row + bc, T(0));
+        else exp_row(row, lse[i0 + r], causal_keys(a, i0 + r, j0, bc), bc);
+      }
     }
     gemm(true, false, bc, ev, br, T(1), p, kBlockCols, dout + i0 * ldo, ldo, T(1), dv + j0 * ev, ev);
     gemm(false, true, br, bc, ev, T(1), dout + i0 * ldo, ldo, v + j0 * ldv, ldv, T(0), ds, kBlockCols);
@@ -285,13 +300,14 @@ struct BackwardMatrix {
 
 template <typename T>
 void sdpa_backward_typed(const KernelContext& c) {
-  const Attention<T> a = attention_of<T>(c, 2, 7);
+  const Attention<T> a = attention_of<T>(c, 2, 8);
   const Shape& qs = c.inputs[2].meta->shape;
   const Operand dout_o = operand_of(*c.inputs[0].meta, Shape(qs.begin(), qs.end() - 2), a.length, a.value_features);
   const T* dout = c.inputs[0].ptr<T>();
   const T* dlse = c.inputs[1].ptr<T>();
   const T* out = c.inputs[5].ptr<T>();
   const T* lse = c.inputs[6].ptr<T>();
+  const T* probs = c.inputs[7].meta->numel ? c.inputs[7].ptr<T>() : nullptr;
   const bool mask_grad = c.attr<bool>("mask_grad");
   const int64_t l = a.length, s = a.source, e = a.features, ev = a.value_features;
   parallel::parallel_for(0, a.count, 1, [&](int64_t b0, int64_t b1) {
@@ -305,6 +321,7 @@ void sdpa_backward_typed(const KernelContext& c) {
       m.v = rows_of(a.v, a.vo, b, w.v, m.ldv);
       m.dout = rows_of(dout, dout_o, b, w.dout, m.ldo);
       m.lse = lse + b * l;
+      m.probs = probs ? probs + b * l * s : nullptr;
       m.dq = c.outputs[0].ptr<T>() + b * l * e;
       m.dk = c.outputs[1].ptr<T>() + b * s * e;
       m.dv = c.outputs[2].ptr<T>() + b * s * ev;
