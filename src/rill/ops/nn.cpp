@@ -276,9 +276,9 @@ void register_nn_ops() {
   ops::define("_sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal) -> "
               "(Tensor output, Tensor lse, Tensor probs)", infer_sdpa, {.function = true},
               "softmax(query @ key^T * scale + mask) @ value in one pass over key blocks (Note [Fused attention])");
-  ops::define("_sdpa_backward(Tensor grad_output, Tensor grad_lse, Tensor query, Tensor key, Tensor value, Tensor output, "
-              "Tensor lse, Tensor probs, Tensor? attn_mask, float scale, bool is_causal, bool mask_grad) -> "
-              "(Tensor grad_query, Tensor grad_key, Tensor grad_value, Tensor grad_mask)",
+  ops::define("_sdpa_backward(Tensor grad_output, Tensor grad_lse, Tensor query, Tensor key, Tensor value, "
+              "Tensor output, Tensor lse, Tensor probs, Tensor? attn_mask, float scale, bool is_causal, "
+              "bool mask_grad) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value, Tensor grad_mask)",
               infer_sdpa_backward, k, "");
 }
 

@@ -18,8 +18,8 @@ namespace rill::cpu {
 namespace {
 
 // Note [Fused attention]
-// softmax(q k^T * scale + mask) v is computed without its (L, S) matrix of
-// scores. A forward task takes one matrix of the leading dims (a batch and
+// softmax(q k^T * scale + mask) v is computed without the (L, S) matrix of
+// scores of a long sequence. A forward task (tasks run over the intra-op pool) takes one matrix of the leading dims (a batch and
 // head) and a block of kBlockRows queries, and walks the keys kBlockCols at a
 // time: one gemm gives the block's scores; each query row keeps its running
 // maximum m and its sum l of exp(score - m); the output rows accumulate
@@ -32,10 +32,10 @@ namespace {
 //   dv += p^T dout,   dp = dout v^T,   ds = p (dp - D),
 //   dq += scale ds k, dk += scale ds^T q   (and dmask = ds for a float mask),
 // one task per matrix of the leading dims, so no two tasks write one gradient.
-// Where every query sees one block of keys or fewer (S <= kBlockCols), the forward
-// also saves the probabilities p, (..., L, S): backward then reads them instead
-// of recomputing them, one gemm in five fewer, and no matrix larger than a block
-// of a long sequence is kept.
+// Where every query sees one block of keys or fewer (S <= kBlockCols, which is
+// kSavedProbsKeys in ops/nn.cpp), the forward also saves the probabilities p,
+// (..., L, S): backward then reads them instead of recomputing them, one gemm in
+// five fewer; a longer sequence keeps no more than a block per task.
 // Causal attention keeps key j for query i when j <= i (top-left aligned, as
 // PyTorch's is_causal) and skips the key blocks wholly above the diagonal. A
 // row whose every key is masked has lse = -inf, and output and gradients 0.
@@ -82,7 +82,8 @@ const T* rows_of(const T* base, const Operand& o, int64_t b, std::vector<T>& buf
   }
   buf.resize(static_cast<size_t>(o.rows * o.cols));
   for (int64_t r = 0; r < o.rows; ++r)
-    for (int64_t c = 0; c < o.cols; ++c) buf[static_cast<size_t>(r * o.cols + c)] = p[r * o.row_stride + c * o.col_stride];
+    for (int64_t c = 0; c < o.cols; ++c)
+      buf[static_cast<size_t>(r * o.cols + c)] = p[r * o.row_stride + c * o.col_stride];
   ld = o.cols;
   return buf.data();
 }
@@ -291,7 +292,8 @@ struct BackwardMatrix {
     for (int64_t r = 0; r < br; ++r) {
       const T d = delta[i0 + r];
       for (int64_t j = 0; j < bc; ++j) ds[r * kBlockCols + j] = p[r * kBlockCols + j] * (ds[r * kBlockCols + j] - d);
-      if (dmask) std::memcpy(dmask + (i0 + r) * a.source + j0, ds + r * kBlockCols, static_cast<size_t>(bc) * sizeof(T));
+      if (dmask)
+        std::memcpy(dmask + (i0 + r) * a.source + j0, ds + r * kBlockCols, static_cast<size_t>(bc) * sizeof(T));
     }
     gemm(false, false, br, e, bc, a.scale, ds, kBlockCols, k + j0 * ldk, ldk, T(1), dq + i0 * e, e);
     gemm(true, false, bc, e, br, a.scale, ds, kBlockCols, q + i0 * ldq, ldq, T(1), dk + j0 * e, e);
