@@ -265,6 +265,12 @@ NN_CASES = [
          [(In((2, 3, 4)), In((2, 5, 4)), In((2, 5, 4)), In((3, 5)))]),
     case("sdpa_float_mask", lambda m, q, k, v, b: F(m).scaled_dot_product_attention(q, k, v, attn_mask=b),
          [(In((2, 3, 4)), In((2, 5, 4)), In((2, 5, 4)), In((3, 5)))]),
+    # the fused op (rill._sdpa) past one block of 64 queries and 128 keys, on (L, N, E) projections seen as
+    # (N, L, E), as MultiheadAttention passes them; and a float mask broadcast over heads
+    case("sdpa_blocks_causal", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
+         [(In((66, 1, 4), "t"), In((130, 1, 4), "t"), In((1, 130, 3)))]),
+    case("sdpa_float_mask_heads", lambda m, q, k, v, b: F(m).scaled_dot_product_attention(q, k, v, attn_mask=b),
+         [(In((2, 2, 3, 4)), In((2, 2, 5, 4)), In((2, 2, 5, 4)), In((2, 1, 5)))]),
     case("batch_norm_train", lambda m, x, w, b: F(m).batch_norm(x, m.zeros(3, dtype=x.dtype), m.ones(3, dtype=x.dtype),
                                                                w, b, training=True),
          [(In((4, 3)), In((3,)), In((3,))), (In((2, 3, 4, 2)), In((3,)), In((3,)))]),

@@ -407,11 +407,35 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _fused_attention_applies(query, key, value, attn_mask, dropout_p):
+    """True where the one-kernel op rill._sdpa computes the call: no dropout, float32 or float64 operands of
+    one dtype with the same leading dims and no empty dim, and a bool mask or one of their dtype that
+    broadcasts to the scores (..., L, S)."""
+    if dropout_p > 0.0 or query.dtype not in (rill.float32, rill.float64):
+        return False
+    if key.dtype != query.dtype or value.dtype != query.dtype or key.shape[-1] != query.shape[-1]:
+        return False
+    lead = query.shape[:-2]
+    if key.shape[:-2] != lead or value.shape[:-2] != lead or value.shape[-2] != key.shape[-2]:
+        return False
+    if 0 in query.shape or 0 in key.shape or 0 in value.shape:
+        return False
+    if attn_mask is None:
+        return True
+    if attn_mask.dtype != rill.bool and attn_mask.dtype != query.dtype:
+        return False
+    scores = (*lead, query.shape[-2], key.shape[-2])
+    mask = attn_mask.shape
+    return len(mask) <= len(scores) and all(m in (1, s) for m, s in zip(reversed(mask), reversed(scores)))
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, scale = 1/sqrt(E) by default; a bool attn_mask keeps the
-    True positions, a float one is added; is_causal masks the upper triangle. Composed from matmul, the
-    softmax kernel and dropout."""
+    True positions, a float one is added; is_causal masks the upper triangle. One fused kernel forward and
+    backward (rill._sdpa, Note [Fused attention] in src/rill/kernels/cpu/attention.cpp) where it applies;
+    otherwise (dropout, 16-bit dtypes, broadcast leading dims) composed from matmul, the softmax kernel and
+    dropout."""
     if enable_gqa:
         raise NotImplementedError("[scaled_dot_product_attention] enable_gqa is not supported")
     if is_causal and attn_mask is not None:
@@ -421,6 +445,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError("[scaled_dot_product_attention] expected query, key and value of at least 2 dims")
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    if _fused_attention_applies(query, key, value, attn_mask, dropout_p):
+        return _C._sdpa(query, key, value, attn_mask, float(scale), bool(is_causal))[0]
     scores = (query * scale) @ key.transpose(-2, -1)
     if is_causal:
         length, source = query.shape[-2], key.shape[-2]

@@ -1,13 +1,13 @@
 // Gradients of the nn family (ops/nn.cpp): softmax, layer_norm, linear,
-// embedding, dropout and nll_loss, with PyTorch's formulas. softmax, log_softmax and layer_norm
-// have dedicated backward kernels; linear's backward is two matmuls and a sum.
+// embedding, dropout, nll_loss and _sdpa, with PyTorch's formulas. softmax, log_softmax, layer_norm and
+// _sdpa have dedicated backward kernels; linear's backward is two matmuls and a sum.
 #include "rill/autograd/rules.h"
 #include "rill/eager/math.h"
 
 namespace rill::autograd {
 namespace {
 
-constexpr uint32_t kIn0 = 1, kIn1 = 2, kIn2 = 4, kOut0 = 1, kOut1 = 2, kOut2 = 4;
+constexpr uint32_t kIn0 = 1, kIn1 = 2, kIn2 = 4, kIn3 = 8, kOut0 = 1, kOut1 = 2, kOut2 = 4;
 
 std::vector<Tensor> softmax_backward(const GradContext& c) {
   return {eager::softmax_backward(c.grad(), c.output(0), c.attr<int64_t>("dim"), false)};
@@ -63,6 +63,22 @@ std::vector<Tensor> nll_loss_backward(const GradContext& c) {
   return grads;
 }
 
+// inputs (q, k, v[, mask]), outputs (out, lse, probs): one kernel recomputing the scores block by block from lse
+// (Note [Fused attention] in kernels/cpu/attention.cpp); a float mask that needs one gets the scores' gradient.
+std::vector<Tensor> sdpa_backward(const GradContext& c) {
+  const bool has_mask = c.num_inputs() == 4;
+  const bool mask_grad = has_mask && c.needs_grad(3);
+  std::vector<Tensor> inputs = {c.grad(0), eager::contiguous(c.grad(1)), c.input(0), c.input(1), c.input(2),
+                                c.output(0), c.output(1), c.output(2)};
+  if (has_mask) inputs.push_back(c.input(3));
+  std::vector<AttrValue> attrs = c.attrs().values;  // (scale, is_causal), then mask_grad
+  attrs.push_back(mask_grad);
+  std::vector<Tensor> g = eager::call(eager::op("_sdpa_backward"), inputs, {}, make_attrs(std::move(attrs)));
+  g.resize(c.num_inputs());
+  if (has_mask && !mask_grad) g[3] = Tensor();
+  return g;
+}
+
 }  // namespace
 
 void register_nn_rules() {
@@ -75,8 +91,10 @@ void register_nn_rules() {
   define_rule("embedding", {"EmbeddingBackward0", embedding_backward, kIn1});
   define_rule("dropout", {"NativeDropoutBackward0", dropout_backward, 0, kOut1});
   define_rule("nll_loss", {"NllLossBackward0", nll_loss_backward, kIn1 | kIn2, kOut1});
+  define_rule("_sdpa", {"ScaledDotProductFlashAttentionForCpuBackward0", sdpa_backward, kIn0 | kIn1 | kIn2 | kIn3,
+                        kOut0 | kOut1 | kOut2});
   for (const char* n : {"softmax_backward", "log_softmax_backward", "layer_norm_backward", "embedding_backward",
-                        "nll_loss_backward"})
+                        "nll_loss_backward", "_sdpa_backward"})
     define_rule(n, {});
 }
 

@@ -1,8 +1,9 @@
 // The nn family (torch.nn.functional's ops with dedicated kernels): softmax and
 // log_softmax, layer_norm, linear, embedding, dropout and nll_loss, each with
 // the op its backward runs. Composite functions (cross_entropy, the other
-// losses, batch_norm, group_norm, pad, interpolate, attention) are built from
-// these and the other families in eager/nn.cpp and python/rill/nn/functional.py.
+// losses, batch_norm, group_norm, pad, interpolate) are built from these and the
+// other families in eager/nn.cpp and python/rill/nn/functional.py; attention is
+// one fused op (_sdpa, kernels/cpu/attention.cpp) where it applies, else composed.
 // Kernels read dense inputs: the eager functions pass contiguous tensors.
 //
 // Attrs, by op:
@@ -19,6 +20,15 @@
 //                        -> (loss, total_weight); reduction 0 none, 1 mean, 2 sum.
 //   nll_loss_backward    [reduction: int, ignore_index: int, shape: ints]
 //                        inputs (grad, target, total_weight[, weight]) -> dlogp of shape
+//   _sdpa                [scale: double, is_causal: bool]   inputs (q, k, v[, mask]) -> (out, lse)
+//                        q (..., L, E), k (..., S, E), v (..., S, Ev) with the same leading dims, any strides;
+//                        mask bool (True = keep) or additive in q's dtype, broadcastable to (..., L, S);
+//                        lse (..., L): each row's log-sum-exp of its scores (-inf where every key is masked);
+//                        probs (..., L, S) when S <= kSavedProbsKeys, else empty: softmax's output, saved for
+//                        backward (neither lse nor probs carries a gradient back).
+//   _sdpa_backward       [scale: double, is_causal: bool, mask_grad: bool]
+//                        inputs (grad, grad_lse, q, k, v, out, lse, probs[, mask]) -> (dq, dk, dv, dmask);
+//                        grad_lse dense; dmask (..., L, S) when mask_grad (a float mask's gradient), else empty.
 #include <string>
 
 #include "rill/ops/op_schema.h"
@@ -165,6 +175,77 @@ InferResult infer_nll_loss_backward(const InferContext& c) {
   return {{dense(c.attrs.get_ints(2), g.dtype, c.inputs[0])}, {}};
 }
 
+// The most keys for which _sdpa saves its probabilities for backward: the kernel's block of keys
+// (kBlockCols in kernels/cpu/attention.cpp, Note [Fused attention]).
+constexpr int64_t kSavedProbsKeys = 128;
+
+// The leading dims of an attention operand (all but its last two).
+Shape batch_dims(const TensorMeta& t) { return Shape(t.shape.begin(), t.shape.end() - 2); }
+
+void check_attention_operand(const TensorMeta& t, const TensorMeta& q, const char* what) {
+  RILL_CHECK(t.ndim() >= 2, Runtime, "[_sdpa] expected ", what, " of at least 2 dims (..., length, features), "
+             "got shape ", shape_str(t.shape));
+  RILL_CHECK(t.dtype == DType::kFloat32 || t.dtype == DType::kFloat64, NotImplemented, "[_sdpa] the fused op "
+             "takes float32 or float64, got ", dtype_name(t.dtype), "; scaled_dot_product_attention computes "
+             "other dtypes with matmul and softmax");
+  check_same_dtype(q, t, "_sdpa", what);
+  RILL_CHECK(batch_dims(t) == batch_dims(q), Runtime, "[_sdpa] expected ", what, " with the query's leading dims ",
+             shape_str(batch_dims(q)), ", got shape ", shape_str(t.shape), "; scaled_dot_product_attention "
+             "broadcasts them");
+}
+
+InferResult infer_sdpa(const InferContext& c) {
+  const TensorMeta& q = *c.inputs[0];
+  const TensorMeta& k = *c.inputs[1];
+  const TensorMeta& v = *c.inputs[2];
+  check_attention_operand(q, q, "query");
+  check_attention_operand(k, q, "key");
+  check_attention_operand(v, q, "value");
+  RILL_CHECK(k.shape.back() == q.shape.back(), Runtime, "[_sdpa] expected a key with the query's ",
+             q.shape.back(), " features, got shape ", shape_str(k.shape));
+  const int64_t length = q.shape[q.shape.size() - 2], source = k.shape[k.shape.size() - 2];
+  RILL_CHECK(v.shape[v.shape.size() - 2] == source, Runtime, "[_sdpa] expected a value with the key's ", source,
+             " positions, got shape ", shape_str(v.shape));
+  std::vector<DType> casts = {q.dtype, q.dtype, q.dtype};
+  Shape scores = batch_dims(q);
+  scores.push_back(length);
+  scores.push_back(source);
+  if (c.inputs.size() == 4) {
+    const TensorMeta& m = *c.inputs[3];
+    RILL_CHECK(!c.attr<bool>("is_causal"), Runtime, "[_sdpa] Explicit attn_mask should not be set when "
+               "is_causal=True");
+    RILL_CHECK(m.dtype == DType::kBool || m.dtype == q.dtype, Runtime, "[_sdpa] expected a bool attn_mask or "
+               "one of the query's dtype ", dtype_name(q.dtype), ", got ", dtype_name(m.dtype), "; convert it "
+               "with .to(", dtype_name(q.dtype), ")");
+    RILL_CHECK(broadcast_shapes(m.shape, scores, "_sdpa") == scores, Runtime, "[_sdpa] expected an attn_mask "
+               "broadcastable to ", shape_str(scores), ", got shape ", shape_str(m.shape));
+    casts.push_back(m.dtype);
+  }
+  Shape out = batch_dims(q), lse = batch_dims(q);
+  out.push_back(length);
+  out.push_back(v.shape.back());
+  lse.push_back(length);
+  const Shape probs = source <= kSavedProbsKeys ? scores : Shape{0};
+  return {{dense(out, q.dtype, c.inputs[0]), dense(lse, q.dtype, c.inputs[0]), dense(probs, q.dtype, c.inputs[0])},
+          casts};
+}
+
+InferResult infer_sdpa_backward(const InferContext& c) {
+  const TensorMeta& q = *c.inputs[2];
+  const TensorMeta& k = *c.inputs[3];
+  std::vector<DType> casts(8, q.dtype);
+  Shape scores = {0};
+  if (c.attr<bool>("mask_grad")) {
+    scores = batch_dims(q);
+    scores.push_back(q.shape[q.shape.size() - 2]);
+    scores.push_back(k.shape[k.shape.size() - 2]);
+  }
+  if (c.inputs.size() == 9) casts.push_back(c.inputs[8]->dtype);
+  return {{dense(q.shape, q.dtype, c.inputs[2]), dense(k.shape, q.dtype, c.inputs[2]),
+           dense(c.inputs[4]->shape, q.dtype, c.inputs[2]), dense(scores, q.dtype, c.inputs[2])},
+          casts};
+}
+
 }  // namespace
 
 void register_nn_ops() {
@@ -192,6 +273,13 @@ void register_nn_ops() {
               "(Tensor output, Tensor total_weight)", infer_nll_loss, k, "negative log likelihood");
   ops::define("nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, Tensor total_weight, "
               "int reduction, int ignore_index, int[] shape) -> Tensor", infer_nll_loss_backward, k, "");
+  ops::define("_sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal) -> "
+              "(Tensor output, Tensor lse, Tensor probs)", infer_sdpa, {.function = true},
+              "softmax(query @ key^T * scale + mask) @ value in one pass over key blocks (Note [Fused attention])");
+  ops::define("_sdpa_backward(Tensor grad_output, Tensor grad_lse, Tensor query, Tensor key, Tensor value, "
+              "Tensor output, Tensor lse, Tensor probs, Tensor? attn_mask, float scale, bool is_causal, "
+              "bool mask_grad) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value, Tensor grad_mask)",
+              infer_sdpa_backward, k, "");
 }
 
 }  // namespace rill

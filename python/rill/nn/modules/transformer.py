@@ -1,5 +1,6 @@
-"""MultiheadAttention, TransformerEncoderLayer and TransformerEncoder, composed from Linear, LayerNorm, Dropout,
-softmax and matmul, with PyTorch's parameter names (their state dicts load across)."""
+"""MultiheadAttention, TransformerEncoderLayer and TransformerEncoder, composed from Linear, LayerNorm, Dropout
+and scaled_dot_product_attention (or softmax and matmul, for the attention weights or dropout), with PyTorch's
+parameter names (their state dicts load across)."""
 import copy
 import math
 
@@ -118,7 +119,10 @@ class MultiheadAttention(Module):
         k = k.reshape(src_len, bsz * h, hd).transpose(0, 1)
         v = v.reshape(src_len, bsz * h, hd).transpose(0, 1)
 
-        if is_causal and attn_mask is None:
+        # Without weights to return or dropout to draw, attention is one fused op (F.scaled_dot_product_attention).
+        fused = not need_weights and not (self.dropout > 0.0 and self.training)
+        causal = fused and is_causal and attn_mask is None and key_padding_mask is None
+        if is_causal and attn_mask is None and not causal:
             attn_mask = rill.arange(src_len).unsqueeze(0) > rill.arange(tgt_len).unsqueeze(1)
         mask = _float_mask(attn_mask, q.dtype, "attn_mask")
         if mask is not None and mask.dim() == 3:
@@ -128,13 +132,16 @@ class MultiheadAttention(Module):
             kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, h, 1, src_len).reshape(bsz * h, 1, src_len)
             mask = kpm if mask is None else mask + kpm
 
-        scores = (q * math.sqrt(1.0 / float(hd))).matmul(k.transpose(-2, -1))
-        if mask is not None:
-            scores = scores + mask
-        attn = F.softmax(scores, dim=-1)
-        if self.dropout > 0.0 and self.training:
-            attn = F.dropout(attn, p=self.dropout)
-        out = attn.matmul(v)  # (N*H, L, hd)
+        if fused:
+            out = F.scaled_dot_product_attention(q, k, v, mask, is_causal=causal, scale=math.sqrt(1.0 / float(hd)))
+        else:
+            scores = (q * math.sqrt(1.0 / float(hd))).matmul(k.transpose(-2, -1))
+            if mask is not None:
+                scores = scores + mask
+            attn = F.softmax(scores, dim=-1)
+            if self.dropout > 0.0 and self.training:
+                attn = F.dropout(attn, p=self.dropout)
+            out = attn.matmul(v)  # (N*H, L, hd)
         out = out.transpose(0, 1).contiguous().reshape(tgt_len * bsz, embed_dim)
         out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape(tgt_len, bsz, embed_dim)
         if self.batch_first and is_batched:

@@ -22,6 +22,8 @@ void register_sort_kernels();
 void register_softmax_kernels();
 void register_norm_kernels();
 void register_nn_kernels();
+/** _sdpa and its backward (attention.cpp); called by register_nn_kernels(). */
+void register_attention_kernels();
 /** The optimizer update ops (optim.cpp). */
 void register_optim_kernels();
 

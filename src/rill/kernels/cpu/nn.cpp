@@ -1,5 +1,6 @@
 // CPU kernels of linear, embedding, dropout and nll_loss, with their backward
-// ops (ops/nn.cpp; softmax and layer_norm are in softmax.cpp and norm.cpp).
+// ops (ops/nn.cpp; softmax and layer_norm are in softmax.cpp and norm.cpp, _sdpa
+// in attention.cpp).
 // Inputs are dense (the eager functions make them so).
 
 #include <climits>
@@ -267,6 +268,7 @@ void register_nn_kernels() {
   ops::set_cpu_kernel("dropout", dropout_kernel);
   ops::set_cpu_kernel("nll_loss", nll_loss_kernel);
   ops::set_cpu_kernel("nll_loss_backward", nll_loss_backward_kernel);
+  register_attention_kernels();
 }
 
 }  // namespace rill::cpu
