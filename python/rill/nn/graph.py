@@ -184,6 +184,14 @@ class Graph:
         return compiled, rebuild
 
     # --- tools -----------------------------------------------------------------------------------------------
+    @staticmethod
+    def write_trace():
+        """Wait for the graph calls issued so far and write the actors' events of every graph in the process to
+        the file RILL_GRAPH_TRACE names (a Chrome trace; the process's exit writes it too). Returns the number of
+        events written: 0 when RILL_GRAPH_TRACE was unset when the graphs compiled."""
+        rill.synchronize()
+        return _C._graph_trace_write()
+
     def stats(self):
         """Counters of the latest compiled plan: compiles, job_ops, infer_computed, infer_cache_hits, compile_s,
         plan_tasks, planned_peak_bytes, fused_kernels, launches."""
