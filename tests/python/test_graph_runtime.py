@@ -170,3 +170,137 @@ def test_graph_trace_numbers_the_pieces_of_an_iteration(tmp_path):
 
 def test_graph_trace_is_off_without_the_variable():
     assert rill.nn.Graph.write_trace() == 0 or os.environ.get("RILL_GRAPH_TRACE")
+
+
+# --- lr schedulers stepped inside the graph ----------------------------------------------------------------------
+
+class _TrainGraph(nn.Graph):
+    def __init__(self, model, opt, sched):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(opt, lr_sch=sched)
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def _mlp(seed=3):
+    rill.manual_seed(seed)
+    return nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+_S = rill.optim.lr_scheduler
+_SCHEDULES = {
+    "step": lambda o: _S.StepLR(o, step_size=4, gamma=0.5),
+    "multistep": lambda o: _S.MultiStepLR(o, milestones=[3, 7, 7, 20], gamma=0.3),
+    "exponential": lambda o: _S.ExponentialLR(o, gamma=0.9),
+    "cosine": lambda o: _S.CosineAnnealingLR(o, T_max=10, eta_min=1e-3),
+    "linear": lambda o: _S.LinearLR(o, start_factor=0.25, end_factor=1.0, total_iters=8),
+    "constant": lambda o: _S.ConstantLR(o, factor=0.5, total_iters=6),
+    "chained": lambda o: _S.ChainedScheduler([_S.LinearLR(o, start_factor=0.5, total_iters=5),
+                                              _S.ExponentialLR(o, gamma=0.95)]),
+}
+
+
+def _two_groups_sgd(model):
+    params = list(model.parameters())
+    return rill.optim.SGD([{"params": params[:2]}, {"params": params[2:], "lr": 0.05}], lr=0.1, momentum=0.9)
+
+
+def _train_both(make_schedule, steps=30):
+    eager, graph_model = _mlp(), _mlp()
+    e_opt, g_opt = _two_groups_sgd(eager), _two_groups_sgd(graph_model)
+    e_sched, g_sched = make_schedule(e_opt), make_schedule(g_opt)
+    graph = _TrainGraph(graph_model, g_opt, g_sched)
+    loss_fn = nn.CrossEntropyLoss()
+    for step in range(steps):
+        x, y = _data(16, seed=step)
+        e_opt.zero_grad()
+        e_loss = loss_fn(eager(x), y)
+        e_loss.backward()
+        e_opt.step()
+        e_sched.step()
+        g_loss = graph(x, y).item()
+        np.testing.assert_allclose(g_loss, e_loss.item(), rtol=1e-6, err_msg=f"step {step}")
+        np.testing.assert_allclose(g_sched.get_last_lr(), e_sched.get_last_lr(), rtol=1e-6, err_msg=f"step {step}")
+        assert [g["lr"] for g in g_opt.param_groups] == g_sched.get_last_lr()
+    _assert_params_close(eager, graph_model, rtol=1e-5)
+    return graph, g_sched, e_sched
+
+
+def test_closed_form_schedules_step_inside_the_graph():
+    for name, make in _SCHEDULES.items():
+        graph, g_sched, e_sched = _train_both(make)
+        assert g_sched.last_epoch == e_sched.last_epoch == 30, name
+        variables = {op["name"] for op in graph.job()["ops"] if op["op_type"] == "variable"}
+        # The schedule's epoch is a variable of the plan; no lr is fed from the host.
+        assert "optimizer0.lr_scheduler.epoch" in variables, (name, sorted(variables))
+        assert not any(v.startswith("optimizer0.group") for v in variables), (name, sorted(variables))
+        fresh = make(_two_groups_sgd(_mlp()))  # the host object's state round-trips
+        fresh.load_state_dict(g_sched.state_dict())
+        assert fresh.last_epoch == 30 and fresh.get_last_lr() == g_sched.get_last_lr(), name
+
+
+def test_host_schedules_keep_feeding_the_lr(caplog):
+    import logging
+    with caplog.at_level(logging.INFO, logger="rill.nn.Graph"):
+        graph, _, _ = _train_both(lambda o: _S.LambdaLR(o, lambda e: 1.0 / (1 + e)), steps=10)
+    assert any("LambdaLR" in r.getMessage() and "host" in r.getMessage() for r in caplog.records)
+    variables = {op["name"] for op in graph.job()["ops"] if op["op_type"] == "variable"}
+    assert "optimizer0.group0.lr" in variables
+
+
+def test_a_subclass_overriding_get_lr_steps_on_the_host():
+    class Halving(_S.StepLR):
+        def get_lr(self):
+            return [g["lr"] * 0.5 for g in self.optimizer.param_groups]
+    graph, _, _ = _train_both(lambda o: Halving(o, step_size=3), steps=6)
+    variables = {op["name"] for op in graph.job()["ops"] if op["op_type"] == "variable"}
+    assert "optimizer0.lr_scheduler.epoch" not in variables
+
+
+def test_eager_steps_and_state_dict_between_graph_calls(tmp_path):
+    model = _mlp()
+    opt = _two_groups_sgd(model)
+    sched = _S.StepLR(opt, step_size=2, gamma=0.5)
+    graph = _TrainGraph(model, opt, sched)
+    ref_model = _mlp()
+    ref_opt = _two_groups_sgd(ref_model)
+    ref_sched = _S.StepLR(ref_opt, step_size=2, gamma=0.5)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def eager_step(m, o, s, x, y):
+        o.zero_grad()
+        loss = loss_fn(m(x), y)
+        loss.backward()
+        o.step()
+        s.step()
+        return loss.item()
+
+    losses, ref = [], []
+    for step in range(9):
+        x, y = _data(16, seed=step)
+        if step in (3, 4):  # eager steps in between move the schedule: the graph follows them
+            losses.append(eager_step(model, opt, sched, x, y))
+        else:
+            losses.append(graph(x, y).item())
+        ref.append(eager_step(ref_model, ref_opt, ref_sched, x, y))
+        if step == 5:
+            path = tmp_path / "graph.pt"
+            rill.save(graph.state_dict(), path)
+    np.testing.assert_allclose(losses, ref, rtol=1e-5)
+    assert sched.get_last_lr() == ref_sched.get_last_lr()
+    # Back to the state after step 5: the schedule's epoch and lr with it.
+    graph.load_state_dict(rill.load(path))
+    assert sched.last_epoch == 6
+    x, y = _data(16, seed=6)
+    graph(x, y)
+    assert sched.last_epoch == 7
+    np.testing.assert_allclose(sched.get_last_lr(), [0.1 * 0.5 ** 3, 0.05 * 0.5 ** 3])
+    state = sched.state_dict()
+    fresh = _S.StepLR(_two_groups_sgd(_mlp()), step_size=2, gamma=0.5)
+    fresh.load_state_dict(state)
+    assert fresh.get_last_lr() == sched.get_last_lr() and fresh.last_epoch == 7
