@@ -168,8 +168,14 @@ def test_graph_trace_numbers_the_pieces_of_an_iteration(tmp_path):
         assert sorted(p) in ([0], [0, 1]), (name, it, p)
 
 
-def test_graph_trace_is_off_without_the_variable():
-    assert rill.nn.Graph.write_trace() == 0 or os.environ.get("RILL_GRAPH_TRACE")
+def test_graph_trace_is_off_without_the_variable(monkeypatch):
+    monkeypatch.delenv("RILL_GRAPH_TRACE", raising=False)
+    done = subprocess.run([sys.executable, "-S", "-c", textwrap.dedent(_TRACED_SCRIPT.format(pieces=1, iterations=2))
+                           + "print('WRITTEN', nn.Graph.write_trace())"],
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "WRITTEN 0" in done.stdout
 
 
 # --- lr schedulers stepped inside the graph ----------------------------------------------------------------------
