@@ -7,6 +7,7 @@
 #include "rill/graph/op_graph.h"
 #include "rill/graph/tracer.h"
 #include "rill/runtime/compiled_graph.h"
+#include "rill/runtime/trace.h"
 
 namespace rill::py {
 namespace {
@@ -119,6 +120,8 @@ void init_graph(nb::module_& m) {
         d["actor_messages"] = r.messages;
         return d;
       });
+  m.def("_graph_trace_write", &runtime::trace::write,
+        "Write the actors' events so far to the RILL_GRAPH_TRACE file; returns how many (0 when it is unset).");
   m.def("_graph_job_roundtrip", [](nb::bytes data) {
     graph::Job job;
     RILL_CHECK(job.ParseFromArray(data.c_str(), static_cast<int>(data.size())), Value, "[nn.Graph] not a job");

@@ -43,6 +43,58 @@ class GraphConfig:
         return self._accumulation
 
 
+class _OptimizerSlot:
+    """An optimizer of the graph and how its lr reaches the plan (Note [Schedules inside a graph] in
+    rill/optim/lr_scheduler.py): from an epoch variable the graph steps itself (scheduler with a closed form),
+    or from lr tensors the host fills from param_groups before each call."""
+
+    def __init__(self, optimizer, scheduler):
+        from rill.optim import lr_scheduler
+        self.optimizer = optimizer
+        self.scheduler = scheduler
+        self.graph_lr = lr_scheduler.graph_lr_fn(scheduler) if scheduler is not None else None
+        self.lrs = [rill.tensor(float(g["lr"]), dtype=rill.float64) for g in optimizer.param_groups]
+        self.epoch = None  # 0-d float64 variable: the epoch whose lr the next call uses
+        if self.graph_lr is not None:
+            self.epoch = rill.tensor(float(scheduler.last_epoch), dtype=rill.float64)
+            self.graph_epoch = scheduler.last_epoch  # what the variable holds once the calls so far have run
+        elif scheduler is not None and type(scheduler) not in _host_logged:
+            _host_logged.add(type(scheduler))
+            _log.info("[nn.Graph] %s has no closed form the graph can compute: it steps on the host after each "
+                      "call, and each call reads the lr it set", type(scheduler).__name__)
+
+    def key(self):
+        """What the traced schedule bakes in (a plan per value)."""
+        return self.scheduler._graph_key() if self.graph_lr is not None else None
+
+    def before_call(self):
+        if self.graph_lr is None:
+            for group, lr in zip(self.optimizer.param_groups, self.lrs):
+                lr.fill_(float(group["lr"]))
+        elif self.scheduler.last_epoch != self.graph_epoch:  # stepped outside the graph, or loaded
+            self.epoch.fill_(float(self.scheduler.last_epoch))
+            self.graph_epoch = self.scheduler.last_epoch
+
+    def after_call(self):
+        if self.scheduler is not None:
+            self.scheduler.step()  # the host object's state follows the graph's
+        if self.graph_lr is not None:
+            self.graph_epoch += 1
+
+    def trace_step(self):
+        """Trace the update (and the schedule's step) of this optimizer into the job's optimizer scope."""
+        from rill.optim import _fused
+        if self.graph_lr is None:
+            _fused.fused_step(self.optimizer, self.lrs)
+            return
+        _fused.fused_step(self.optimizer, self.graph_lr(self.epoch))
+        with rill.no_grad():
+            self.epoch.copy_(self.epoch + 1)
+
+
+_host_logged = set()  # scheduler classes already logged as stepping on the host
+
+
 def _flatten(obj, what):
     """The tensors of a nested tuple/list/dict, and a function that rebuilds the structure from new tensors."""
     if isinstance(obj, rill.Tensor):
@@ -74,7 +126,7 @@ class Graph:
     def __init__(self):
         object.__setattr__(self, "_modules", OrderedDict())
         self.config = GraphConfig()
-        self._optimizers = []   # (optimizer, lr scheduler or None, one 0-d float64 lr tensor per param group)
+        self._optimizers = []   # _OptimizerSlot per add_optimizer
         self._plans = {}        # input signature -> _CompiledGraph
         self._compiles = 0
         self._last = None
@@ -89,17 +141,19 @@ class Graph:
         raise NotImplementedError(f"[nn.Graph] {type(self).__name__} must define build(self, ...)")
 
     def add_optimizer(self, optimizer, *, lr_sch=None):
-        """Run optimizer's update (and lr_sch.step() after each call) as part of the graph."""
+        """Run optimizer's update as part of the graph, and lr_sch's step: inside the graph for the schedulers
+        with a closed form (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR, ConstantLR and
+        chains of the multiplicative ones), on the host after each call for the others."""
         from rill.optim import _fused
         _fused.check_supported(optimizer)
-        lrs = [rill.tensor(float(g["lr"]), dtype=rill.float64) for g in optimizer.param_groups]
-        self._optimizers.append((optimizer, lr_sch, lrs))
+        self._optimizers.append(_OptimizerSlot(optimizer, lr_sch))
 
     # --- calling ---------------------------------------------------------------------------------------------
     def _signature(self, tensors, args):
         shapes = tuple((tuple(t.shape), str(t.dtype)) for t in tensors)
         modes = tuple(m.training for root in self._modules.values() for m in root.modules())
-        return shapes, modes, self.config.gradient_accumulation_steps, len(args)
+        schedules = tuple(slot.key() for slot in self._optimizers)
+        return shapes, modes, self.config.gradient_accumulation_steps, len(args), schedules
 
     def __call__(self, *args):
         tensors, _ = _flatten(list(args), "graph inputs")
@@ -113,13 +167,11 @@ class Graph:
             self._plans[key] = (compiled, rebuild)
         else:
             compiled, rebuild = compiled
-        for optimizer, _, lrs in self._optimizers:
-            for group, lr in zip(optimizer.param_groups, lrs):
-                lr.fill_(float(group["lr"]))
+        for slot in self._optimizers:
+            slot.before_call()
         outputs = compiled.launch(tensors)
-        for _, scheduler, _ in self._optimizers:
-            if scheduler is not None:
-                scheduler.step()
+        for slot in self._optimizers:
+            slot.after_call()
         self._last = compiled
         return rebuild(outputs)
 
@@ -130,10 +182,12 @@ class Graph:
                 yield p, f"{prefix}.{name}"
             for name, b in module.named_buffers():
                 yield b, f"{prefix}.{name}"
-        for i, (optimizer, _, lrs) in enumerate(self._optimizers):
-            for j, lr in enumerate(lrs):
+        for i, slot in enumerate(self._optimizers):
+            for j, lr in enumerate(slot.lrs):
                 yield lr, f"optimizer{i}.group{j}.lr"
-            for k, (p, state) in enumerate(optimizer.state.items()):
+            if slot.epoch is not None:
+                yield slot.epoch, f"optimizer{i}.lr_scheduler.epoch"
+            for k, (p, state) in enumerate(slot.optimizer.state.items()):
                 for key, value in state.items():
                     if isinstance(value, rill.Tensor):
                         yield value, f"optimizer{i}.param{k}.{key}"
@@ -163,12 +217,12 @@ class Graph:
             tensors = [t[:t.shape[0] // pieces].clone() for t in tensors]
         traced_args = rebuild_args(tensors)
         from rill.optim import _fused
-        for optimizer, _, _ in self._optimizers:
-            _fused.prepare_state(optimizer)
+        for slot in self._optimizers:
+            _fused.prepare_state(slot.optimizer)
         tracer = _C._GraphTracer(type(self).__name__)
         for t, name in self._named_state():
             tracer.name_variable(t, name)
-        params = [p for optimizer, _, _ in self._optimizers for g in optimizer.param_groups for p in g["params"]]
+        params = [p for slot in self._optimizers for g in slot.optimizer.param_groups for p in g["params"]]
         params += [p for m in self._modules.values() for p in m.parameters()]
         saved = {id(p): (p, p.grad) for p in params}
         for p, _ in saved.values():
@@ -180,8 +234,8 @@ class Graph:
             result = self.build(*traced_args)
             if self._optimizers:
                 tracer.set_scope("optimizer")
-                for optimizer, _, lrs in self._optimizers:
-                    _fused.fused_step(optimizer, lrs)
+                for slot in self._optimizers:
+                    slot.trace_step()
             outs, rebuild = _flatten(result, "build()'s results")
             for t in outs:
                 tracer.add_output(t)
@@ -196,6 +250,14 @@ class Graph:
         return compiled, rebuild
 
     # --- tools -----------------------------------------------------------------------------------------------
+    @staticmethod
+    def write_trace():
+        """Wait for the graph calls issued so far and write the actors' events of every graph in the process to
+        the file RILL_GRAPH_TRACE names (a Chrome trace; the process's exit writes it too). Returns the number of
+        events written: 0 when RILL_GRAPH_TRACE was unset when the graphs compiled."""
+        rill.synchronize()
+        return _C._graph_trace_write()
+
     def stats(self):
         """Counters of the latest compiled plan: compiles, job_ops, infer_computed, infer_cache_hits, compile_s,
         plan_tasks, planned_peak_bytes, fused_kernels, launches."""
@@ -239,17 +301,17 @@ class Graph:
         out = OrderedDict()
         for name, m in self._modules.items():
             out[name] = m.state_dict()
-        for i, (optimizer, scheduler, _) in enumerate(self._optimizers):
-            out[f"_optimizer{i}"] = optimizer.state_dict()
-            if scheduler is not None:
-                out[f"_lr_scheduler{i}"] = scheduler.state_dict()
+        for i, slot in enumerate(self._optimizers):
+            out[f"_optimizer{i}"] = slot.optimizer.state_dict()
+            if slot.scheduler is not None:
+                out[f"_lr_scheduler{i}"] = slot.scheduler.state_dict()
         return out
 
     def load_state_dict(self, state):
         for name, m in self._modules.items():
             m.load_state_dict(state[name])
-        for i, (optimizer, scheduler, _) in enumerate(self._optimizers):
-            optimizer.load_state_dict(state[f"_optimizer{i}"])
-            if scheduler is not None and f"_lr_scheduler{i}" in state:
-                scheduler.load_state_dict(state[f"_lr_scheduler{i}"])
+        for i, slot in enumerate(self._optimizers):
+            slot.optimizer.load_state_dict(state[f"_optimizer{i}"])
+            if slot.scheduler is not None and f"_lr_scheduler{i}" in state:
+                slot.scheduler.load_state_dict(state[f"_lr_scheduler{i}"])
         self._plans.clear()  # the plans bound the old state tensors

@@ -1,13 +1,44 @@
 """Learning-rate schedulers with PyTorch's (chainable) formulas: StepLR, MultiStepLR, ExponentialLR,
-CosineAnnealingLR, LambdaLR, OneCycleLR."""
+CosineAnnealingLR, LinearLR, ConstantLR, ChainedScheduler, LambdaLR, OneCycleLR.
+
+Note [Schedules inside a graph]
+rill.nn.Graph steps a scheduler inside the graph when it has a closed form: its class defines
+_graph_lr(epoch), the lr of each param group at an epoch given as a 0-d float64 tensor, in ops the tracer
+records (pow, floor, cos, comparisons), and keeps its get_lr() and step() (graph_lr_fn checks). The graph holds
+the epoch in a variable it increments itself, so a call reads no lr from the host; the host scheduler object
+still steps after each call (last_epoch, param_groups' lr and get_last_lr() stay eager's, so state_dict(),
+rill.save and eager steps in between work), and a graph call finding last_epoch moved by anything else
+(an eager step(), load_state_dict) sets the variable to it first. The closed form computes from base_lrs,
+not from param_groups' current lr: an lr written into a param group by hand is not seen by a graph that
+steps its schedule inside. Schedulers without one (LambdaLR, OneCycleLR, ReduceLROnPlateau, user classes)
+step on the host, and each call feeds the lr it set.
+"""
 import math
 import types
 from bisect import bisect_right
 from collections import Counter
 
+import rill
 from rill.optim.optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "OneCycleLR"]
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR",
+           "ConstantLR", "ChainedScheduler", "OneCycleLR"]
+
+
+def graph_lr_fn(scheduler):
+    """scheduler._graph_lr when the graph can compute its lr from the epoch (Note [Schedules inside a graph]),
+    else None: a class that overrides get_lr() or step() below the one defining the closed form runs on the
+    host."""
+    cls = type(scheduler)
+    for klass in cls.__mro__:
+        if "_graph_lr" in klass.__dict__:
+            same = cls.get_lr is klass.get_lr and cls.step is klass.step
+            return scheduler._graph_lr if same and scheduler._graph_supported() else None
+    return None
+
+
+def _as_float64(mask):
+    return mask.to(rill.float64)
 
 
 class LRScheduler:
@@ -52,6 +83,14 @@ class LRScheduler:
 
     def get_lr(self):
         raise NotImplementedError
+
+    def _graph_supported(self):
+        """True when _graph_lr holds for this scheduler's settings (Note [Schedules inside a graph])."""
+        return True
+
+    def _graph_key(self):
+        """What the traced closed form bakes in: a graph recompiles when it changes."""
+        return tuple(self.base_lrs)
 
     def step(self, epoch=None):
         self._step_count += 1
@@ -121,6 +160,15 @@ class StepLR(LRScheduler):
     def _get_closed_form_lr(self):
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
 
+    def _graph_factor(self, epoch):
+        return self.gamma ** rill.floor(epoch / self.step_size)
+
+    def _graph_lr(self, epoch):
+        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
+
+    def _graph_key(self):
+        return (tuple(self.base_lrs), self.step_size, self.gamma)
+
 
 class MultiStepLR(LRScheduler):
     """Multiply the lr by gamma at each milestone epoch."""
@@ -140,6 +188,18 @@ class MultiStepLR(LRScheduler):
         milestones = sorted(self.milestones.elements())
         return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
 
+    def _graph_factor(self, epoch):
+        passed = epoch * 0.0  # how many milestones (with their multiplicity) are <= epoch
+        for milestone in sorted(self.milestones.elements()):
+            passed = passed + _as_float64(epoch >= milestone)
+        return self.gamma ** passed
+
+    def _graph_lr(self, epoch):
+        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
+
+    def _graph_key(self):
+        return (tuple(self.base_lrs), tuple(sorted(self.milestones.elements())), self.gamma)
+
 
 class ExponentialLR(LRScheduler):
     """Multiply the lr by gamma every epoch."""
@@ -155,6 +215,15 @@ class ExponentialLR(LRScheduler):
 
     def _get_closed_form_lr(self):
         return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+
+    def _graph_factor(self, epoch):
+        return self.gamma ** epoch
+
+    def _graph_lr(self, epoch):
+        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
+
+    def _graph_key(self):
+        return (tuple(self.base_lrs), self.gamma)
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -182,6 +251,136 @@ class CosineAnnealingLR(LRScheduler):
     def _get_closed_form_lr(self):
         return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base_lr in self.base_lrs]
+
+    def _graph_lr(self, epoch):
+        cos = rill.cos(epoch * math.pi / self.T_max)
+        return [self.eta_min + (base_lr - self.eta_min) * (1 + cos) / 2 for base_lr in self.base_lrs]
+
+    def _graph_key(self):
+        return (tuple(self.base_lrs), self.T_max, self.eta_min)
+
+
+class LinearLR(LRScheduler):
+    """Scale the lr by a factor going linearly from start_factor to end_factor over total_iters epochs."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
+        if self.last_epoch > self.total_iters:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        ratio = 1.0 + (self.end_factor - self.start_factor) / (
+            self.total_iters * self.start_factor + (self.last_epoch - 1) * (self.end_factor - self.start_factor))
+        return [group["lr"] * ratio for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
+                           * min(self.total_iters, self.last_epoch) / self.total_iters) for base_lr in self.base_lrs]
+
+    def _graph_factor(self, epoch):
+        done = rill.clamp(epoch, max=float(self.total_iters))
+        return self.start_factor + (self.end_factor - self.start_factor) * done / self.total_iters
+
+    def _graph_lr(self, epoch):
+        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
+
+    def _graph_key(self):
+        return (tuple(self.base_lrs), self.start_factor, self.end_factor, self.total_iters)
+
+
+class ConstantLR(LRScheduler):
+    """Scale the lr by factor until epoch total_iters, then restore it."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+        if self.last_epoch != self.total_iters:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base_lr in self.base_lrs]
+
+    def _graph_factor(self, epoch):
+        return self.factor + _as_float64(epoch >= self.total_iters) * (1 - self.factor)
+
+    def _graph_lr(self, epoch):
+        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
+
+    def _graph_key(self):
+        return (tuple(self.base_lrs), self.factor, self.total_iters)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step several schedulers of one optimizer together: their factors multiply."""
+
+    def __init__(self, schedulers, optimizer=None):
+        schedulers = list(schedulers)
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be chained, but got no "
+                             "scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        for idx, scheduler in enumerate(schedulers):
+            if scheduler.optimizer is not optimizer:
+                raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the same optimizer, but "
+                                 f"got scheduler {type(scheduler).__name__} at index {idx} with a different one")
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+    @property
+    def last_epoch(self):
+        """The first scheduler's epoch (they step together)."""
+        return self._schedulers[0].last_epoch
+
+    def step(self):
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self):
+        state = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        schedulers = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        state_dict["_schedulers"] = schedulers
+        for scheduler, state in zip(self._schedulers, schedulers):
+            scheduler.load_state_dict(state)
+
+    def _graph_supported(self):
+        # Chained multiplicative schedules multiply their factors; one that adds (cosine) has no such product.
+        first = self._schedulers[0]
+        return all(graph_lr_fn(s) is not None and hasattr(s, "_graph_factor") and s.last_epoch == first.last_epoch
+                   and s.base_lrs == first.base_lrs for s in self._schedulers)
+
+    def _graph_lr(self, epoch):
+        factor = None
+        for s in self._schedulers:
+            factor = s._graph_factor(epoch) if factor is None else factor * s._graph_factor(epoch)
+        return [base_lr * factor for base_lr in self._schedulers[0].base_lrs]
+
+    def _graph_key(self):
+        return tuple(s._graph_key() for s in self._schedulers)
 
 
 def _format_param(name, optimizer, param):

@@ -5,11 +5,11 @@
 #include <utility>
 
 #include "rill/graph/attrs.h"
+#include "rill/vm/instruction.h"
 
 namespace rill::runtime::detail {
-namespace {
 
-const char* kind_name(plan::TaskKind k) {
+const char* task_kind_name(plan::TaskKind k) {
   switch (k) {
     case plan::TASK_COMPUTE: return "compute";
     case plan::TASK_VIEW: return "view";
@@ -22,6 +22,8 @@ const char* kind_name(plan::TaskKind k) {
     default: return "unknown";
   }
 }
+
+namespace {
 
 /** p + bytes, or null for a null p (a piece announced without data). */
 char* offset(char* p, int64_t bytes) { return p ? p + bytes : nullptr; }
@@ -198,14 +200,14 @@ void Actor::prepare_args() {
 }
 
 void Actor::fail_plan(const std::string& why) const {
-  RILL_FAIL(Runtime, "[runtime] bad plan: task '", task_->name(), "' (", kind_name(task_->kind()),
+  RILL_FAIL(Runtime, "[runtime] bad plan: task '", task_->name(), "' (", task_kind_name(task_->kind()),
             task_->op().empty() ? "" : " " + task_->op(), "): ", why);
 }
 
 Error Actor::task_error(const std::exception& e, ErrorKind kind) const {
   std::ostringstream os;
   os << e.what() << " (graph task '" << task_->name() << "', op "
-     << (task_->op().empty() ? std::string(kind_name(task_->kind())) : task_->op());
+     << (task_->op().empty() ? std::string(task_kind_name(task_->kind())) : task_->op());
   if (!task_->loc().empty()) os << ", issued at " << task_->loc();
   os << ")";
   return Error(kind, os.str());
@@ -340,8 +342,11 @@ void Actor::compute(ActorEnv& env) {
   if (task_->random()) {
     const Bindings& b = env.bindings();
     launch_scalars_[0] = Scalar(b.seed);
-    launch_scalars_[1] = Scalar(b.random_offset + scalars_[1].to_int());
+    // Each piece draws its own numbers, as eager's micro-batches do one after the other (Note [Actors]).
+    launch_scalars_[1] = Scalar(b.random_offset + piece() * b.random_piece_numbers + scalars_[1].to_int());
   }
+  const bool traced = env.tracing();
+  const int64_t start = traced ? vm::now_ns() : 0;
   try {
     if (task_->kind() == plan::TASK_ACC && sub_ > 0) {
       TensorArg sum[2] = {out_args_[0], in_args_[0]};
@@ -354,6 +359,7 @@ void Actor::compute(ActorEnv& env) {
   } catch (const std::exception& e) {
     env.fail(task_error(e, ErrorKind::kRuntime));
   }
+  if (traced) env.record_kernel(piece(), start);
 }
 
 bool Actor::step(ActorEnv& env) {

@@ -63,10 +63,17 @@ class ActorEnv {
   virtual const Bindings& bindings() const = 0;
   /** Count one act (not in the dry run). */
   virtual void count_act() = 0;
+  /** True when the runtime records its kernels (Note [The actors' trace] in trace.cpp). */
+  virtual bool tracing() const = 0;
+  /** Record that the acting actor ran its kernel on piece from start_ns (vm::now_ns()) until now. */
+  virtual void record_kernel(int64_t piece, int64_t start_ns) = 0;
 
  protected:
   ~ActorEnv() = default;
 };
+
+/** "compute", "copy", "acc", ...: what messages and the trace call a task kind. */
+const char* task_kind_name(plan::TaskKind kind);
 
 /** The data pointer of piece k of a register that is ready from the start (a variable, an input, a view of one). */
 char* fixed_data(const std::vector<RegstInfo>& regsts, int32_t regst, const Bindings& b, int64_t k);
@@ -127,6 +134,8 @@ class Actor {
   bool step(ActorEnv& env);
   bool step_repeat(ActorEnv& env);
   bool step_acc(ActorEnv& env);
+  /** The piece the next kernel run computes: the act, or for an acc the input piece it sums. */
+  int64_t piece() const { return task_->kind() == plan::TASK_ACC ? acts_ * repeat_ + sub_ : acts_; }
   char* in_data(const InSlot& in, const Bindings& b) const;
   char* out_data(const OutSlot& out, const Bindings& b) const;
   void compute(ActorEnv& env);

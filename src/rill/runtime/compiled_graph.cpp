@@ -1,5 +1,6 @@
 #include "rill/runtime/compiled_graph.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -71,7 +72,7 @@ void run_launch(const KernelContext& c) {
   for (size_t i = 0; i < n_out; ++i) outputs[i] = c.outputs[i].data;
   for (size_t i = 0; i < g.written_variables_.size(); ++i)
     variables[g.written_variables_[i]] = c.outputs[n_out + i].data;
-  Bindings b{variables, inputs, outputs, c.scalars[0].to_int(), c.scalars[1].to_int()};
+  Bindings b{variables, inputs, outputs, c.scalars[0].to_int(), c.scalars[1].to_int(), g.random_numbers_};
   g.runtime_->run(b);
 }
 
@@ -89,7 +90,7 @@ CompiledGraph::CompiledGraph(graph::Job job, std::vector<Tensor> variables, int6
               plan.variables_size(), " variables, the trace ", variables_.size());
   stats_.planned_peak_bytes = plan.planned_peak_bytes();
   stats_.plan_tasks = plan.tasks_size();
-  runtime_ = std::make_unique<Runtime>(std::move(plan));
+  runtime_ = std::make_unique<Runtime>(std::move(plan), job_.conf().name());
   stats_.job_ops = job_.ops_size();
   stats_.infer_computed = infer.computed;
   stats_.infer_cache_hits = infer.hits;
@@ -128,7 +129,8 @@ std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
   std::vector<Tensor> outputs(writes);
   for (int i : read_variables_) reads.push_back(variables_[i]);
   for (int i : written_variables_) writes.push_back(variables_[i]);
-  auto [seed, offset] = eager::take_random(random_numbers_);
+  // Every piece draws its own numbers (Note [Actors], randomness): the launch takes a whole iteration's.
+  auto [seed, offset] = eager::take_random(random_numbers_ * std::max<int64_t>(p.pieces(), 1));
   Scalar scalars[2] = {seed, offset};
   vm::Stream stream;
   stream.thread_id = launch_thread();

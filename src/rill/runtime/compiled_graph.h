@@ -38,7 +38,7 @@ void run_launch(const KernelContext& c);
 class CompiledGraph {
  public:
   /** Run the passes, inference and the compiler on job, whose variable ops bind variables (in order);
-   * random_numbers: how many the traced step draws from the generator. Raises rill::Error naming the op. */
+   * random_numbers: how many the traced step (one piece) draws from the generator. Raises rill::Error naming the op. */
   CompiledGraph(graph::Job job, std::vector<Tensor> variables, int64_t random_numbers,
                 const graph::CompileOptions& options = {});
   /** Waits for its launches still in flight. */
@@ -59,7 +59,7 @@ class CompiledGraph {
   graph::Job job_;
   std::vector<Tensor> variables_;
   std::vector<int> read_variables_, written_variables_;  // indices into variables_
-  int64_t random_numbers_;
+  int64_t random_numbers_;  // drawn by one piece
   std::unique_ptr<Runtime> runtime_;
   GraphStats stats_;
   int64_t id_;

@@ -1,5 +1,7 @@
 #include "rill/runtime/runtime.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -16,8 +18,10 @@
 
 #include "rill/eager/functional.h"
 #include "rill/runtime/actor.h"
+#include "rill/runtime/trace.h"
 #include "rill/graph/attrs.h"
 #include "rill/graph/task_id.h"
+#include "rill/vm/instruction.h"
 
 // Note [Actors]
 // A plan runs as one actor per task (actor.h). An actor is a state machine: it
@@ -39,6 +43,12 @@
 // the rest added) and produces it once. Each task acts acts_per_iteration times
 // per iteration (0 in the plan means plan.pieces): the source tick's acts start
 // the pieces, the sink tick's last act comes after every piece has passed.
+//
+// Randomness. A random task (Task.random) draws at the launch's seed, in its
+// k-th act of an iteration from random_offset + k * random_piece_numbers + its
+// own offset (scalar 1, relative to the trace's first draw). A launch reserves
+// pieces times the numbers the traced piece drew, so piece k draws what eager's
+// k-th micro-batch would draw in a loop of them, and each piece gets new masks.
 //
 // Threads. The stream of a task's id picks its thread: stream 0 runs on the
 // thread that calls run(), every other stream on a thread the runtime owns. A
@@ -76,6 +86,7 @@ struct Worker {
   std::deque<Message> inbox;  // from other threads, under mu
   bool stop = false;          // under mu: the runtime is being destroyed
   std::deque<Message> local;  // sent by this thread's own actors; only this thread touches it
+  std::vector<trace::KernelEvent> events;  // this iteration's kernels, when tracing (Note [The actors' trace])
   std::thread thread;         // none for worker 0
 };
 
@@ -99,7 +110,7 @@ int64_t span_bytes(const TensorMeta& m, const std::string& name) {
 }  // namespace
 
 struct Runtime::Impl {
-  explicit Impl(plan::Plan p);
+  Impl(plan::Plan p, std::string name);
   ~Impl();
   void index_regsts();
   void index_tasks();
@@ -113,6 +124,8 @@ struct Runtime::Impl {
   bool all_finished() const;
   std::string deadlock_report() const;
   void check_bindings(const Bindings& b) const;
+  void label_tasks(std::string graph);
+  void hand_over_trace();
 
   class Dispatch;
 
@@ -132,6 +145,8 @@ struct Runtime::Impl {
   std::mutex error_mu_;
   std::optional<Error> error_;  // under error_mu_
   std::atomic<int64_t> iterations_{0}, acts_{0}, messages_{0};
+  std::shared_ptr<const trace::TaskLabels> labels_;  // null unless RILL_GRAPH_TRACE was set at construction
+  int64_t runs_ = 0;                                 // under run_mu_: launches so far, the trace's iteration
 };
 
 /** The runtime as the actors of one thread see it. */
@@ -167,6 +182,10 @@ class Runtime::Impl::Dispatch final : public detail::ActorEnv {
   void count_act() override {
     if (!rt_.dry_) rt_.acts_.fetch_add(1, std::memory_order_relaxed);
   }
+  bool tracing() const override { return rt_.labels_ != nullptr; }
+  void record_kernel(int64_t piece, int64_t start_ns) override {
+    self_.events.push_back(trace::KernelEvent{actor_, piece, start_ns, vm::now_ns(), trace::this_thread_id()});
+  }
 
   /** Handle m, then everything this thread's actors sent each other meanwhile. */
   void process(const Message& m) {
@@ -180,6 +199,7 @@ class Runtime::Impl::Dispatch final : public detail::ActorEnv {
 
  private:
   void handle(const Message& m) {
+    actor_ = m.actor;  // an actor acts only while it handles a message of its own
     try {
       rt_.actors_[m.actor]->handle(m, *this);
     } catch (const Error& e) {  // an internal check of the actor: keep it, the iteration ends as a deadlock
@@ -192,9 +212,10 @@ class Runtime::Impl::Dispatch final : public detail::ActorEnv {
 
   Impl& rt_;
   Worker& self_;
+  int32_t actor_ = 0;  // the actor handling the current message
 };
 
-Runtime::Impl::Impl(plan::Plan p) : plan_(std::move(p)) {
+Runtime::Impl::Impl(plan::Plan p, std::string name) : plan_(std::move(p)) {
   eager::op("add");  // registers the ops and their kernels
   index_regsts();
   index_tasks();
@@ -206,7 +227,24 @@ Runtime::Impl::Impl(plan::Plan p) : plan_(std::move(p)) {
   dry_ = false;
   if (error_) throw *error_;
   if (!all_finished()) RILL_FAIL(Runtime, deadlock_report(), " (found while checking the plan)");
+  if (trace::path_from_env()) label_tasks(std::move(name));
   start_workers();
+}
+
+void Runtime::Impl::label_tasks(std::string graph) {
+  auto labels = std::make_shared<trace::TaskLabels>();
+  labels->graph = std::move(graph);
+  for (const plan::Task& t : plan_.tasks()) {
+    labels->names.push_back(t.name());
+    labels->ops.push_back(t.op().empty() ? detail::task_kind_name(t.kind()) : t.op());
+    labels->ids.push_back(graph::task_id_str(t.id()));
+  }
+  labels_ = std::move(labels);
+}
+
+void Runtime::Impl::hand_over_trace() {
+  // Every worker's events happened before drain() saw nothing pending (Note [The actors' trace] in trace.cpp).
+  for (auto& w : workers_) trace::add(labels_, runs_, w->events);
 }
 
 Runtime::Impl::~Impl() {
@@ -409,7 +447,9 @@ void Runtime::Impl::make_actors() {
 void Runtime::Impl::start_workers() {
   for (size_t i = 1; i < workers_.size(); ++i) {
     Worker& w = *workers_[i];
-    w.thread = std::thread([this, &w] {
+    w.thread = std::thread([this, &w, i] {
+      std::string name = "rill-actors-" + std::to_string(i);  // the trace's name for the thread
+      pthread_setname_np(pthread_self(), name.c_str());
       Dispatch env(*this, w);
       std::deque<Message> batch;
       for (;;) {
@@ -491,7 +531,7 @@ void Runtime::Impl::check_bindings(const Bindings& b) const {
   check(b.outputs, plan_.outputs_size(), "outputs");
 }
 
-Runtime::Runtime(plan::Plan plan) : impl_(std::make_unique<Impl>(std::move(plan))) {}
+Runtime::Runtime(plan::Plan plan, std::string name) : impl_(std::make_unique<Impl>(std::move(plan), std::move(name))) {}
 
 Runtime::~Runtime() = default;
 
@@ -502,6 +542,8 @@ void Runtime::run(const Bindings& bindings) {
   rt.launch_ = bindings;
   rt.failed_.store(false, std::memory_order_relaxed);  // relaxed: no actor runs until drain() sends its messages
   rt.drain();
+  if (rt.labels_) rt.hand_over_trace();
+  ++rt.runs_;
   std::optional<Error> error;
   {
     std::lock_guard<std::mutex> error_lock(rt.error_mu_);

@@ -23,6 +23,7 @@ struct Bindings {
   std::span<void* const> outputs;
   int64_t seed = 0;           // the generator's seed and the offset this launch draws from (Task.random)
   int64_t random_offset = 0;
+  int64_t random_piece_numbers = 0;  // numbers one piece draws: piece k of a random task draws k times as far on
 };
 
 /** Counters of a runtime, for g.stats() and tests. */
@@ -36,8 +37,9 @@ struct RuntimeStats {
 class Runtime {
  public:
   /** Build the actors of plan and allocate its chunks; raises rill::Error (RuntimeError) for an inconsistent plan
-   * (an unknown op, a register without a producer, a cycle the ticks cannot start). */
-  explicit Runtime(plan::Plan plan);
+   * (an unknown op, a register without a producer, a cycle the ticks cannot start). name: what the graph trace
+   * calls it (RILL_GRAPH_TRACE, runtime/trace.h). */
+  explicit Runtime(plan::Plan plan, std::string name = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

@@ -48,6 +48,8 @@ const std::vector<Knob>& knobs() {
       {"RILL_CPU_ISA", "", "baseline, avx2 or avx512: force that build of the hot float32 row loops"},
       {"RILL_VM_TRACE", "",
        "write a Chrome/Perfetto trace of every VM instruction to this file at exit (tools/vm_trace_summary.py)"},
+      {"RILL_GRAPH_TRACE", "",
+       "write a Chrome/Perfetto trace of every kernel the nn.Graph actors run to this file at exit (docs/graph.md)"},
       {"RILL_STRICT_DTYPE", "0",
        "1 turns strict dtype mode on for every thread that does not set its own (rill.set_strict_dtype)"},
   };

@@ -4,13 +4,17 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "rill/eager/functional.h"
 #include "rill/graph/attrs.h"
 #include "rill/runtime/runtime.h"
+#include "rill/runtime/trace.h"
 #include "rill/graph/task_id.h"
+#include "rill/util/env.h"
 #include "rill/util/error.h"
 
 #include "../values.h"
@@ -308,6 +312,30 @@ TEST(RuntimeRandom, EachLaunchDrawsFromItsOffset) {
   EXPECT_EQ(a, values<float>(e));
 }
 
+TEST(RuntimeRandom, EachPieceDrawsItsOwnNumbers) {
+  // Under gradient accumulation piece k draws at offset + k * random_piece_numbers, as eager's k-th micro-batch.
+  const int n = 4;
+  PlanBuilder b(n);
+  int64_t r = b.owned({64}), ro = b.output({64});
+  plan::Task& t = b.compute("rand", "rand", {}, {r}, {Shape{64}, DType::kFloat32}, n);
+  t.set_random(true);
+  *t.add_scalars() = graph::scalar_to_proto(Scalar(int64_t{0}));
+  *t.add_scalars() = graph::scalar_to_proto(Scalar(int64_t{16}));  // its offset in the piece's draws
+  b.task(plan::TASK_ACC, "acc", {r}, {ro}, 1).set_repeat(n);
+  Runtime rt(b.p);
+  std::vector<float> out(64);
+  std::vector<void*> o = {out.data()};
+  rt.run(Bindings{{}, {}, o, 7, 100, 80});
+  std::vector<float> want(64, 0.0f);
+  for (int k = 0; k < n; ++k) {
+    Scalar s[2] = {Scalar(int64_t{7}), Scalar(int64_t{100 + 80 * k + 16})};
+    std::vector<float> piece = values<float>(eager::call1(eager::op("rand"), {}, s, make_attrs({Shape{64},
+                                                                                               DType::kFloat32})));
+    for (int i = 0; i < 64; ++i) want[i] += piece[i];
+  }
+  expect_near(out, want);
+}
+
 TEST(RuntimeStreams, PiecesCrossBetweenTwoThreadsBothWays) {
   // exp on stream 1, neg on stream 0, abs on stream 1, summed on stream 0: 16 pieces through count-1 registers.
   const int n = 16;
@@ -491,6 +519,53 @@ TEST(RuntimeStats, OwnedBytesAreTheChunks) {
   EXPECT_EQ(rt.stats().acts, 0);  // the construction's dry run is not counted
   EXPECT_EQ(rt.stats().messages, 0);
   EXPECT_EQ(rt.plan().tasks_size(), 2);
+}
+
+/** How many times needle occurs in text. */
+int64_t occurrences(const std::string& text, const std::string& needle) {
+  int64_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(RuntimeTrace, EveryKernelOfEveryPieceIsRecordedOnItsThread) {
+  // exp and abs on stream 1, neg and the acc on stream 0, 4 pieces, 3 launches: each kernel run is one event.
+  const int n = 4;
+  Tensor x = ramp({n, 5}, -2.0, 0.05);
+  std::vector<float> xv = values<float>(x), out(5);
+  PlanBuilder b(n);
+  int64_t rx = b.input({5}, DType::kFloat32, 5 * sizeof(float)), e = b.owned({5}), g = b.owned({5});
+  int64_t r = b.owned({5}), ro = b.output({5});
+  b.compute("exp", "exp", {rx}, {e}, {}, n, 1);
+  b.compute("neg", "neg", {e}, {g}, {}, n, 0);
+  b.compute("abs", "abs", {g}, {r}, {}, n, 1);
+  b.task(plan::TASK_ACC, "acc", {r}, {ro}, 1, 0).set_repeat(n);
+  Runtime untraced(b.p);
+  static int runs = 0;  // the file keeps every event of the process: this run's graph has a name of its own
+  std::string graph = "Pieces" + std::to_string(++runs);
+  std::string path = ::testing::TempDir() + "rill_graph_trace_test.json";
+  env::set_override("RILL_GRAPH_TRACE", path);
+  Runtime rt(b.p, graph);
+  env::set_override("RILL_GRAPH_TRACE", std::nullopt);
+  int64_t before = trace::recorded();
+  launch(untraced, {}, {&xv}, {&out});
+  EXPECT_EQ(trace::recorded(), before);  // nothing without the variable
+  for (int i = 0; i < 3; ++i) launch(rt, {}, {&xv}, {&out});
+  EXPECT_EQ(trace::recorded() - before, 3 * 4 * n);
+  ASSERT_EQ(trace::write(), trace::recorded());
+  std::ifstream in(path);
+  std::string text, line;
+  int64_t thread_names = 0;
+  while (std::getline(in, line)) {
+    if (line.find("\"graph\": \"" + graph + "\"") != std::string::npos) text += line + "\n";
+    thread_names += occurrences(line, "\"name\": \"rill-actors-1\"");
+  }
+  for (const char* task : {"exp", "neg", "abs", "acc"})
+    EXPECT_EQ(occurrences(text, std::string("{\"name\": \"") + task + "\", \"cat\""), 3 * n) << task;
+  EXPECT_EQ(occurrences(text, "\"ph\": \"X\""), 3 * 4 * n);
+  EXPECT_EQ(occurrences(text, "\"iteration\": 2, \"piece\": 3}"), 4);
+  EXPECT_EQ(occurrences(text, "\"cat\": \"copy\""), 0);
+  EXPECT_GE(thread_names, 1);  // the stream-1 thread, named
 }
 
 }  // namespace
