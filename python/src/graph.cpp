@@ -92,7 +92,9 @@ void init_graph(nb::module_& m) {
       .def("variables", &Tracer::variables)
       .def("compile", [](Tracer& t, bool train, int32_t accumulation) {
         graph::Job job = t.finish(train, accumulation);
-        return std::make_unique<CompiledGraph>(std::move(job), t.variables(), t.random_numbers());
+        auto g = std::make_unique<CompiledGraph>(std::move(job), t.variables(), t.random_numbers());
+        g->use_traced_numbers(t.random_start());
+        return g;
       }, nb::arg("train"), nb::arg("gradient_accumulation_steps"),
          "Finish the trace and compile it: passes, inference, the plan and its runtime.")
       .def("finish_job", [](Tracer& t) { return job_dict(t.finish(false, 1)); },

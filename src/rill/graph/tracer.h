@@ -42,6 +42,8 @@ class Tracer final : public eager::TraceSink {
   const std::vector<Tensor>& variables() const { return variables_; }
   /** How many random numbers the trace drew: each launch advances the generator by as many. */
   int64_t random_numbers() const { return random_numbers_; }
+  /** The generator's offset when the trace started: its draws are the numbers from there on. */
+  int64_t random_start() const { return random_start_; }
 
   void on_call(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
                std::span<const Tensor> outputs) override;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "rill/eager/functional.h"
 #include "rill/graph/passes/pass.h"
@@ -130,7 +131,7 @@ std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
   for (int i : read_variables_) reads.push_back(variables_[i]);
   for (int i : written_variables_) writes.push_back(variables_[i]);
   // Every piece draws its own numbers (Note [Actors], randomness): the launch takes a whole iteration's.
-  auto [seed, offset] = eager::take_random(random_numbers_ * std::max<int64_t>(p.pieces(), 1));
+  auto [seed, offset] = take_random(random_numbers_ * std::max<int64_t>(p.pieces(), 1));
   Scalar scalars[2] = {seed, offset};
   vm::Stream stream;
   stream.thread_id = launch_thread();
@@ -138,6 +139,17 @@ std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
   last_outputs_ = std::move(writes);
   ++stats_.launches;
   return outputs;
+}
+
+std::pair<Scalar, Scalar> CompiledGraph::take_random(int64_t total) {
+  if (traced_offset_ >= 0 && random_numbers_ > 0) {
+    const int64_t traced = std::exchange(traced_offset_, -1);
+    // The trace's numbers are the first piece's; the other pieces take theirs right after, when no draw came
+    // between (else fresh numbers for the whole iteration, as any later launch takes).
+    auto [seed, rest] = eager::take_random(total - random_numbers_);
+    if (rest.to_int() == traced + random_numbers_) return {seed, Scalar(traced)};
+  }
+  return eager::take_random(total);
 }
 
 GraphStats CompiledGraph::stats() const { return stats_; }

@@ -46,6 +46,9 @@ class CompiledGraph {
   CompiledGraph(const CompiledGraph&) = delete;
   CompiledGraph& operator=(const CompiledGraph&) = delete;
 
+  /** The trace drew its random numbers from offset on: the first launch's first piece uses those, so its
+   * masks are the ones eager's first step would draw (Note [Actors], randomness). */
+  void use_traced_numbers(int64_t offset) { traced_offset_ = offset; }
   /** Start one iteration on inputs (the traced shapes and dtypes); returns the outputs at once. */
   std::vector<Tensor> launch(std::span<const Tensor> inputs);
   const graph::Job& job() const { return job_; }
@@ -60,6 +63,8 @@ class CompiledGraph {
   std::vector<Tensor> variables_;
   std::vector<int> read_variables_, written_variables_;  // indices into variables_
   int64_t random_numbers_;  // drawn by one piece
+  int64_t traced_offset_ = -1;  // where the trace's numbers start, until the first launch uses them
+  std::pair<Scalar, Scalar> take_random(int64_t total);
   std::unique_ptr<Runtime> runtime_;
   GraphStats stats_;
   int64_t id_;
