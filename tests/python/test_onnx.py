@@ -155,3 +155,25 @@ def test_bad_arguments():
         rill.onnx.export(_mlp(), rill.randn(2, 8, 8), io.BytesIO(), opset_version=9)
     with pytest.raises(TypeError, match="unsupported arguments"):
         rill.onnx.export(_mlp(), rill.randn(2, 8, 8), io.BytesIO(), operator_export_type=1)
+
+
+class _ManyOps(nn.Module):
+    """Activations, scalar forms, reductions, views, cat, where, clamp: more of the table at once."""
+
+    def forward(self, x):
+        a = nn.functional.gelu(x, approximate="tanh") + nn.functional.silu(x) * 2.0 - (1.0 - x)
+        b = a.softmax(-1).sum(1, keepdim=True) + a.mean(dim=(0,))
+        c = rill.cat([b, x.permute(0, 2, 1)[:, :, 1:2].expand(-1, -1, 5)], 1)
+        d = rill.where(c > 0.1, c, nn.functional.leaky_relu(c, 0.2)).unsqueeze(1).squeeze(1)
+        return d[:, 0] / 3.0, rill.clamp(d, min=-0.5).amax(-1)
+
+
+def test_many_ops_dynamic_batch():
+    f = io.BytesIO()
+    rill.onnx.export(_ManyOps(), rill.randn(4, 3, 5), f, input_names=["x"], dynamic_axes={"x": {0: "b"}})
+    for n in (4, 2):
+        x = rill.randn(n, 3, 5)
+        with rill.no_grad():
+            want = [t.numpy() for t in _ManyOps()(x)]
+        for got, w in zip(_run(f.getvalue(), {"x": x.numpy()}), want):
+            np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
