@@ -75,18 +75,19 @@ class _Op:
     def fail(self, what):
         raise RuntimeError(f"[onnx.export] {self.where()}: {what}")
 
-    def _values(self, get):
+    def values(self, get):
+        """get(op) of this op in each job (the first the traced one, then one per dynamic axis)."""
         return [get(job["ops"][self.op["name"]]) for job in self.ex.jobs]
 
     def attr(self, key):
-        values = self._values(lambda op: op["attrs"].get(key))
+        values = self.values(lambda op: op["attrs"].get(key))
         if any(v != values[0] for v in values):
             self.fail(f"its attr '{key}' changes with the size of a dynamic axis; ONNX export cannot express that "
                       "yet (export without dynamic_axes)")
         return values[0]
 
     def scalar(self, i):
-        values = self._values(lambda op: op["scalars"][i])
+        values = self.values(lambda op: op["scalars"][i])
         if any(v != values[0] for v in values):
             self.fail("its scalar changes with the size of a dynamic axis (a number computed from a shape); "
                       "ONNX export cannot express that yet")
@@ -255,7 +256,7 @@ def _slice(o):
     src = o.in_shape(0)
     dim = o.dim(o.attr("dim"), len(src))
     start = o.attr("start") or 0
-    ends = o._values(lambda op: op["attrs"].get("end"))
+    ends = o.values(lambda op: op["attrs"].get("end"))
     sizes = [job["descs"][o.op["inputs"][0]]["shape"][dim] for job in o.ex.jobs]
     if any(e != ends[0] for e in ends) and all(e is not None and e >= n for e, n in zip(ends, sizes)):
         end = _INT64_MAX  # the end follows the dim's size (x[:, :n] with n the size): to the end
@@ -423,13 +424,16 @@ def _needed(job):
 
 
 class _Exporter:
-    def __init__(self, jobs, variables, axes, opset):
+    """Builds the ONNX graph of jobs[0]; jobs[1:] are its traces with one dynamic axis grown each."""
+
+    def __init__(self, jobs, variables, axes, opset, axis_source, axis_base):
         from onnx import helper, numpy_helper
         self.helper, self.numpy_helper = helper, numpy_helper
         self.jobs, self.variables, self.axes, self.opset = jobs, variables, axes, opset
         self.descs = jobs[0]["descs"]
         self.names, self.nodes, self.initializers, self.count = {}, [], [], 0
-        self.axis_source = {}  # dynamic axis -> (ONNX input name, dim)
+        self.axis_source = axis_source  # dynamic axis -> (ONNX input name, dim) that carries it
+        self.axis_base = axis_base  # dynamic axis -> its traced size
         self._dim_cache = {}
 
     def shape(self, lbn):
@@ -554,9 +558,8 @@ def export(model, args, f, export_params=True, *, input_names=None, output_names
                                "size; export it without that dynamic axis")
     n_outputs = sum(op["op_type"] == "output" for op in base["ops"].values())
     output_names = _names(output_names, n_outputs, "output")
-    ex = _Exporter(jobs, variables, list(axes), opset)
-    ex.axis_source = {a: (input_names[p[0][0]], p[0][1]) for a, p in axes.items()}
-    ex.axis_base = {a: inputs[p[0][0]].shape[p[0][1]] for a, p in axes.items()}
+    ex = _Exporter(jobs, variables, list(axes), opset, {a: (input_names[p[0][0]], p[0][1]) for a, p in axes.items()},
+                   {a: inputs[p[0][0]].shape[p[0][1]] for a, p in axes.items()})
     named = {k: _dim_names(k, v) for k, v in (dynamic_axes or {}).items()}
     graph = ex.build(input_names, output_names, named, export_params)
     proto = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
