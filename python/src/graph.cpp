@@ -39,6 +39,7 @@ nb::object scalar_object(const plan::ScalarValue& v) {
 nb::dict desc_dict(const plan::TensorDesc& d) {
   nb::dict out;
   out["shape"] = std::vector<int64_t>(d.shape().begin(), d.shape().end());
+  out["strides"] = std::vector<int64_t>(d.strides().begin(), d.strides().end());
   out["dtype"] = d.dtype();
   return out;
 }

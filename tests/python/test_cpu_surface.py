@@ -47,8 +47,7 @@ def test_onnx_and_nn_parallel_import():
     import rill.nn.parallel
     import rill.onnx
     assert rill.nn.parallel.DistributedDataParallel is not None
-    with pytest.raises(NotImplementedError, match="ONNX"):
-        rill.onnx.export(rill.nn.Linear(2, 2), (rill.ones(1, 2),), "m.onnx")
+    assert callable(rill.onnx.export)  # exporting is tested in test_onnx.py
 
 
 @pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor",
