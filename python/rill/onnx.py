@@ -315,6 +315,26 @@ def _restride(o):
            "root and has no ONNX mapping; build the view with view/reshape/slicing ops")
 
 
+def _sdpa(o):
+    # The fused attention op (out, lse, probs): softmax(q k^T scale + mask) v in plain nodes; only out is exported.
+    q, k, v = o.x[:3]
+    dt = o.out_dtype()
+    rank = len(o.in_shape(1))
+    key_t = o.emit("Transpose", [k], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    scores = o.emit("MatMul", [o.emit("Mul", [q, o.const(o.attr("scale"), dt)]), key_t])
+    minus_inf = o.const(-np.inf, dt)
+    if o.attr("is_causal"):
+        ones = o.emit("ConstantOfShape", [o.emit("Shape", [scores])],
+                      value=o.ex.numpy_helper.from_array(np.ones(1, dtype=np.dtype(dt))))
+        keep = o.emit("Cast", [o.emit("Trilu", [ones], upper=0)], to=_onnx_type("bool"))
+        scores = o.emit("Where", [keep, scores, minus_inf])
+    if len(o.x) > 3:
+        mask = o.x[3]
+        scores = (o.emit("Where", [mask, scores, minus_inf]) if o.in_dtype(3) == "bool"
+                  else o.emit("Add", [scores, o.cast(mask, o.in_dtype(3), dt)]))
+    return [o.emit("MatMul", [o.emit("Softmax", [scores], axis=-1), v]), None, None]
+
+
 def _softmax(onnx_op):
     return lambda o: o.emit(onnx_op, o.x, axis=o.attr("dim"))
 
@@ -338,6 +358,7 @@ _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
            "ge": "GreaterOrEqual"}
 
 _OPS = {
+    "_sdpa": _sdpa,
     **{k: _elementwise(v) for k, v in _UNARY.items()},
     **{k: _elementwise(v) for k, v in _BINARY.items()},
     **{k + "_scalar": _elementwise(v, "right") for k, v in _BINARY.items()},

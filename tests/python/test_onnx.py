@@ -177,3 +177,27 @@ def test_many_ops_dynamic_batch():
             want = [t.numpy() for t in _ManyOps()(x)]
         for got, w in zip(_run(f.getvalue(), {"x": x.numpy()}), want):
             np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
+
+
+class _Attention(nn.Module):
+    """Fused attention (rill's _sdpa op) on x's projections: causal, or with an additive mask."""
+
+    def __init__(self, causal):
+        super().__init__()
+        self.causal = causal
+        self.qkv = nn.Linear(16, 48)
+        self.register_buffer("mask", rill.randn(6, 6))
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).reshape(x.shape[0], 6, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.causal:
+            return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention(causal):
+    rill.manual_seed(0)
+    model = _Attention(causal)
+    data = _check(model, rill.randn(3, 6, 16))
+    assert "Softmax" in {n.op_type for n in onnx.load_from_string(data).graph.node}
