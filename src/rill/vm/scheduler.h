@@ -24,6 +24,9 @@ namespace rill::vm {
 inline constexpr int kMaxThreads = kMaxThreadIds;
 /** How long a waiter leaves queued work to a scheduler that is not asleep (Note [A waiter runs the queue]). */
 inline constexpr int64_t kHelpGraceNs = 10'000;
+/** How long a waiter leaves a worker's queued, unclaimed work to that worker: one on a core takes it sooner
+ * (Note [A waiter runs the queue]). */
+inline constexpr int64_t kWorkerGraceNs = 1'000;
 /** How long a slow yield of the scheduler's spin counts as "no core is free" (Note [A waiter runs the queue]). */
 inline constexpr int64_t kNoFreeCoreNs = 20'000'000;
 
