@@ -136,18 +136,20 @@ bool Scheduler::run_batch() {
 // A worker's queue is taken over the same way. A kernel of a thread id with a worker (a rill.asyncs thread;
 // thread 0 with compute on the worker) would otherwise cost two more hand-offs: the worker wakes and runs it,
 // then signals back. So a waiter, after the scheduler's batch, runs the queue of the worker its own thread
-// submits to (help_worker, Worker::help), under the same rules: the worker sleeps, or the grace passed. Order:
-// whoever runs a thread id's instructions holds its claim (Worker::claimed_, under the worker's mutex_), taken
-// together with the whole queue and kept until that batch has run; the worker thread takes it with each batch,
-// keeps it while work that finishes later is outstanding, and lets go between batches. So one thread at a time
-// runs a thread id's instructions, in queue order. The waiter runs them as the worker would (Worker::run_batch:
-// a marker queued on the worker is completed there, every instruction is handed back to be retired), so the
-// dependences, the poisoning and the errors raised at the next sync point are the same. A push to a queue a
-// waiter holds does not wake the worker; the waiter wakes it if it lets go with work left. Never taken over: a
-// pinned worker, one that was ever given an instruction of a pinned stream (Stream::pinned: the comm stream,
-// whose kernels call MPI from the one thread that initialised it, Note [The comm stream] in comm/collectives.cpp), and a
-// stopped one (odb), which parks holding its claim. Work that finishes later belongs on a pinned stream; a
-// waiter that meets some anyway polls it to the end before it lets go.
+// submits to (help_worker, Worker::help) when the worker sleeps or has left the queue unclaimed for kWorkerGrace
+// (a worker on a core claims queued work within a microsecond, and each microsecond more is paid at every sync
+// point of a rill.asyncs thread). Order: whoever runs a thread id's instructions holds its claim
+// (Worker::claimed_, under the worker's mutex_), taken together with the whole queue and kept until that batch
+// has run; the worker thread takes it with each batch, keeps it while work that finishes later is outstanding,
+// and lets go between batches. So one thread at a time runs a thread id's instructions, in queue order. The
+// waiter runs them as the worker would (Worker::run_batch: a marker queued on the worker is completed there,
+// every instruction is handed back to be retired), so the dependences, the poisoning and the errors raised at the
+// next sync point are the same. A push to a queue a waiter holds does not wake the worker; the waiter wakes it if
+// it lets go with work left. Never taken over: a pinned worker, one that was ever given an instruction of a
+// pinned stream (Stream::pinned: the comm stream, whose kernels call MPI from the one thread that initialised it,
+// Note [The comm stream] in comm/collectives.cpp), and a stopped one (odb), which parks holding its claim. Work
+// that finishes later belongs on a pinned stream; a waiter that meets some anyway polls it to the end before it
+// lets go.
 // Spinning backs off when it does not pay (Note [Staying online]): a waiter that had to run a batch while
 // the scheduler was nominally online sets spin_missed_, and the scheduler's next idle spell skips its spin.
 // When the scheduler's spin finds no core free (a slow yield, Note [Spinning on a busy machine] in
