@@ -119,7 +119,7 @@ void Worker::loop() {
     // of a stopped worker.
     if (gate_->stop_requested()) [[unlikely]]
       park_claimed();
-    if (!later_.empty()) poll_until_work();
+    if (held_ && !later_.empty()) poll_until_work();  // held_: written by this thread only, so read unlocked
     if (take_batch()) run_batch();
   }
 }

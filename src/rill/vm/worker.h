@@ -47,7 +47,7 @@ class Worker : private VmThread {
   std::vector<Instruction*> later_;  // ran, their work still going on (Note [Kernels that finish later])
   std::deque<Instruction*> queue_;   // under mutex_
   bool claimed_ = false;             // under mutex_: a thread is running this thread id's instructions
-  bool held_ = false;                // under mutex_: the claim is the worker thread's own
+  bool held_ = false;                // written by the worker thread under mutex_: the claim is its own
   std::atomic<bool> pinned_{false};  // a pinned stream's instruction was queued here: no waiter runs the queue
 };
 

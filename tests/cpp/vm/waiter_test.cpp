@@ -54,7 +54,11 @@ void submit_probe(const Tensor& out, int thread_id, vm::StreamRole role, int slo
 }
 
 // The tests of a worker's queue: waiters poll (they block at once with no online time), and so do the VM threads.
-void waiters_poll() { env::set_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", "1000"); }
+void waiters_poll() { env::set_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", "5000"); }
+
+// Iterations of a takeover test: at least kMinIters, and on until the path was taken (how soon depends on how the
+// OS schedules the threads), at most kMaxIters.
+constexpr int kMinIters = 100, kMaxIters = 5000;
 
 float read_float(const Tensor& t) {
   alignas(16) unsigned char value[16];
@@ -154,16 +158,19 @@ TEST_F(VMWaiter, RunsAWorkersQueueInOrder) {
   Tensor x = eager::full({64}, Scalar(0.0), DType::kFloat32);
   Tensor one = eager::full({64}, Scalar(1.0), DType::kFloat32);
   int wrong = 0;
-  for (int i = 1; i <= 200; ++i) {
+  float expected = 0.0f;
+  for (int i = 1; i <= kMinIters || (i <= kMaxIters && vm::num_waiter_worker_batches() == before); ++i) {
     submit_kernel(slow_one_kernel, one, {}, slow_id);  // one[0] = 1 again, on another worker, slowly
     x = eager::binary(eager::op("add"), x, one);
     if (i % 3 == 0) continue;  // sometimes two batches before the read
     if (read_float(eager::select(x, 0, 0)) != static_cast<float>(i)) ++wrong;
+    expected = static_cast<float>(i);
   }
   vm::synchronize();
   vm::set_current_thread_id(0);
   vm::release_thread_id(slow_id);
   vm::release_thread_id(tid);
+  EXPECT_GT(expected, 0.0f);
   EXPECT_EQ(wrong, 0) << "a read saw the chain out of order";
   EXPECT_GT(vm::num_waiter_worker_batches(), before) << "no waiter ran the worker's queue: the path went untested";
 }
@@ -209,7 +216,8 @@ TEST_F(VMWaiter, TwoWaitersAndTheWorkerRaceForOneQueue) {
   Tensor counter = eager::full({1}, Scalar(0.0), DType::kFloat32);
   g_ran = 0;
   g_ran_on_client = 0;
-  constexpr int kClients = 2, kIters = 200;
+  constexpr int kClients = 2;
+  std::atomic<int> issued{0};
   std::vector<int> wrong(kClients, 0);
   std::vector<std::thread> clients;
   for (int c = 0; c < kClients; ++c) {
@@ -219,7 +227,8 @@ TEST_F(VMWaiter, TwoWaitersAndTheWorkerRaceForOneQueue) {
       Tensor x = eager::full({16}, Scalar(0.0), DType::kFloat32);
       Tensor one = eager::full({16}, Scalar(1.0), DType::kFloat32);
       Tensor gate = eager::full({1}, Scalar(1.0), DType::kFloat32);
-      for (int i = 1; i <= kIters; ++i) {
+      for (int i = 1; i <= kMinIters || (i <= kMaxIters && g_ran_on_client.load() == 0); ++i) {
+        issued.fetch_add(1);
         x = eager::binary(eager::op("add"), x, one);
         submit_probe(counter, tid, vm::StreamRole::kCompute, slow_id, gate);
         if (read_float(eager::select(x, 0, 15)) != static_cast<float>(i)) ++wrong[c];
@@ -228,11 +237,11 @@ TEST_F(VMWaiter, TwoWaitersAndTheWorkerRaceForOneQueue) {
     });
   }
   for (auto& t : clients) t.join();
-  EXPECT_EQ(read_float(counter), static_cast<float>(kClients * kIters));
+  EXPECT_EQ(read_float(counter), static_cast<float>(issued.load()));
   vm::release_thread_id(slow_id);
   vm::release_thread_id(tid);
   for (int c = 0; c < kClients; ++c) EXPECT_EQ(wrong[c], 0) << "client " << c << " read its chain out of order";
-  EXPECT_EQ(g_ran.load(), kClients * kIters);
+  EXPECT_EQ(g_ran.load(), issued.load());
   EXPECT_GT(g_ran_on_client.load(), 0) << "no waiter ran the worker's queue: the path went untested";
 }
 
@@ -243,13 +252,17 @@ TEST_F(VMWaiter, PinnedStreamsAreNeverTakenOver) {
   t_client = true;
   int slow_id = vm::reserve_thread_id();
   Tensor gate = eager::full({1}, Scalar(1.0), DType::kFloat32);
+  int taken_after = 0;  // iterations the unpinned stream needed: the pinned one gets as many chances
   for (auto role : {vm::StreamRole::kCompute, vm::StreamRole::kComm}) {
     int tid = vm::reserve_thread_id();  // a pinned worker stays pinned: its id is kept reserved below
     vm::set_current_thread_id(tid);
     Tensor out = eager::full({1}, Scalar(0.0), DType::kFloat32);
     vm::wait_readable(out);
     g_ran_on_client = 0;
-    for (int i = 1; i <= 100; ++i) {
+    for (int i = 1; i <= kMinIters || (role == vm::StreamRole::kComm ? i <= taken_after
+                                                                        : i <= kMaxIters && g_ran_on_client == 0);
+         ++i) {
+      if (role == vm::StreamRole::kCompute) taken_after = i;
       submit_probe(out, tid, role, slow_id, gate);
       EXPECT_EQ(read_float(out), static_cast<float>(i));
     }
