@@ -37,6 +37,27 @@ def workloads():
                 x.item()
         return run
 
+    def add_item_loop(lib):
+        def run():
+            x = lib.zeros(1)
+            for _ in range(100):
+                x.add_(1)
+                x.item()
+        return run
+
+    def add_item_loop_async(lib):
+        # The same loop with rill's ops on a rill.asyncs thread's worker (torch runs it as before): each item()
+        # waits on work queued for a VM worker thread.
+        if lib is not rill:
+            return add_item_loop(lib)
+        t = rill.asyncs.Thread()
+        loop = add_item_loop(lib)
+
+        def run():
+            with rill.asyncs.thread(t):
+                loop()
+        return run
+
     def add_1m(lib):
         a = lib.tensor(np.random.rand(1 << 20).astype(np.float32))
         b = lib.tensor(np.random.rand(1 << 20).astype(np.float32))
@@ -166,6 +187,8 @@ def workloads():
         "30-op chain on 64x64 (per op)": (chain_64, 20, 30),
         "(v * 2).sum().item(), 1k elems": (item_1k, 2000, 1),
         "x = x + 1; x.item() loop (per iter)": (item_loop, 20, 100),
+        "x.add_(1); x.item() loop (per iter)": (add_item_loop, 20, 100),
+        "x.add_(1); x.item() asyncs (per iter)": (add_item_loop_async, 20, 100),
         "tiny MLP 32-32-32-1 b8 train step": (tiny_mlp, 200, 1),
         "add, 1M float32": (add_1m, 100, 1),
         "sum, 1M float32": (sum_1m, 100, 1),

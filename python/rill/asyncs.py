@@ -18,7 +18,8 @@ __all__ = ["Thread", "thread"]
 class Thread:
     """A reserved VM thread id (the lowest free one above 0, at most RILL_VM_WORKER_THREAD_LIMIT).
 
-    Its instructions always run on its own worker thread. The id is freed by close() or when
+    Its instructions run on its own worker thread, or on the thread waiting for them when that worker is
+    not at them (Note [A waiter runs the queue] in src/rill/vm/scheduler.cpp). The id is freed by close() or when
     the object is collected.
     """
 

@@ -85,9 +85,18 @@ bool Scheduler::wait_in_flight_below(int64_t limit) {
 }
 
 Worker* Scheduler::worker(int thread_id) {
-  if (!workers_[thread_id])
+  if (!workers_[thread_id]) {
     workers_[thread_id] = std::make_unique<Worker>(thread_id, this, &worker_gates_[thread_id]);
+    published_[thread_id].store(workers_[thread_id].get(), std::memory_order_release);  // a waiter sees it built
+  }
   return workers_[thread_id].get();
+}
+
+bool Scheduler::help_worker(int thread_id, int64_t waiting_since_ns) {
+  Worker* w = published_[thread_id].load(std::memory_order_acquire);  // pairs with worker()'s release
+  if (!w || !w->help(waiting_since_ns)) return false;
+  waiter_worker_batches_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
+  return true;
 }
 
 // Take what clients and workers queued and handle it: completions first (they may unblock the heads of the
@@ -121,10 +130,26 @@ bool Scheduler::run_batch() {
 // thread, when it comes round, finds the work done. A waiter helps only where the scheduler is not at it:
 // when it sleeps (asleep_), or when the waiter has waited kHelpGrace without the work being taken (a
 // scheduler that spins on a core takes a submission within a microsecond or two; one that is mid-batch
-// holds the mutex). On a quiet machine the scheduler thread therefore runs everything as before. What goes
-// to a worker thread still goes there: the waiter only takes the scheduler's role. Fork and odb keep their
-// rules: the scheduler parks holding drive_mutex_, so nobody runs a batch behind a stopped scheduler (Note
-// [Parking] in park.h), and a waiter is a client thread, which the fork handler drains like any other.
+// holds the mutex). On a quiet machine the scheduler thread therefore runs everything as before. Fork and odb
+// keep their rules: the scheduler parks holding drive_mutex_, so nobody runs a batch behind a stopped scheduler
+// (Note [Parking] in park.h), and a waiter is a client thread, which the fork handler drains like any other.
+// A worker's queue is taken over the same way. A kernel of a thread id with a worker (a rill.asyncs thread;
+// thread 0 with compute on the worker) would otherwise cost two more hand-offs: the worker wakes and runs it,
+// then signals back. So a waiter, after the scheduler's batch, runs the queue of the worker its own thread
+// submits to (help_worker, Worker::help) when the worker sleeps or has left the queue unclaimed for kWorkerGrace
+// (a worker on a core claims queued work within a microsecond, and each microsecond more is paid at every sync
+// point of a rill.asyncs thread). Order: whoever runs a thread id's instructions holds its claim
+// (Worker::claimed_, under the worker's mutex_), taken together with the whole queue and kept until that batch
+// has run; the worker thread takes it with each batch, keeps it while work that finishes later is outstanding,
+// and lets go between batches. So one thread at a time runs a thread id's instructions, in queue order. The
+// waiter runs them as the worker would (Worker::run_batch: a marker queued on the worker is completed there,
+// every instruction is handed back to be retired), so the dependences, the poisoning and the errors raised at the
+// next sync point are the same. A push to a queue a waiter holds does not wake the worker; the waiter wakes it if
+// it lets go with work left. Never taken over: a pinned worker, one that was ever given an instruction of a
+// pinned stream (Stream::pinned: the comm stream, whose kernels call MPI from the one thread that initialised it,
+// Note [The comm stream] in comm/collectives.cpp), and a stopped one (odb), which parks holding its claim. Work
+// that finishes later belongs on a pinned stream; a waiter that meets some anyway polls it to the end before it
+// lets go.
 // Spinning backs off when it does not pay (Note [Staying online]): a waiter that had to run a batch while
 // the scheduler was nominally online sets spin_missed_, and the scheduler's next idle spell skips its spin.
 // When the scheduler's spin finds no core free (a slow yield, Note [Spinning on a busy machine] in
@@ -175,9 +200,7 @@ void Scheduler::loop() {
       if (how == Spin::kNoFreeCore) no_free_core_until_.store(now_ns() + kNoFreeCoreNs, std::memory_order_relaxed);
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    asleep_.store(true, std::memory_order_relaxed);  // a hint for waiters (help)
-    sleep(lock, gate_, [&] { return !inbox_.empty() || !completions_.empty(); });
-    asleep_.store(false, std::memory_order_relaxed);
+    sleep(lock, gate_, [&] { return !inbox_.empty() || !completions_.empty(); });  // sets asleep_, a hint for help
     spin = true;
     has_work_.store(true, std::memory_order_relaxed);
   }

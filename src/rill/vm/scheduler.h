@@ -24,6 +24,9 @@ namespace rill::vm {
 inline constexpr int kMaxThreads = kMaxThreadIds;
 /** How long a waiter leaves queued work to a scheduler that is not asleep (Note [A waiter runs the queue]). */
 inline constexpr int64_t kHelpGraceNs = 10'000;
+/** How long a waiter leaves a worker's queued, unclaimed work to that worker: one on a core takes it sooner
+ * (Note [A waiter runs the queue]). */
+inline constexpr int64_t kWorkerGraceNs = 1'000;
 /** How long a slow yield of the scheduler's spin counts as "no core is free" (Note [A waiter runs the queue]). */
 inline constexpr int64_t kNoFreeCoreNs = 20'000'000;
 
@@ -53,8 +56,13 @@ class Scheduler : private VmThread {
   /** A client waiting at a sync point since waiting_since_ns runs the queued batch on its own thread when the
    * scheduler thread is not running it (Note [A waiter runs the queue]); true if it took any. */
   bool help(int64_t waiting_since_ns);
+  /** A client waiting since waiting_since_ns runs what is queued for worker thread_id on its own thread when that
+   * worker is not running it and the worker is not pinned (Note [A waiter runs the queue]); true if it ran any. */
+  bool help_worker(int thread_id, int64_t waiting_since_ns);
   /** Batches run by client threads instead of the scheduler thread (for tests and benchmarks). */
   uint64_t waiter_batches() const { return waiter_batches_.load(std::memory_order_relaxed); }
+  /** Batches of a worker's queue run by client threads instead of the worker (for tests and benchmarks). */
+  uint64_t waiter_worker_batches() const { return waiter_worker_batches_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
@@ -71,10 +79,10 @@ class Scheduler : private VmThread {
   // Shared with producers, under mutex_: inbox (clients) and completions (workers).
   std::vector<Instruction*> inbox_;
   std::vector<Instruction*> completions_;
-  std::atomic<bool> asleep_{false};       // sleeping_, for waiters deciding to help (a hint: no lock)
   std::atomic<int64_t> no_free_core_until_{0};  // now_ns() before which the scheduler found no core free
   std::atomic<bool> spin_missed_{false};
   std::atomic<uint64_t> waiter_batches_{0};  // a waiter ran a batch while the scheduler was online (Note [A waiter runs the queue])
+  std::atomic<uint64_t> waiter_worker_batches_{0};  // a waiter ran a worker's queue (the same Note)
   // Held by whoever runs the scheduler's loop body (run_batch): the scheduler thread, or a waiter helping. All
   // the scheduler-thread state below, and the instructions' bookkeeping, is touched only under it.
   std::mutex drive_mutex_;
@@ -95,6 +103,7 @@ class Scheduler : private VmThread {
   std::deque<Instruction*> fifo_[kMaxThreads];   // admitted, not yet dispatched, per thread id
   Instruction* last_[kMaxThreads] = {};          // newest unretired kernel instruction per thread id
   std::unique_ptr<Worker> workers_[kMaxThreads];
+  std::atomic<Worker*> published_[kMaxThreads] = {};  // workers_, for waiters (help_worker), which hold no drive_mutex_
 };
 
 }  // namespace rill::vm

@@ -16,6 +16,9 @@ struct Stream {
   Device device;
   StreamRole role = StreamRole::kCompute;
   int16_t thread_id = 0;
+  /** A pinned stream's kernels run only on its VM thread's own worker, never on a waiting client (the comm
+   * stream: MPI is called from one thread; Note [A waiter runs the queue] in scheduler.cpp). */
+  bool pinned() const { return role == StreamRole::kComm; }
   bool operator==(const Stream&) const = default;
 };
 

@@ -277,7 +277,13 @@ std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool
 // wakes it when the marker becomes ready, and the waiter spins for the last
 // stretch (the copy and the retirement) while the scheduler completes it.
 bool wait_turn(int64_t waiting_since_ns) {
-  if (Scheduler::started() && scheduler().help(waiting_since_ns)) return true;
+  if (Scheduler::started()) {
+    // Note [A waiter runs the queue] in scheduler.cpp: the scheduler's batch first, then, in the same turn (before
+    // the worker it may have woken gets there), the queue of the worker this client thread submits to.
+    Scheduler& s = scheduler();
+    bool ran = s.help(waiting_since_ns);
+    if (s.help_worker(t_thread_id, waiting_since_ns) || ran) return true;
+  }
   if (parallel::help()) return true;  // Note [Waiting beside a parallel region]: lend a hand, keep polling
   if (now_ns() - waiting_since_ns < kHelpGraceNs) {
     // Within the grace, poll without yielding: on a busy machine a yield gives this core away for a time
@@ -435,6 +441,8 @@ void release_thread_id(int thread_id) {
 uint64_t num_submitted() { return g_submitted.load(std::memory_order_relaxed); }
 
 uint64_t num_waiter_batches() { return Scheduler::started() ? scheduler().waiter_batches() : 0; }
+
+uint64_t num_waiter_worker_batches() { return Scheduler::started() ? scheduler().waiter_worker_batches() : 0; }
 
 int64_t num_in_flight() { return Scheduler::started() ? scheduler().in_flight() : 0; }
 

@@ -33,7 +33,8 @@ void profile_reads(ReadTimes* times);
 std::shared_ptr<SyncSignal> submit_sync(const std::vector<Tensor>& tensors, bool all);
 
 /** One poll of a client waiting at a sync point since waiting_since_ns (now_ns()): run the queued work on this
- * thread when the scheduler thread is not running it (Note [A waiter runs the queue] in scheduler.cpp), else
+ * thread when the scheduler thread, or the worker this thread submits to, is not running it (Note [A waiter runs
+ * the queue] in scheduler.cpp), else
  * help a parallel region, else pause (within the grace) or yield. True if it ran anything. */
 bool wait_turn(int64_t waiting_since_ns);
 
@@ -83,6 +84,8 @@ void release_thread_id(int thread_id);
 uint64_t num_submitted();
 /** Batches a client thread ran in the scheduler's place (Note [A waiter runs the queue] in scheduler.cpp). */
 uint64_t num_waiter_batches();
+/** Batches of a worker's queue a client thread ran in the worker's place (the same Note). */
+uint64_t num_waiter_worker_batches();
 /** Instructions submitted and not yet finished. */
 int64_t num_in_flight();
 

@@ -87,7 +87,9 @@ class VmThread {
   template <typename Ready>
   void sleep(std::unique_lock<std::mutex>& lock, const ParkGate& gate, Ready ready) {
     sleeping_ = true;
+    asleep_.store(true, std::memory_order_relaxed);  // a hint for waiters (Note [A waiter runs the queue])
     cv_.wait(lock, [&] { return ready() || gate.stop_requested(); });
+    asleep_.store(false, std::memory_order_relaxed);
     sleeping_ = false;
   }
 
@@ -95,6 +97,7 @@ class VmThread {
   std::condition_variable cv_;
   std::atomic<bool> has_work_{false};
   bool sleeping_ = false;  // under mutex_
+  std::atomic<bool> asleep_{false};  // sleeping_, for waiters deciding to take the thread's work (a hint: no lock)
   std::thread thread_;
 };
 

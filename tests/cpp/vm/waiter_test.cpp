@@ -1,6 +1,7 @@
-// vm/: a client waiting at a sync point runs the queued batch in the scheduler's place (Note [A waiter runs the
-// queue] in vm/scheduler.cpp): order, dependences across VM threads and poisoning hold whoever runs a batch.
-// Also built with ThreadSanitizer by scripts/tsan.sh.
+// vm/: a client waiting at a sync point runs the queued batch in the scheduler's place, and the queue of the
+// worker it submits to in the worker's place (Note [A waiter runs the queue] in vm/scheduler.cpp): order,
+// dependences across VM threads and poisoning hold whoever runs a batch; a pinned stream's kernels run only on
+// its worker. Also built with ThreadSanitizer by scripts/tsan.sh.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +14,51 @@
 
 namespace rill {
 namespace {
+
+thread_local bool t_client = false;       // set on the test's client threads
+std::atomic<int> g_ran_on_client{0};      // probe kernels that ran on a client thread
+std::atomic<int> g_ran{0};                // probe kernels that ran at all
+
+// Adds 1 to its one output (read and written in place), counting where it ran.
+void probe_kernel(const KernelContext& ctx) {
+  *ctx.outputs[0].ptr<float>() += 1.0f;
+  g_ran.fetch_add(1);
+  if (t_client) g_ran_on_client.fetch_add(1);
+}
+
+// Busy for 20 us, then writes 1 to its output: what follows it on another VM thread is dispatched late, so the
+// worker that runs it is asleep when the waiter retires this one and finds it queued.
+void slow_one_kernel(const KernelContext& ctx) {
+  int64_t until = vm::now_ns() + 20'000;
+  while (vm::now_ns() < until) {
+  }
+  *ctx.outputs[0].ptr<float>() = 1.0f;
+}
+
+void submit_kernel(KernelFn kernel, const Tensor& out, std::vector<Tensor> inputs, int thread_id,
+                   vm::StreamRole role = vm::StreamRole::kCompute) {
+  auto instr = vm::new_instruction();
+  instr->op = &eager::op("neg");
+  instr->kernel = kernel;
+  instr->inputs = std::move(inputs);
+  instr->outputs = {out};
+  instr->stream.thread_id = static_cast<int16_t>(thread_id);
+  instr->stream.role = role;
+  vm::submit(std::move(instr));
+}
+
+// out += 1 on thread_id's stream, after a slow kernel on slow_id's worker that it reads.
+void submit_probe(const Tensor& out, int thread_id, vm::StreamRole role, int slow_id, const Tensor& gate) {
+  submit_kernel(slow_one_kernel, gate, {}, slow_id);
+  submit_kernel(probe_kernel, out, {gate}, thread_id, role);
+}
+
+// The tests of a worker's queue: waiters poll (they block at once with no online time), and so do the VM threads.
+void waiters_poll() { env::set_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", "5000"); }
+
+// Iterations of a takeover test: at least kMinIters, and on until the path was taken (how soon depends on how the
+// OS schedules the threads), at most kMaxIters.
+constexpr int kMinIters = 100, kMaxIters = 5000;
 
 float read_float(const Tensor& t) {
   alignas(16) unsigned char value[16];
@@ -99,6 +145,137 @@ TEST_F(VMWaiter, OffKnobLeavesBatchesToTheScheduler) {
     EXPECT_EQ(read_float(eager::select(x, 0, 3)), static_cast<float>(i));
   }
   EXPECT_EQ(vm::num_waiter_batches(), before);
+}
+
+// The client's kernels go to an async thread's worker, which sleeps after every batch: waiters take its queue
+// (and the scheduler's), the worker takes what it reaches first. A chain on one stream has no edges (stream order
+// replaces them), so a batch run out of order, or two at once, reads a stale value.
+TEST_F(VMWaiter, RunsAWorkersQueueInOrder) {
+  waiters_poll();
+  uint64_t before = vm::num_waiter_worker_batches();
+  int tid = vm::reserve_thread_id(), slow_id = vm::reserve_thread_id();
+  vm::set_current_thread_id(tid);
+  Tensor x = eager::full({64}, Scalar(0.0), DType::kFloat32);
+  Tensor one = eager::full({64}, Scalar(1.0), DType::kFloat32);
+  int wrong = 0;
+  float expected = 0.0f;
+  for (int i = 1; i <= kMinIters || (i <= kMaxIters && vm::num_waiter_worker_batches() == before); ++i) {
+    submit_kernel(slow_one_kernel, one, {}, slow_id);  // one[0] = 1 again, on another worker, slowly
+    x = eager::binary(eager::op("add"), x, one);
+    if (i % 3 == 0) continue;  // sometimes two batches before the read
+    if (read_float(eager::select(x, 0, 0)) != static_cast<float>(i)) ++wrong;
+    expected = static_cast<float>(i);
+  }
+  vm::synchronize();
+  vm::set_current_thread_id(0);
+  vm::release_thread_id(slow_id);
+  vm::release_thread_id(tid);
+  EXPECT_GT(expected, 0.0f);
+  EXPECT_EQ(wrong, 0) << "a read saw the chain out of order";
+  EXPECT_GT(vm::num_waiter_worker_batches(), before) << "no waiter ran the worker's queue: the path went untested";
+}
+
+// A kernel error in a batch a waiter ran poisons its dependents, raises at the sync point that reads them, and
+// otherwise at the next synchronize().
+TEST_F(VMWaiter, ErrorsOfATakenOverQueueReachTheNextSyncPoint) {
+  waiters_poll();
+  int tid = vm::reserve_thread_id();
+  vm::set_current_thread_id(tid);
+  const OpSchema& pow = eager::op("pow");
+  Tensor base = eager::full({4}, Scalar(int64_t{2}), DType::kInt64);
+  Tensor minus_one = eager::full({4}, Scalar(int64_t{-1}), DType::kInt64);
+  int unraised = 0, unreported = 0, wrong = 0;
+  for (int i = 0; i < 50; ++i) {
+    Tensor later = eager::binary(eager::op("add"), eager::binary(pow, base, minus_one), base);
+    try {
+      vm::wait_readable(later);
+      ++unraised;
+    } catch (const Error&) {
+    }
+    eager::binary(pow, base, minus_one);  // read by nobody: reported by synchronize()
+    Tensor fine = eager::binary(eager::op("add"), base, base);
+    if (read_float(eager::to_dtype(fine, DType::kFloat32)) != 4.0f) ++wrong;  // touches no poison: no error
+    try {
+      vm::synchronize();
+      ++unreported;
+    } catch (const Error&) {
+    }
+  }
+  vm::set_current_thread_id(0);
+  vm::release_thread_id(tid);
+  EXPECT_EQ(unraised, 0) << "a poisoned tensor was read without an error";
+  EXPECT_EQ(unreported, 0) << "synchronize() missed a kernel error";
+  EXPECT_EQ(wrong, 0);
+}
+
+// Two client threads on one VM thread id wait on its worker's queue while the worker wakes for it: each chain stays
+// in order and the in-place counter they share counts every increment once.
+TEST_F(VMWaiter, TwoWaitersAndTheWorkerRaceForOneQueue) {
+  waiters_poll();
+  int tid = vm::reserve_thread_id(), slow_id = vm::reserve_thread_id();
+  Tensor counter = eager::full({1}, Scalar(0.0), DType::kFloat32);
+  g_ran = 0;
+  g_ran_on_client = 0;
+  constexpr int kClients = 2;
+  std::atomic<int> issued{0};
+  std::vector<int> wrong(kClients, 0);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      t_client = true;
+      vm::set_current_thread_id(tid);
+      Tensor x = eager::full({16}, Scalar(0.0), DType::kFloat32);
+      Tensor one = eager::full({16}, Scalar(1.0), DType::kFloat32);
+      Tensor gate = eager::full({1}, Scalar(1.0), DType::kFloat32);
+      for (int i = 1; i <= kMinIters || (i <= kMaxIters && g_ran_on_client.load() == 0); ++i) {
+        issued.fetch_add(1);
+        x = eager::binary(eager::op("add"), x, one);
+        submit_probe(counter, tid, vm::StreamRole::kCompute, slow_id, gate);
+        if (read_float(eager::select(x, 0, 15)) != static_cast<float>(i)) ++wrong[c];
+      }
+      vm::set_current_thread_id(0);
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(read_float(counter), static_cast<float>(issued.load()));
+  vm::release_thread_id(slow_id);
+  vm::release_thread_id(tid);
+  for (int c = 0; c < kClients; ++c) EXPECT_EQ(wrong[c], 0) << "client " << c << " read its chain out of order";
+  EXPECT_EQ(g_ran.load(), issued.load());
+  EXPECT_GT(g_ran_on_client.load(), 0) << "no waiter ran the worker's queue: the path went untested";
+}
+
+// A pinned stream's kernels (the comm stream's MPI calls) run on its worker only, however the client waits; the
+// same kernels on an unpinned stream are taken over, so the check can fail.
+TEST_F(VMWaiter, PinnedStreamsAreNeverTakenOver) {
+  waiters_poll();
+  t_client = true;
+  int slow_id = vm::reserve_thread_id();
+  Tensor gate = eager::full({1}, Scalar(1.0), DType::kFloat32);
+  int taken_after = 0;  // iterations the unpinned stream needed: the pinned one gets as many chances
+  for (auto role : {vm::StreamRole::kCompute, vm::StreamRole::kComm}) {
+    int tid = vm::reserve_thread_id();  // a pinned worker stays pinned: its id is kept reserved below
+    vm::set_current_thread_id(tid);
+    Tensor out = eager::full({1}, Scalar(0.0), DType::kFloat32);
+    vm::wait_readable(out);
+    g_ran_on_client = 0;
+    for (int i = 1; i <= kMinIters || (role == vm::StreamRole::kComm ? i <= taken_after
+                                                                        : i <= kMaxIters && g_ran_on_client == 0);
+         ++i) {
+      if (role == vm::StreamRole::kCompute) taken_after = i;
+      submit_probe(out, tid, role, slow_id, gate);
+      EXPECT_EQ(read_float(out), static_cast<float>(i));
+    }
+    vm::set_current_thread_id(0);
+    if (role == vm::StreamRole::kComm) {
+      EXPECT_EQ(g_ran_on_client.load(), 0) << "a waiter ran a pinned stream's kernel";
+    } else {
+      EXPECT_GT(g_ran_on_client.load(), 0) << "no waiter ran an unpinned stream's kernel: the check cannot fail";
+      vm::release_thread_id(tid);
+    }
+  }
+  vm::release_thread_id(slow_id);
+  t_client = false;
 }
 
 }  // namespace
