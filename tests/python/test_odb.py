@@ -220,7 +220,7 @@ def _first_stop(out):
     ("odb-b-client", {}, "client", "gdb thread 1 ", "rill::vm::submit"),
     ("odb-b-scheduler", {}, "scheduler", '"rill-scheduler"', "rill::vm::Scheduler::admit"),
     ("odb-b-worker", {"RILL_VM_COMPUTE_ON_WORKER_THREAD": "1"}, "worker", '"rill-worker-0"',
-     "rill::vm::Worker::loop"),
+     "rill::vm::Worker::run_batch"),
     ("odb-b-all", {}, "client", "gdb thread 1 ", "rill::vm::submit"),
 ])
 def test_breakpoint_commands_stop_in_their_thread_kind(gdb_ok, tmp_path, command, env, kind, thread, caller):
