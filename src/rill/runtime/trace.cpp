@@ -12,6 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "rill/util/chrome_trace.h"
 #include "rill/util/env.h"
 #include "rill/util/error.h"
 #include "rill/util/fork.h"
@@ -74,32 +75,8 @@ void write_at_exit() {
   }
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-// Microseconds, exact to the nanosecond ("12.345").
-std::string micros(int64_t ns) {
-  char buf[32];
-  const char* sign = ns < 0 ? "-" : "";
-  int64_t a = ns < 0 ? -ns : ns;
-  std::snprintf(buf, sizeof(buf), "%s%lld.%03lld", sign, static_cast<long long>(a / 1000),
-                static_cast<long long>(a % 1000));
-  return buf;
-}
+using chrome_trace::json_string;
+using chrome_trace::micros;
 
 void write_events(std::FILE* f, const State& s) {
   const long long pid = static_cast<long long>(::getpid());

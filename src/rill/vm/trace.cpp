@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rill/util/chrome_trace.h"
 #include "rill/util/env.h"
 #include "rill/util/fork.h"
 #include "rill/vm/virtual_machine.h"
@@ -140,32 +141,8 @@ std::string instruction_name(const Record& r) {
   return "?";
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-// Microseconds since the trace started, exact to the nanosecond ("12.345").
-std::string micros(int64_t ns) {
-  char buf[32];
-  const char* sign = ns < 0 ? "-" : "";
-  int64_t a = ns < 0 ? -ns : ns;
-  std::snprintf(buf, sizeof(buf), "%s%lld.%03lld", sign, static_cast<long long>(a / 1000),
-                static_cast<long long>(a % 1000));
-  return buf;
-}
+using chrome_trace::json_string;
+using chrome_trace::micros;
 
 struct Span {
   const Record* event[4] = {};
