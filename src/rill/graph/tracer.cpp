@@ -45,6 +45,17 @@ std::string here() { return vm::location_str(vm::capture_location()); }
 
 std::string at(const std::string& where) { return where.empty() ? std::string() : " (at " + where + ")"; }
 
+// The attrs of restride (and restride_scatter) placing t inside root, its storage's whole tensor.
+AttrsSym restride_attrs(const Tensor& t, const Tensor& root) {
+  std::vector<int64_t> size(t.shape().begin(), t.shape().end()), stride(t.strides().begin(), t.strides().end());
+  // One by one: GCC 12 warns falsely (-Wmaybe-uninitialized) on a braced list of these variants.
+  std::vector<AttrValue> attrs;
+  attrs.emplace_back(std::move(size));
+  attrs.emplace_back(std::move(stride));
+  attrs.emplace_back(t.offset() - root.offset());
+  return make_attrs(std::move(attrs));
+}
+
 }  // namespace
 
 Tracer::Tracer(std::string job_name) { job_.mutable_conf()->set_name(std::move(job_name)); }
@@ -143,15 +154,16 @@ Tracer::Memory& Tracer::memory_of(const Tensor& t) {
   return memory_[t.storage().get()] = Memory{t, lbn, 0, Origin::kVariable, lbn};
 }
 
-std::string Tracer::new_view(const std::string& input_lbn, const OpSchema& op, AttrsSym attrs, const Tensor& y) {
+std::string Tracer::add_made_op(const OpSchema& op, std::initializer_list<std::string> inputs, AttrsSym attrs,
+                                const TensorMeta& out) {
   OpConf& c = *job_.add_ops();
   c.set_name(op.name + "-" + std::to_string(next_op_++));
   c.set_op_type(op.name);
-  c.add_inputs(input_lbn);
+  for (const std::string& lbn : inputs) c.add_inputs(lbn);
   graph::attrs_to_proto(op, *attrs, c.mutable_attrs());
   c.set_scope(scope_);
   c.set_loc(here());
-  *c.add_output_descs() = graph::desc_to_proto(*y.meta());
+  *c.add_output_descs() = graph::desc_to_proto(out);
   return output_lbn(c);
 }
 
@@ -164,20 +176,14 @@ std::string Tracer::resolve(const Tensor& t) {
     lbn = m.lbn;
   } else if (it != seen_.end() && it->second.parent.defined()) {
     Seen s = it->second;  // resolve() may rehash seen_
-    lbn = new_view(resolve(s.parent), *s.op, s.attrs, t);
+    lbn = add_made_op(*s.op, {resolve(s.parent)}, s.attrs, *t.meta());
   } else {
     RILL_CHECK(t.offset() >= m.root.offset() && last_element(t) <= last_element(m.root), Runtime,
                "[nn.Graph] build() reads a tensor whose memory reaches outside the tensor the graph binds for it (a "
                "view made outside build() of a parameter or input); pass a clone() or make the view inside build()",
                at(here()));
     static const OpSchema& restride = eager::op("restride");
-    std::vector<int64_t> size(t.shape().begin(), t.shape().end()), stride(t.strides().begin(), t.strides().end());
-    // One by one: GCC 12 warns falsely (-Wmaybe-uninitialized) on a braced list of these variants.
-    std::vector<AttrValue> attrs;
-    attrs.emplace_back(std::move(size));
-    attrs.emplace_back(std::move(stride));
-    attrs.emplace_back(t.offset() - m.root.offset());
-    lbn = new_view(resolve(m.root), restride, make_attrs(std::move(attrs)), t);
+    lbn = add_made_op(restride, {resolve(m.root)}, restride_attrs(t, m.root), *t.meta());
   }
   if (it == seen_.end()) keep_.push_back(t);
   Seen& s = seen_[t.impl()];
@@ -251,24 +257,9 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
   } else {
     // A write into part of the memory: the op makes the part's new value, and restride_scatter the whole's.
     *c.add_output_descs() = graph::desc_to_proto(*make_contiguous_meta(out.shape(), out.dtype(), out.device()));
-    const Memory& root = memory_of(out);  // add_op may have rehashed memory_
-    std::vector<int64_t> size(out.shape().begin(), out.shape().end()), stride(out.strides().begin(),
-                                                                                out.strides().end());
-    std::vector<AttrValue> values;  // one by one: GCC 12 warns falsely on a braced list of these variants
-    values.emplace_back(std::move(size));
-    values.emplace_back(std::move(stride));
-    values.emplace_back(out.offset() - root.root.offset());
     static const OpSchema& scatter = eager::op("restride_scatter");
-    OpConf& s = *job_.add_ops();
-    s.set_name(scatter.name + "-" + std::to_string(next_op_++));
-    s.set_op_type(scatter.name);
-    s.add_inputs(root.lbn);
-    s.add_inputs(lbn);
-    graph::attrs_to_proto(scatter, *make_attrs(std::move(values)), s.mutable_attrs());
-    s.set_scope(scope_);
-    s.set_loc(here());
-    *s.add_output_descs() = graph::desc_to_proto(*root.root.meta());
-    lbn = output_lbn(s);
+    const Memory& root = memory_of(out);  // add_op may have rehashed memory_
+    lbn = add_made_op(scatter, {root.lbn, lbn}, restride_attrs(out, root.root), *root.root.meta());
   }
   Memory& written = memory_of(out);
   written.lbn = lbn;
@@ -278,7 +269,7 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
 }
 
 void Tracer::on_view(const OpSchema& op, const Tensor& x, AttrsSym attrs, const Tensor& y) {
-  std::string lbn = new_view(resolve(x), op, attrs, y);
+  std::string lbn = add_made_op(op, {resolve(x)}, attrs, *y.meta());
   keep_.push_back(y);
   seen_[y.impl()] = Seen{lbn, memory_of(x).version, x, &op, attrs};
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,7 +76,9 @@ class Tracer final : public eager::TraceSink {
   Memory& memory_of(const Tensor& t);
   OpConf& add_op(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                  AttrsSym attrs);
-  std::string new_view(const std::string& input_lbn, const OpSchema& op, AttrsSym attrs, const Tensor& y);
+  // An op the trace adds itself (a view, made again or first, restride, restride_scatter): one output, out.
+  std::string add_made_op(const OpSchema& op, std::initializer_list<std::string> inputs, AttrsSym attrs,
+                          const TensorMeta& out);
   std::string output_lbn(OpConf& conf);
 
   Job job_;
