@@ -34,7 +34,6 @@ void push_consumer(std::vector<int>& v, int x) {
   if (v.empty() || v.back() != x) v.push_back(x);
 }
 
-
 }  // namespace
 
 bool is_graph_only(std::string_view t) {

@@ -64,29 +64,39 @@ bool waits_for_a_task(const OpGraph& g, int i) {
   return false;
 }
 
-// Which of assigns[first, first + 64 * words) each op is an ancestor of: a bitset per op, filled by one sweep
-// in reverse topological order (an op reaches what its consumers reach, and them). One sweep for a block of
-// assigns, not an ancestor walk per assign: a 48-block model has thousands of assigns over ten thousand ops.
-std::vector<uint64_t> assigns_reached(const OpGraph& g, const std::vector<int>& assigns, size_t first, size_t words) {
+// The ops, consumers before their producers (every op after all that read it or wait for it).
+std::vector<int> consumers_first(const OpGraph& g) {
   const int n = g.size();
-  std::vector<int> bit(n, -1);
-  for (size_t k = first; k < assigns.size() && k < first + 64 * words; ++k) bit[assigns[k]] = static_cast<int>(k - first);
-  std::vector<int> consumers(n, 0);
+  std::vector<int> consumers(n, 0), order, ready;
   for (int i = 0; i < n; ++i)
     for (int p : g.predecessors(i)) ++consumers[p];
-  std::vector<int> ready;
   for (int i = 0; i < n; ++i)
     if (consumers[i] == 0) ready.push_back(i);
-  std::vector<uint64_t> reached(static_cast<size_t>(n) * words, 0);
   while (!ready.empty()) {
     const int u = ready.back();
     ready.pop_back();
-    uint64_t* mine = &reached[static_cast<size_t>(u) * words];
+    order.push_back(u);
+    for (int p : g.predecessors(u))
+      if (--consumers[p] == 0) ready.push_back(p);
+  }
+  return order;
+}
+
+// Which of assigns[first, first + 64 * words) each op is an ancestor of: a bitset per op, filled by one sweep
+// over order (consumers_first: an op reaches what its consumers reach, and them). One sweep for a block of
+// assigns, not an ancestor walk per assign: a 48-block model has thousands of assigns over ten thousand ops.
+std::vector<uint64_t> assigns_reached(const OpGraph& g, const std::vector<int>& order, const std::vector<int>& assigns,
+                                      size_t first, size_t words) {
+  std::vector<int> bit(g.size(), -1);
+  for (size_t k = first; k < assigns.size() && k < first + 64 * words; ++k)
+    bit[assigns[k]] = static_cast<int>(k - first);
+  std::vector<uint64_t> reached(static_cast<size_t>(g.size()) * words, 0);
+  for (int u : order) {
+    const uint64_t* mine = &reached[static_cast<size_t>(u) * words];
     for (int p : g.predecessors(u)) {
       uint64_t* theirs = &reached[static_cast<size_t>(p) * words];
       for (size_t w = 0; w < words; ++w) theirs[w] |= mine[w];
       if (bit[u] >= 0) theirs[bit[u] / 64] |= uint64_t{1} << (bit[u] % 64);
-      if (--consumers[p] == 0) ready.push_back(p);
     }
   }
   return reached;
@@ -98,12 +108,15 @@ void add_war_edges(Job& job, NameSet& names, const OpGraph& g, const std::vector
   for (int a = 0; a < g.size(); ++a)
     if (g.assign_target(a) >= 0) assigns.push_back(a);
   constexpr size_t kWords = 8;  // assigns per sweep: 512, so the bitsets stay small for any job
+  const std::vector<int> order = consumers_first(g);
   std::vector<uint64_t> reached;
   for (size_t k = 0; k < assigns.size(); ++k) {
     const size_t block = k / (64 * kWords), in_block = k % (64 * kWords);
-    if (in_block == 0) reached = assigns_reached(g, assigns, block * 64 * kWords, kWords);
+    if (in_block == 0) reached = assigns_reached(g, order, assigns, block * 64 * kWords, kWords);
     const int a = assigns[k], v = g.assign_target(a);
-    auto before = [&](int r) { return (reached[static_cast<size_t>(r) * kWords + in_block / 64] >> (in_block % 64)) & 1; };
+    auto before = [&](int r) {
+      return (reached[static_cast<size_t>(r) * kWords + in_block / 64] >> (in_block % 64)) & 1;
+    };
     std::vector<int> direct, per_piece;
     for (int r : readers_of(g, v, a)) {
       if (before(r)) continue;
