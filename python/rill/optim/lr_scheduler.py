@@ -4,7 +4,8 @@ CosineAnnealingLR, LinearLR, ConstantLR, ChainedScheduler, LambdaLR, OneCycleLR.
 Note [Schedules inside a graph]
 rill.nn.Graph steps a scheduler inside the graph when it has a closed form: its class defines
 _graph_lr(epoch), the lr of each param group at an epoch given as a 0-d float64 tensor, in ops the tracer
-records (pow, floor, cos, comparisons), and keeps its get_lr() and step() (graph_lr_fn checks). The graph holds
+records (pow, floor, cos, comparisons), or, for a multiplicative schedule, _graph_factor(epoch), the factor
+on base_lr that LRScheduler._graph_lr applies; and it keeps its get_lr() and step() (graph_lr_fn checks). The graph holds
 the epoch in a variable it increments itself, so a call reads no lr from the host; the host scheduler object
 still steps after each call (last_epoch, param_groups' lr and get_last_lr() stay eager's, so state_dict(),
 rill.save and eager steps in between work), and a graph call finding last_epoch moved by anything else
@@ -31,7 +32,9 @@ def graph_lr_fn(scheduler):
     host."""
     cls = type(scheduler)
     for klass in cls.__mro__:
-        if "_graph_lr" in klass.__dict__:
+        if klass is LRScheduler:  # its _graph_lr serves the schedules that define a _graph_factor
+            break
+        if "_graph_lr" in klass.__dict__ or "_graph_factor" in klass.__dict__:
             same = cls.get_lr is klass.get_lr and cls.step is klass.step
             return scheduler._graph_lr if same and scheduler._graph_supported() else None
     return None
@@ -87,6 +90,10 @@ class LRScheduler:
     def _graph_supported(self):
         """True when _graph_lr holds for this scheduler's settings (Note [Schedules inside a graph])."""
         return True
+
+    def _graph_lr(self, epoch):
+        """A multiplicative schedule's lr of each group at epoch: base_lr times its _graph_factor(epoch)."""
+        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
 
     def _graph_key(self):
         """What the traced closed form bakes in: a graph recompiles when it changes."""
@@ -163,9 +170,6 @@ class StepLR(LRScheduler):
     def _graph_factor(self, epoch):
         return self.gamma ** rill.floor(epoch / self.step_size)
 
-    def _graph_lr(self, epoch):
-        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
-
     def _graph_key(self):
         return (tuple(self.base_lrs), self.step_size, self.gamma)
 
@@ -194,9 +198,6 @@ class MultiStepLR(LRScheduler):
             passed = passed + _as_float64(epoch >= milestone)
         return self.gamma ** passed
 
-    def _graph_lr(self, epoch):
-        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
-
     def _graph_key(self):
         return (tuple(self.base_lrs), tuple(sorted(self.milestones.elements())), self.gamma)
 
@@ -218,9 +219,6 @@ class ExponentialLR(LRScheduler):
 
     def _graph_factor(self, epoch):
         return self.gamma ** epoch
-
-    def _graph_lr(self, epoch):
-        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
 
     def _graph_key(self):
         return (tuple(self.base_lrs), self.gamma)
@@ -290,9 +288,6 @@ class LinearLR(LRScheduler):
         done = rill.clamp(epoch, max=float(self.total_iters))
         return self.start_factor + (self.end_factor - self.start_factor) * done / self.total_iters
 
-    def _graph_lr(self, epoch):
-        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
-
     def _graph_key(self):
         return (tuple(self.base_lrs), self.start_factor, self.end_factor, self.total_iters)
 
@@ -320,9 +315,6 @@ class ConstantLR(LRScheduler):
 
     def _graph_factor(self, epoch):
         return self.factor + _as_float64(epoch >= self.total_iters) * (1 - self.factor)
-
-    def _graph_lr(self, epoch):
-        return [base_lr * self._graph_factor(epoch) for base_lr in self.base_lrs]
 
     def _graph_key(self):
         return (tuple(self.base_lrs), self.factor, self.total_iters)
