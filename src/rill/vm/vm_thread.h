@@ -52,18 +52,22 @@ class VmThread {
     thread_.detach();  // the VM is never torn down
   }
 
-  /** Producer side: append item to queue under the lock and flag the work; true when the thread sleeps
-   * (the caller then wakes it, or does the work itself). */
-  template <typename Queue, typename Item>
-  bool post(Queue& queue, Item item) {
+  /** Producer side: append item to queue under the lock and flag the work; true when the thread sleeps and
+   * would run it (its_turn(), read under the same lock: the caller then wakes it, or does the work itself). */
+  template <typename Queue, typename Item, typename Turn>
+  bool post(Queue& queue, Item item, Turn its_turn) {
     bool asleep;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       queue.push_back(item);
-      asleep = sleeping_;
+      asleep = sleeping_ && its_turn();
     }
     has_work_.store(true, std::memory_order_release);  // seen by the online spin
     return asleep;
+  }
+  template <typename Queue, typename Item>
+  bool post(Queue& queue, Item item) {
+    return post(queue, item, [] { return true; });
   }
 
   /** Wake the thread from its sleep. */

@@ -18,15 +18,8 @@ Worker::Worker(int thread_id, Scheduler* scheduler, ParkGate* gate)
 void Worker::push(Instruction* instruction) {
   // Set before the instruction is queued: a waiter reads it under mutex_ after taking the queue.
   if (instruction->stream.pinned()) pinned_.store(true, std::memory_order_relaxed);
-  bool asleep;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(instruction);
-    // A waiter running the queue wakes the worker when it lets go with this one left (help).
-    asleep = sleeping_ && (held_ || !claimed_);
-  }
-  has_work_.store(true, std::memory_order_release);  // seen by the online spin
-  if (asleep) wake();
+  // A waiter running the queue wakes the worker when it lets go with this one left (help).
+  if (post(queue_, instruction, [&] { return held_ || !claimed_; })) wake();
 }
 
 // Note [A waiter runs the queue] in scheduler.cpp: a client waiting at a sync point takes the claim and runs the
