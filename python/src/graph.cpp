@@ -5,6 +5,7 @@
 #include <nanobind/stl/unique_ptr.h>
 
 #include "rill/graph/op_graph.h"
+#include "rill/graph/passes/pass.h"
 #include "rill/graph/tracer.h"
 #include "rill/runtime/compiled_graph.h"
 #include "rill/runtime/trace.h"
@@ -68,6 +69,8 @@ nb::dict job_dict(const graph::Job& job) {
   out["name"] = job.conf().name();
   out["ops"] = ops;
   out["pass_order"] = std::vector<std::string>(job.conf().pass_order().begin(), job.conf().pass_order().end());
+  out["disabled_passes"] =
+      std::vector<std::string>(job.conf().disabled_passes().begin(), job.conf().disabled_passes().end());
   return out;
 }
 
@@ -91,12 +94,13 @@ void init_graph(nb::module_& m) {
       .def("set_scope", &Tracer::set_scope)
       .def("add_output", &Tracer::add_output)
       .def("variables", &Tracer::variables)
-      .def("compile", [](Tracer& t, bool train, int32_t accumulation) {
+      .def("compile", [](Tracer& t, bool train, int32_t accumulation, const std::vector<std::string>& disabled) {
         graph::Job job = t.finish(train, accumulation);
+        for (const std::string& d : disabled) job.mutable_conf()->add_disabled_passes(d);
         auto g = std::make_unique<CompiledGraph>(std::move(job), t.variables(), t.random_numbers());
         g->use_traced_numbers(t.random_start());
         return g;
-      }, nb::arg("train"), nb::arg("gradient_accumulation_steps"),
+      }, nb::arg("train"), nb::arg("gradient_accumulation_steps"), nb::arg("disabled_passes") = std::vector<std::string>{},
          "Finish the trace and compile it: passes, inference, the plan and its runtime.")
       .def("finish_job", [](Tracer& t) { return job_dict(t.finish(false, 1)); },
            "Finish the trace of an inference step and return the job as Python data, uncompiled (rill.onnx).");
@@ -123,6 +127,8 @@ void init_graph(nb::module_& m) {
         d["actor_messages"] = r.messages;
         return d;
       });
+  m.def("_graph_optional_passes", &graph::optional_passes,
+        "The job passes nn.Graph's config can turn off (GraphConfig.enable_pass), in their order.");
   m.def("_graph_trace_write", &runtime::trace::write,
         "Write the actors' events so far to the RILL_GRAPH_TRACE file; returns how many (0 when it is unset).");
   m.def("_graph_job_roundtrip", [](nb::bytes data) {

@@ -166,6 +166,27 @@ def test_gradient_accumulation_4_equals_eager_batch_64():
     assert "gradient_accumulation" in graph.job()["pass_order"]
 
 
+def test_config_turns_an_optional_pass_off_and_compiles_a_new_plan():
+    class G(rill.nn.Graph):
+        def build(self, x):
+            return (x * 2 + 1) + (x * 2 + 1)  # CSE merges the second x * 2 + 1
+    g = G()
+    x = rill.arange(4.0)
+    assert g(x).tolist() == [2.0, 6.0, 10.0, 14.0]
+    assert "common_subexpression_elimination" in g.job()["pass_order"]
+    merged = len(g.job()["ops"])
+    assert "common_subexpression_elimination" in g.config.optional_passes()
+    g.config.enable_pass("common_subexpression_elimination", False)
+    assert g(x).tolist() == [2.0, 6.0, 10.0, 14.0]
+    assert g.stats()["compiles"] == 2
+    job = g.job()
+    assert "common_subexpression_elimination" not in job["pass_order"]
+    assert job["disabled_passes"] == ["common_subexpression_elimination"]
+    assert len(job["ops"]) > merged
+    with pytest.raises(ValueError, match="no optional pass is named 'auto_tick'"):
+        g.config.enable_pass("auto_tick", False)
+
+
 def test_state_is_the_eager_state():
     model = _mlp(5)
     opt = rill.optim.SGD(model.parameters(), lr=0.1)

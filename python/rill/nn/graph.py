@@ -26,10 +26,30 @@ _log = logging.getLogger("rill.nn.Graph")
 
 
 class GraphConfig:
-    """How a graph is compiled: gradient accumulation."""
+    """How a graph is compiled: gradient accumulation, and which optional passes run."""
 
     def __init__(self):
         self._accumulation = 1
+        self._disabled = set()
+
+    def enable_pass(self, name, mode=True):
+        """Turn an optional pass of the job on (every one is on by default) or off, by name; `optional_passes()`
+        lists them. A change compiles a new plan at the next call."""
+        known = GraphConfig.optional_passes()
+        if name not in known:
+            raise ValueError(f"[nn.Graph] no optional pass is named {name!r}; the passes a config can turn off are: "
+                             f"{', '.join(known)}")
+        (self._disabled.discard if mode else self._disabled.add)(name)
+
+    @staticmethod
+    def optional_passes():
+        """The passes `enable_pass` can turn off, in the order they run."""
+        return list(_C._graph_optional_passes())
+
+    @property
+    def disabled_passes(self):
+        """The optional passes turned off, in the order they run."""
+        return [p for p in GraphConfig.optional_passes() if p in self._disabled]
 
     def set_gradient_accumulation_steps(self, steps):
         """Run forward and backward on `steps` micro-batches (inputs split along dim 0) per call, then one
@@ -153,7 +173,8 @@ class Graph:
         shapes = tuple((tuple(t.shape), str(t.dtype)) for t in tensors)
         modes = tuple(m.training for root in self._modules.values() for m in root.modules())
         schedules = tuple(slot.key() for slot in self._optimizers)
-        return shapes, modes, self.config.gradient_accumulation_steps, len(args), schedules
+        return (shapes, modes, self.config.gradient_accumulation_steps, tuple(self.config.disabled_passes), len(args),
+                schedules)
 
     def __call__(self, *args):
         tensors, _ = _flatten(list(args), "graph inputs")
@@ -241,7 +262,8 @@ class Graph:
                 tracer.add_output(t)
             train = bool(self._optimizers)
             compiled = tracer.compile(train=train,
-                                      gradient_accumulation_steps=self.config.gradient_accumulation_steps)
+                                      gradient_accumulation_steps=self.config.gradient_accumulation_steps,
+                                      disabled_passes=self.config.disabled_passes)
         finally:
             tracer.stop()
             for p, grad in saved.values():

@@ -203,6 +203,7 @@ void infer_job(Job& job, InferStats& stats) {
   const OpGraph g(job);
   JobConf conf = job.conf();
   conf.clear_pass_order();
+  conf.clear_disabled_passes();  // which passes ran changes the ops, not how one op infers
   const BytesSym job_conf = intern_message(conf);
   Cache& c = cache();
   for (int i = 0; i < job.ops_size(); ++i) {

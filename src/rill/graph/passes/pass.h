@@ -26,5 +26,7 @@ void auto_tick(Job& job);
 void run_passes(Job& job);
 /** The fixed order, by name. */
 const std::vector<std::string>& pass_order();
+/** The passes a job conf may turn off (JobConf.disabled_passes), in their order. */
+std::vector<std::string> optional_passes();
 
 }  // namespace rill::graph
