@@ -122,6 +122,7 @@ void init_graph(nb::module_& m) {
         d["compile_s"] = s.compile_s;
         d["plan_tasks"] = s.plan_tasks;
         d["planned_peak_bytes"] = s.planned_peak_bytes;
+        d["memory_lower_bound_bytes"] = s.memory_lower_bound_bytes;
         d["launches"] = s.launches;
         d["actor_acts"] = r.acts;
         d["actor_messages"] = r.messages;

@@ -187,6 +187,27 @@ def test_config_turns_an_optional_pass_off_and_compiles_a_new_plan():
         g.config.enable_pass("auto_tick", False)
 
 
+def test_memory_plan_reuses_dead_buffers_near_the_lower_bound_and_can_be_turned_off():
+    def encoder_step(reuse):
+        rill.manual_seed(7)
+        model = nn.Sequential(nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True),
+                              nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True), nn.Flatten(),
+                              nn.Linear(8 * 32, 10))
+        g = _TrainGraph(model, rill.optim.AdamW(model.parameters(), lr=1e-3))
+        g.config.enable_pass("memory_reuse", reuse)
+        rng = np.random.default_rng(9)
+        batches = [(rill.tensor(rng.standard_normal((4, 8, 32)).astype(np.float32)),
+                    rill.tensor(rng.integers(0, 10, 4).astype(np.int64))) for _ in range(3)]
+        return _graph_losses(g, batches), g.stats()
+    losses, stats = encoder_step(True)
+    alone, stats_alone = encoder_step(False)
+    assert losses == alone  # the same kernels on the same values, wherever their buffers are
+    bound = stats["memory_lower_bound_bytes"]
+    assert bound == stats_alone["memory_lower_bound_bytes"] > 0
+    assert bound <= stats["planned_peak_bytes"] <= 1.05 * bound, stats
+    assert stats_alone["planned_peak_bytes"] > 2 * stats["planned_peak_bytes"], (stats, stats_alone)
+
+
 def test_state_is_the_eager_state():
     model = _mlp(5)
     opt = rill.optim.SGD(model.parameters(), lr=0.1)

@@ -9,6 +9,7 @@
 
 #include "rill/graph/op_graph.h"
 #include "rill/graph/attrs.h"
+#include "rill/graph/memory_plan.h"
 #include "rill/graph/task_id.h"
 #include "rill/util/error.h"
 
@@ -33,25 +34,12 @@ namespace rill::graph {
 // ctrl_inputs gets one REGST_CTRL register, after its data outputs, read by all
 // of them. Registers produced in the piece part hold
 // options.register_count buffers (producers run that many pieces ahead), the
-// others one, as do the bindings (Note [Pieces and the once part] in op_graph.cpp). Memory is one
-// chunk with a mem block per owned register, at 64-byte aligned offsets, sized
-// for its count buffers; planned_peak_bytes is the chunk's size (no reuse yet).
+// others one, as do the bindings (Note [Pieces and the once part] in op_graph.cpp). Last, the
+// memory plan gives each owned register a mem block in one chunk, sized for its
+// count buffers, reusing the memory of dead registers (Note [The memory plan] in
+// memory_plan.cpp).
 
 namespace {
-
-constexpr int64_t kAlignment = 64;
-
-int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
-
-// Bytes from a desc's element 0 to the end of its last element.
-int64_t desc_bytes(const plan::TensorDesc& d) {
-  int64_t span = 1;
-  for (int k = 0; k < d.shape_size(); ++k) {
-    if (d.shape(k) == 0) return 0;
-    span += (d.shape(k) - 1) * std::abs(d.strides(k));
-  }
-  return (d.offset() + span) * dtype_itemsize(graph::meta_from_proto(d)->dtype);
-}
 
 plan::TensorDesc contiguous(const plan::TensorDesc& d) {
   plan::TensorDesc c;
@@ -75,8 +63,8 @@ class Compiler {
     task_of_.assign(g_.size(), -1);
     ctrl_regst_of_.assign(g_.size(), -1);
     for (int i = 0; i < g_.size(); ++i) add_op(i);
-    plan_memory();
     plan_.set_pieces(pieces_);
+    plan_memory();
     return std::move(plan_);
   }
 
@@ -329,23 +317,9 @@ class Compiler {
   }
 
   void plan_memory() {
-    const int64_t chunk = next_id();
-    int64_t size = 0;
-    for (plan::Regst& r : *plan_.mutable_regsts()) {
-      if (r.kind() != plan::REGST_OWNED) continue;
-      plan::MemBlock& b = *plan_.add_mem_blocks();
-      b.set_id(next_id());
-      b.set_chunk_id(chunk);
-      b.set_offset(size);
-      b.set_size(round_up(desc_bytes(r.desc()) * r.count(), kAlignment));
-      r.set_mem_block_id(b.id());
-      r.set_mem_offset(0);
-      size += b.size();
-    }
-    plan::Chunk& c = *plan_.add_chunks();
-    c.set_id(chunk);
-    c.set_size(size);
-    plan_.set_planned_peak_bytes(size);
+    const auto& off = job_.conf().disabled_passes();
+    const bool reuse = std::find(off.begin(), off.end(), kMemoryReuse) == off.end();
+    graph::plan_memory(plan_, reuse, [this] { return next_id(); });
   }
 
   const Job& job_;

@@ -90,6 +90,7 @@ CompiledGraph::CompiledGraph(graph::Job job, std::vector<Tensor> variables, int6
   RILL_ASSERT(static_cast<size_t>(plan.variables_size()) == variables_.size(), "the plan binds ",
               plan.variables_size(), " variables, the trace ", variables_.size());
   stats_.planned_peak_bytes = plan.planned_peak_bytes();
+  stats_.memory_lower_bound_bytes = plan.live_bytes_lower_bound();
   stats_.plan_tasks = plan.tasks_size();
   runtime_ = std::make_unique<Runtime>(std::move(plan), job_.conf().name());
   stats_.job_ops = job_.ops_size();

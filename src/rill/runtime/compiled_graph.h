@@ -27,6 +27,7 @@ struct GraphStats {
   double compile_s = 0;
   int64_t plan_tasks = 0;
   int64_t planned_peak_bytes = 0;
+  int64_t memory_lower_bound_bytes = 0;  // the plan's live_bytes_lower_bound
   int64_t launches = 0;
 };
 

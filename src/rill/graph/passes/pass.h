@@ -26,7 +26,8 @@ void auto_tick(Job& job);
 void run_passes(Job& job);
 /** The fixed order, by name. */
 const std::vector<std::string>& pass_order();
-/** The passes a job conf may turn off (JobConf.disabled_passes), in their order. */
+/** The passes a job conf may turn off (JobConf.disabled_passes), in their order, then the compiler's buffer reuse
+ * (kMemoryReuse in memory_plan.h). */
 std::vector<std::string> optional_passes();
 
 }  // namespace rill::graph

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "rill/graph/memory_plan.h"
 #include "rill/graph/passes/pass.h"
 #include "rill/util/error.h"
 
@@ -25,7 +26,8 @@ const std::vector<PassEntry>& passes() {
       {"gradient_accumulation", gradient_accumulation, false},
       // The fusion passes go here: on the job's final ops, before the ticks order them.
       {"auto_tick", auto_tick, false},
-      // The memory passes go here, last: lifetimes and in-place reuse need every edge, the ticks' included.
+      // The memory passes go here, last: in-place reuse needs every edge, the ticks' included. Buffer reuse is
+      // the compiler's (memory_plan.cpp), on the plan's tasks; the config turns it off like a pass.
   };
   return list;
 }
@@ -69,6 +71,7 @@ std::vector<std::string> optional_passes() {
   std::vector<std::string> out;
   for (const PassEntry& p : passes())
     if (p.optional) out.push_back(p.name);
+  out.push_back(kMemoryReuse);
   return out;
 }
 

@@ -1,0 +1,222 @@
+#include "rill/graph/memory_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "rill/graph/attrs.h"
+#include "rill/graph/task_id.h"
+
+namespace rill::graph {
+
+// Note [The memory plan]
+// Buffers may share memory only if their lifetimes cannot overlap however the
+// actors run, so the plan first fixes the order: the tasks of each stream are
+// chained in plan order (a topological order of the job), by a ctrl register
+// from each task to the next where no register already orders the two. A
+// stream's tasks share one worker thread, so the chain costs no parallelism.
+// In that order a register owned by task p and last read (directly or through a
+// view of it) by task c lives over [p, c], inclusive: an op's outputs are
+// written while its inputs are read. Placement walks the order: at each task it
+// takes memory for the registers the task produces (best fit among the freed
+// blocks, else from the top of the arena) and then frees those whose last
+// reader it is. The largest sum of simultaneously live bytes in the same order
+// is a lower bound no placement can beat (live_bytes_lower_bound); with the
+// training steps of bench/graph.py best fit comes within a few percent of it.
+//
+// Reuse needs each register written once per iteration in that order: with more
+// than one piece (gradient accumulation) or more than one buffer per register
+// (producers running pieces ahead), every register keeps memory of its own, as
+// when JobConf.disabled_passes names "memory_reuse".
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+/** Free memory of an arena that grows at its top: best fit, neighbours merged when freed. */
+class Arena {
+ public:
+  int64_t take(int64_t n) {
+    if (n == 0) return 0;
+    auto fit = by_size_.lower_bound({n, -1});
+    if (fit != by_size_.end()) {
+      auto [size, offset] = *fit;
+      erase(offset, size);
+      if (size > n) insert(offset + n, size - n);
+      return offset;
+    }
+    int64_t offset = top_;
+    if (!by_offset_.empty()) {  // a free block at the top grows into the new space
+      auto last = std::prev(by_offset_.end());
+      if (last->first + last->second == top_) {
+        offset = last->first;
+        erase(last->first, last->second);
+      }
+    }
+    top_ = offset + n;
+    return offset;
+  }
+
+  void give(int64_t offset, int64_t n) {
+    if (n == 0) return;
+    auto next = by_offset_.lower_bound(offset);
+    if (next != by_offset_.end() && next->first == offset + n) {
+      n += next->second;
+      erase(next->first, next->second);
+    }
+    auto prev = by_offset_.lower_bound(offset);
+    if (prev != by_offset_.begin() && (--prev)->first + prev->second == offset) {
+      offset = prev->first;
+      n += prev->second;
+      erase(prev->first, prev->second);
+    }
+    insert(offset, n);
+  }
+
+  int64_t top() const { return top_; }
+
+ private:
+  void insert(int64_t offset, int64_t n) {
+    by_offset_.emplace(offset, n);
+    by_size_.emplace(n, offset);
+  }
+  void erase(int64_t offset, int64_t n) {
+    by_offset_.erase(offset);
+    by_size_.erase({n, offset});
+  }
+
+  std::map<int64_t, int64_t> by_offset_;
+  std::set<std::pair<int64_t, int64_t>> by_size_;  // (size, offset)
+  int64_t top_ = 0;
+};
+
+// Everything of a task id but its index: the rank, device and stream it runs on.
+int64_t stream_of(int64_t task_id) { return task_id >> kTaskIndexBits; }
+
+/** Order each stream's tasks in plan order (Note [The memory plan]). */
+void chain_streams(plan::Plan& p, const std::function<int64_t()>& next_id) {
+  std::unordered_map<int64_t, int> regst_index;
+  for (int i = 0; i < p.regsts_size(); ++i) regst_index.emplace(p.regsts(i).id(), i);
+  std::unordered_map<int64_t, int> last_on_stream;  // stream -> index of its latest task
+  for (int k = 0; k < p.tasks_size(); ++k) {
+    const int64_t id = p.tasks(k).id();
+    auto [last, first] = last_on_stream.try_emplace(stream_of(id), k);
+    if (first) continue;
+    const int prev = std::exchange(last->second, k);
+    const int64_t prev_id = p.tasks(prev).id();
+    const plan::Task& t = p.tasks(k);
+    bool ordered = std::any_of(t.in_regsts().begin(), t.in_regsts().end(), [&](int64_t r) {
+      return p.regsts(regst_index.at(r)).producer() == prev_id;
+    });
+    if (ordered) continue;
+    int ctrl = -1;
+    for (int64_t r : p.tasks(prev).out_regsts())
+      if (p.regsts(regst_index.at(r)).kind() == plan::REGST_CTRL) ctrl = regst_index.at(r);
+    if (ctrl < 0) {
+      plan::Regst& r = *p.add_regsts();
+      r.set_id(next_id());
+      r.set_kind(plan::REGST_CTRL);
+      r.set_lbn(p.tasks(prev).name() + "/ctrl");
+      r.set_producer(prev_id);
+      r.set_count(1);
+      ctrl = p.regsts_size() - 1;
+      regst_index.emplace(r.id(), ctrl);
+      p.mutable_tasks(prev)->add_out_regsts(r.id());
+    }
+    p.mutable_regsts(ctrl)->add_consumers(id);
+    p.mutable_tasks(k)->add_in_regsts(p.regsts(ctrl).id());
+  }
+}
+
+}  // namespace
+
+int64_t desc_bytes(const plan::TensorDesc& d) {
+  int64_t span = 1;
+  for (int k = 0; k < d.shape_size(); ++k) {
+    if (d.shape(k) == 0) return 0;
+    span += (d.shape(k) - 1) * std::abs(d.strides(k));
+  }
+  return (d.offset() + span) * dtype_itemsize(graph::meta_from_proto(d)->dtype);
+}
+
+void plan_memory(plan::Plan& p, bool reuse, const std::function<int64_t()>& next_id) {
+  reuse = reuse && p.pieces() <= 1 && std::all_of(p.regsts().begin(), p.regsts().end(), [](const plan::Regst& r) {
+            return r.kind() != plan::REGST_OWNED || r.count() == 1;
+          });
+  if (reuse) chain_streams(p, next_id);
+
+  const int n = p.tasks_size();
+  std::unordered_map<int64_t, int> position;  // task id -> index in plan order
+  for (int k = 0; k < n; ++k) position.emplace(p.tasks(k).id(), k);
+  std::unordered_map<int64_t, int> owned;  // regst id -> index into lives
+  struct Life {
+    plan::Regst* regst;
+    int start, end;
+    int64_t bytes;
+  };
+  std::vector<Life> lives;
+  for (plan::Regst& r : *p.mutable_regsts()) {
+    if (r.kind() != plan::REGST_OWNED) continue;
+    const int start = position.at(r.producer());
+    owned.emplace(r.id(), static_cast<int>(lives.size()));
+    lives.push_back({&r, start, start, round_up(desc_bytes(r.desc()) * r.count(), kAlignment)});
+  }
+  for (const plan::Regst& r : p.regsts()) {
+    auto it = owned.find(r.kind() == plan::REGST_VIEW ? r.alias_of() : r.id());
+    if ((r.kind() != plan::REGST_OWNED && r.kind() != plan::REGST_VIEW) || it == owned.end()) continue;
+    for (int64_t c : r.consumers()) lives[it->second].end = std::max(lives[it->second].end, position.at(c));
+  }
+
+  std::vector<int64_t> change(n + 1, 0);
+  for (const Life& l : lives) {
+    change[l.start] += l.bytes;
+    change[l.end + 1] -= l.bytes;
+  }
+  int64_t live = 0, bound = 0;
+  for (int k = 0; k < n; ++k) bound = std::max(bound, live += change[k]);
+
+  std::vector<int64_t> offset(lives.size(), 0);
+  int64_t size = 0;
+  if (reuse) {
+    std::vector<std::vector<int>> starts(n), ends(n);
+    for (size_t i = 0; i < lives.size(); ++i) {
+      starts[lives[i].start].push_back(static_cast<int>(i));
+      ends[lives[i].end].push_back(static_cast<int>(i));
+    }
+    Arena arena;
+    for (int k = 0; k < n; ++k) {
+      for (int i : starts[k]) offset[i] = arena.take(lives[i].bytes);
+      for (int i : ends[k]) arena.give(offset[i], lives[i].bytes);
+    }
+    size = arena.top();
+  } else {
+    for (size_t i = 0; i < lives.size(); ++i) {
+      offset[i] = size;
+      size += lives[i].bytes;
+    }
+  }
+
+  const int64_t chunk = next_id();
+  for (size_t i = 0; i < lives.size(); ++i) {
+    plan::MemBlock& b = *p.add_mem_blocks();
+    b.set_id(next_id());
+    b.set_chunk_id(chunk);
+    b.set_offset(offset[i]);
+    b.set_size(lives[i].bytes);
+    lives[i].regst->set_mem_block_id(b.id());
+    lives[i].regst->set_mem_offset(0);
+  }
+  plan::Chunk& c = *p.add_chunks();
+  c.set_id(chunk);
+  c.set_size(size);
+  p.set_planned_peak_bytes(size);
+  p.set_live_bytes_lower_bound(bound);
+}
+
+}  // namespace rill::graph
