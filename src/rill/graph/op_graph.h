@@ -1,7 +1,8 @@
 // The op graph of a job (private to graph/): who produces each logical blob, who
 // consumes each op's outputs and control, and which part of an iteration an op
 // runs in (Note [Pieces and the once part] in op_graph.cpp). The passes and the
-// compiler rebuild it after each rewrite; a job stays the one source of truth.
+// compiler rebuild it after each rewrite; a job stays the one source of truth. A graph
+// reads the job's strings in place: it must not outlive a rename of an op or an output.
 #pragma once
 
 #include <string>
@@ -80,8 +81,10 @@ class OpGraph {
 
  private:
   const Job* job_;
-  std::unordered_map<std::string, int> by_name_;
-  std::unordered_map<std::string, BlobRef> by_lbn_;
+  // Keys view the job's own strings: a pass may add ops or rewrite inputs while a graph of the job lives, but
+  // renames no op and no output (a repeated field holds its messages by pointer, so adding moves none).
+  std::unordered_map<std::string_view, int> by_name_;
+  std::unordered_map<std::string_view, BlobRef> by_lbn_;
   std::vector<std::vector<int>> data_consumers_, ctrl_consumers_, predecessors_;
 };
 

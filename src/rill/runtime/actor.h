@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "rill/graph/plan.pb.h"
 #include "rill/runtime/runtime.h"
 #include "rill/util/error.h"
+#include "rill/util/fifo.h"
 
 namespace rill::runtime::detail {
 
@@ -108,7 +108,7 @@ class Actor {
   struct InSlot {
     int32_t regst;
     bool fixed;                // ready from the start: no messages
-    std::deque<Piece> ready;   // pieces announced and not yet taken
+    Fifo<Piece> ready;   // pieces announced and not yet taken
     int64_t taken = 0;         // pieces taken this iteration
   };
   struct Held {
@@ -125,7 +125,7 @@ class Actor {
     int64_t produced = 0;
     int64_t freed = 0;             // pieces every consumer has freed (in order)
     std::vector<int32_t> unfreed;  // per buffer: consumers still reading its piece
-    std::deque<Held> held;         // in-pieces kept alive by the pieces of this register
+    Fifo<Held> held;         // in-pieces kept alive by the pieces of this register
   };
 
   const RegstInfo& regst(int32_t i) const { return (*regsts_)[i]; }

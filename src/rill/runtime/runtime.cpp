@@ -6,7 +6,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <new>
@@ -83,9 +82,9 @@ namespace {
 struct Worker {
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<Message> inbox;  // from other threads, under mu
+  Fifo<Message> inbox;  // from other threads, under mu
   bool stop = false;          // under mu: the runtime is being destroyed
-  std::deque<Message> local;  // sent by this thread's own actors; only this thread touches it
+  Fifo<Message> local;  // sent by this thread's own actors; only this thread touches it
   std::vector<trace::KernelEvent> events;  // this iteration's kernels, when tracing (Note [The actors' trace])
   std::thread thread;         // none for worker 0
 };
@@ -451,7 +450,7 @@ void Runtime::Impl::start_workers() {
       std::string name = "rill-actors-" + std::to_string(i);  // the trace's name for the thread
       pthread_setname_np(pthread_self(), name.c_str());
       Dispatch env(*this, w);
-      std::deque<Message> batch;
+      Fifo<Message> batch;
       for (;;) {
         {
           std::unique_lock<std::mutex> lock(w.mu);
@@ -489,7 +488,7 @@ void Runtime::Impl::drain() {
     env.process(m);
   }
   done_one();
-  std::deque<Message> batch;
+  Fifo<Message> batch;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(w0.mu);
