@@ -1,7 +1,7 @@
 """Graph mode against eager (rill.nn.Graph vs rill eager vs PyTorch eager), and compile times (issue 17's bars).
 
 One training step (forward, backward, optimizer) per call on the same models in each mode, alternating, medians
-of --repeats timings, each ending with a sync. Compile times are cold: each measurement runs in a fresh process
+of --repeats timings, each ending with a sync; "unfused" is the graph with its fuse_elementwise pass turned off. Compile times are cold: each measurement runs in a fresh process
 (nothing of an earlier compile cached: interned symbols, the inference cache, allocator pools), first call timed to
 the end of its work.
 
@@ -66,7 +66,7 @@ def eager_step(lib, model, opt, x, y):
     return run
 
 
-def graph_step(model, opt, x, y):
+def graph_step(model, opt, x, y, disabled=()):
     class Step(rill.nn.Graph):
         def __init__(self):
             super().__init__()
@@ -78,22 +78,27 @@ def graph_step(model, opt, x, y):
             loss.backward()
             return loss
     g = Step()
+    for name in disabled:
+        g.config.enable_pass(name, False)
     return g, lambda: g(x, y).item()
 
 
 def time_steps(name, make, repeats):
     r_model, r_opt, rx, ry = make(rill)
     g_model, g_opt, gx, gy = make(rill)
+    u_model, u_opt, ux, uy = make(rill)
     t_model, t_opt, tx, ty = make(torch)
-    runs = {"rill graph": graph_step(g_model, g_opt, gx, gy)[1], "rill eager": eager_step(rill, r_model, r_opt, rx, ry),
-            "torch eager": eager_step(torch, t_model, t_opt, tx, ty)}
+    runs = {"rill graph": graph_step(g_model, g_opt, gx, gy)[1],
+            "unfused": graph_step(u_model, u_opt, ux, uy, disabled=["fuse_elementwise"])[1],
+            "rill eager": eager_step(rill, r_model, r_opt, rx, ry), "torch eager": eager_step(torch, t_model, t_opt, tx, ty)}
     times = {k: [] for k in runs}
     for _ in range(repeats):
         for k, fn in runs.items():
             times[k].append(_time(fn, 20))
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-    print(f"{name:28s} graph {med['rill graph']:8.3f} ms  eager {med['rill eager']:8.3f} ms  "
-          f"torch {med['torch eager']:8.3f} ms  graph/eager {med['rill graph'] / med['rill eager']:5.2f}  "
+    print(f"{name:28s} graph {med['rill graph']:8.3f} ms  unfused {med['unfused']:8.3f} ms  "
+          f"eager {med['rill eager']:8.3f} ms  torch {med['torch eager']:8.3f} ms  "
+          f"graph/unfused {med['rill graph'] / med['unfused']:5.2f}  graph/eager {med['rill graph'] / med['rill eager']:5.2f}  "
           f"graph/torch {med['rill graph'] / med['torch eager']:5.2f}")
 
 

@@ -123,6 +123,8 @@ void init_graph(nb::module_& m) {
         d["plan_tasks"] = s.plan_tasks;
         d["planned_peak_bytes"] = s.planned_peak_bytes;
         d["memory_lower_bound_bytes"] = s.memory_lower_bound_bytes;
+        d["fused_kernels"] = s.fused_kernels;
+        d["fused_ops"] = s.fused_ops;
         d["launches"] = s.launches;
         d["actor_acts"] = r.acts;
         d["actor_messages"] = r.messages;

@@ -208,6 +208,42 @@ def test_memory_plan_reuses_dead_buffers_near_the_lower_bound_and_can_be_turned_
     assert stats_alone["planned_peak_bytes"] > 2 * stats["planned_peak_bytes"], (stats, stats_alone)
 
 
+class _Scaled(nn.Module):
+    """An elementwise tail the tracer records op by op: x * scale + shift, through a sigmoid gate."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.shift = nn.Parameter(rill.zeros(n))
+
+    def forward(self, x):
+        return (x * 0.5 + self.shift) * rill.sigmoid(x) - x.abs() / 4
+
+
+def test_fuse_elementwise_trains_as_unfused_and_as_eager_and_can_be_turned_off():
+    def model():
+        rill.manual_seed(11)
+        return nn.Sequential(nn.Linear(64, 96), nn.GELU(approximate="tanh"), _Scaled(96), nn.Linear(96, 96),
+                             nn.Tanh(), nn.Linear(96, 10))
+    batches = [_data(24, seed=s) for s in range(20)]
+
+    def graph_run(fuse):
+        m = model()
+        g = _TrainGraph(m, rill.optim.AdamW(m.parameters(), lr=1e-3))
+        g.config.enable_pass("fuse_elementwise", fuse)
+        return m, _graph_losses(g, batches), g.stats()
+    fused_model, fused_losses, fused = graph_run(True)
+    plain_model, plain_losses, plain = graph_run(False)
+    eager_model = model()
+    eager_losses = _eager_losses(eager_model, rill.optim.AdamW(eager_model.parameters(), lr=1e-3), batches)
+    assert fused["fused_kernels"] >= 3 and fused["fused_ops"] >= 3 * fused["fused_kernels"] - 3, fused
+    assert plain["fused_kernels"] == 0 and plain["fused_ops"] == 0
+    # Every fused op stands for its chain: tasks go down by what the chains held, less one task each.
+    assert fused["plan_tasks"] == plain["plan_tasks"] - fused["fused_ops"] + fused["fused_kernels"], (fused, plain)
+    assert fused["memory_lower_bound_bytes"] <= plain["memory_lower_bound_bytes"]
+    _assert_same_training(plain_model, fused_model, plain_losses, fused_losses)
+    _assert_same_training(eager_model, fused_model, eager_losses, fused_losses)
+
+
 def test_state_is_the_eager_state():
     model = _mlp(5)
     opt = rill.optim.SGD(model.parameters(), lr=0.1)

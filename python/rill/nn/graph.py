@@ -283,8 +283,9 @@ class Graph:
     def stats(self):
         """Counters of the latest compiled plan: compiles, job_ops, infer_computed, infer_cache_hits, compile_s,
         plan_tasks, planned_peak_bytes (the plan's one chunk, dead buffers reused), memory_lower_bound_bytes (the
-        most bytes live at once in the plan's order: no placement needs less), fused_kernels, launches."""
-        out = {"compiles": self._compiles, "fused_kernels": 0}
+        most bytes live at once in the plan's order: no placement needs less), fused_kernels (the elementwise
+        chains fuse_elementwise made one op each), fused_ops (the ops inside them), launches."""
+        out = {"compiles": self._compiles, "fused_kernels": 0, "fused_ops": 0}
         if self._last is not None:
             out.update(self._last.stats())
         return out

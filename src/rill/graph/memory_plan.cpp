@@ -25,8 +25,12 @@ namespace rill::graph {
 // takes memory for the registers the task produces (best fit among the freed
 // blocks, else from the top of the arena) and then frees those whose last
 // reader it is. The largest sum of simultaneously live bytes in the same order
-// is a lower bound no placement can beat (live_bytes_lower_bound); with the
-// training steps of bench/graph.py best fit comes within a few percent of it.
+// is a lower bound no placement can beat (live_bytes_lower_bound). Where best fit
+// in order misses it and there are at most kMaxSizeOrdered registers, a second
+// placement goes largest first, each register into the smallest gap between the
+// registers already placed whose lifetimes overlap its own (greedy by size, as
+// TensorFlow Lite's arena planner does), and the smaller of the two is kept:
+// fragmentation comes mostly from small buffers placed before large ones.
 //
 // Reuse needs each register written once per iteration in that order: with more
 // than one piece (gradient accumulation) or more than one buffer per register
@@ -36,6 +40,8 @@ namespace rill::graph {
 namespace {
 
 constexpr int64_t kAlignment = 64;
+// Placing by size costs time quadratic in the registers: beyond this many, best fit in order alone.
+constexpr size_t kMaxSizeOrdered = 4096;
 
 int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
@@ -96,6 +102,58 @@ class Arena {
   int64_t top_ = 0;
 };
 
+struct Life {
+  plan::Regst* regst;
+  int start, end;  // plan positions of its producer and last reader
+  int64_t bytes;
+};
+
+/** Best fit along the plan order (Note [The memory plan]); returns the arena's size. */
+int64_t place_in_order(const std::vector<Life>& lives, int n, std::vector<int64_t>& offset) {
+  std::vector<std::vector<int>> starts(n), ends(n);
+  for (size_t i = 0; i < lives.size(); ++i) {
+    starts[lives[i].start].push_back(static_cast<int>(i));
+    ends[lives[i].end].push_back(static_cast<int>(i));
+  }
+  Arena arena;
+  for (int k = 0; k < n; ++k) {
+    for (int i : starts[k]) offset[i] = arena.take(lives[i].bytes);
+    for (int i : ends[k]) arena.give(offset[i], lives[i].bytes);
+  }
+  return arena.top();
+}
+
+/** Largest first: each register in the smallest gap left between the registers placed before it whose lifetimes
+ * overlap its own (Note [The memory plan]); returns the size. */
+int64_t place_by_size(const std::vector<Life>& lives, std::vector<int64_t>& offset) {
+  std::vector<int> order(lives.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lives[a].bytes > lives[b].bytes; });
+  std::vector<int> placed;
+  std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of the overlapping placed registers
+  int64_t size = 0;
+  for (int i : order) {
+    const Life& l = lives[i];
+    busy.clear();
+    for (int j : placed)
+      if (lives[j].start <= l.end && l.start <= lives[j].end) busy.emplace_back(offset[j], offset[j] + lives[j].bytes);
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0, best = -1, best_gap = 0;
+    for (const auto& [begin, end] : busy) {
+      const int64_t gap = begin - at;
+      if (gap >= l.bytes && (best < 0 || gap < best_gap)) {
+        best = at;
+        best_gap = gap;
+      }
+      at = std::max(at, end);
+    }
+    offset[i] = best < 0 ? at : best;
+    size = std::max(size, offset[i] + l.bytes);
+    placed.push_back(i);
+  }
+  return size;
+}
+
 // Everything of a task id but its index: the rank, device and stream it runs on.
 int64_t stream_of(int64_t task_id) { return task_id >> kTaskIndexBits; }
 
@@ -155,11 +213,6 @@ void plan_memory(plan::Plan& p, bool reuse, const std::function<int64_t()>& next
   std::unordered_map<int64_t, int> position;  // task id -> index in plan order
   for (int k = 0; k < n; ++k) position.emplace(p.tasks(k).id(), k);
   std::unordered_map<int64_t, int> owned;  // regst id -> index into lives
-  struct Life {
-    plan::Regst* regst;
-    int start, end;
-    int64_t bytes;
-  };
   std::vector<Life> lives;
   for (plan::Regst& r : *p.mutable_regsts()) {
     if (r.kind() != plan::REGST_OWNED) continue;
@@ -184,17 +237,15 @@ void plan_memory(plan::Plan& p, bool reuse, const std::function<int64_t()>& next
   std::vector<int64_t> offset(lives.size(), 0);
   int64_t size = 0;
   if (reuse) {
-    std::vector<std::vector<int>> starts(n), ends(n);
-    for (size_t i = 0; i < lives.size(); ++i) {
-      starts[lives[i].start].push_back(static_cast<int>(i));
-      ends[lives[i].end].push_back(static_cast<int>(i));
+    size = place_in_order(lives, n, offset);
+    if (size > bound && lives.size() <= kMaxSizeOrdered) {
+      std::vector<int64_t> other(lives.size(), 0);
+      const int64_t other_size = place_by_size(lives, other);
+      if (other_size < size) {
+        size = other_size;
+        offset.swap(other);
+      }
     }
-    Arena arena;
-    for (int k = 0; k < n; ++k) {
-      for (int i : starts[k]) offset[i] = arena.take(lives[i].bytes);
-      for (int i : ends[k]) arena.give(offset[i], lives[i].bytes);
-    }
-    size = arena.top();
   } else {
     for (size_t i = 0; i < lives.size(); ++i) {
       offset[i] = size;

@@ -261,6 +261,21 @@ void sort_topologically(Job& job) {
   job.mutable_ops()->Swap(&sorted);
 }
 
+void redirect(OpConf& op, const std::unordered_map<std::string, std::string>& lbn_to,
+              const std::unordered_map<std::string, std::string>& name_to) {
+  for (std::string& lbn : *op.mutable_inputs())
+    if (auto it = lbn_to.find(lbn); it != lbn_to.end()) lbn = it->second;
+  if (op.ctrl_inputs_size() == 0) return;
+  std::vector<std::string> ctrl;
+  for (const std::string& c : op.ctrl_inputs()) {
+    auto it = name_to.find(c);
+    const std::string& name = it == name_to.end() ? c : it->second;
+    if (std::find(ctrl.begin(), ctrl.end(), name) == ctrl.end()) ctrl.push_back(name);
+  }
+  op.clear_ctrl_inputs();
+  for (std::string& c : ctrl) op.add_ctrl_inputs(std::move(c));
+}
+
 void remove_ops(Job& job, const std::vector<bool>& keep) {
   google::protobuf::RepeatedPtrField<OpConf> kept;
   for (int i = 0; i < job.ops_size(); ++i)

@@ -114,6 +114,10 @@ OpConf* add_op(Job& job, const std::string& name, std::string_view op_type, cons
 /** Reorder job.ops topologically over data and ctrl edges, keeping the present order where it is one; raises
  * naming an op on a cycle. */
 void sort_topologically(Job& job);
+/** Rewrite op's inputs by lbn_to and its ctrl_inputs by name_to (ops merged or removed into others), each ctrl
+ * name once. */
+void redirect(OpConf& op, const std::unordered_map<std::string, std::string>& lbn_to,
+              const std::unordered_map<std::string, std::string>& name_to);
 /** Remove the ops whose keep flag is false (indices into job.ops). */
 void remove_ops(Job& job, const std::vector<bool>& keep);
 

@@ -222,8 +222,9 @@ void define_family(const std::vector<std::string_view>& names, std::string_view 
 }  // namespace
 
 void register_elementwise_ops() {
-  const OpFlags k = {.strided_output = true};  // internal: bound by hand where Python needs it
-  const OpFlags py = {.strided_output = true, .function = true, .method = true, .inplace = true};
+  const OpFlags k = {.strided_output = true, .elementwise = true};  // internal: bound by hand where Python needs it
+  const OpFlags py = {.strided_output = true, .function = true, .method = true, .inplace = true,
+                      .elementwise = true};
   OpFlags py_out = py;
   py_out.out = true;
   OpFlags no_grad = k;
@@ -275,7 +276,8 @@ void register_elementwise_ops() {
               infer_activation_backward, k, "");
   ops::define("nan_to_num(Tensor self, float? nan=0.0, float? posinf=None, float? neginf=None) -> Tensor",
               infer_unary_same, py_out, "NaN, +inf and -inf replaced (defaults: 0, the dtype's largest and lowest)");
-  OpFlags functional = {.strided_output = true, .function = true, .method = true, .nn_functional = true};
+  OpFlags functional = {.strided_output = true, .function = true, .method = true, .nn_functional = true,
+                        .elementwise = true};
   ops::define("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", infer_activation, functional,
               "x where |x| > lambd, else 0");
   ops::define("clamp_scalar(Tensor self, Scalar min, Scalar max, bool has_min, bool has_max) -> Tensor",

@@ -81,6 +81,9 @@ struct OpFlags {
   bool view = false;            // the output is a view of input 0 (no kernel: eager::view_call)
   bool random = false;          // draws from the generator: scalars 0 and 1 are its seed and offset (graph mode
                                 // gives each launch its own offset; CSE never merges two calls)
+  bool elementwise = false;     // one output whose element i reads only element i of each input (broadcast), one
+                                // kernel call per any part of it: graph mode may fuse a chain of them
+                                // (ops/fused.h), calling the kernel on tiles
 };
 
 // Note [Arguments of an op call]
@@ -165,5 +168,6 @@ void register_nn_ops();
 void register_view_ops();
 void register_comm_ops();
 void register_optim_ops();
+void register_fused_ops();
 
 }  // namespace rill

@@ -88,6 +88,7 @@ void register_all() {
     register_view_ops();
     register_comm_ops();
     register_optim_ops();
+    register_fused_ops();
   });
 }
 

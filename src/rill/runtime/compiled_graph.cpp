@@ -9,6 +9,7 @@
 #include "rill/eager/functional.h"
 #include "rill/graph/passes/pass.h"
 #include "rill/graph/attrs.h"
+#include "rill/ops/fused.h"
 #include "rill/util/error.h"
 #include "rill/vm/virtual_machine.h"
 
@@ -94,6 +95,12 @@ CompiledGraph::CompiledGraph(graph::Job job, std::vector<Tensor> variables, int6
   stats_.plan_tasks = plan.tasks_size();
   runtime_ = std::make_unique<Runtime>(std::move(plan), job_.conf().name());
   stats_.job_ops = job_.ops_size();
+  for (const graph::OpConf& op : job_.ops())
+    if (op.op_type() == fused::kOpName) {
+      ++stats_.fused_kernels;
+      stats_.fused_ops += static_cast<int64_t>(fused::program_of(*graph::attrs_from_proto(
+          ops::get(fused::kOpName), op.attrs())).steps.size());
+    }
   stats_.infer_computed = infer.computed;
   stats_.infer_cache_hits = infer.hits;
   stats_.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -28,6 +28,8 @@ struct GraphStats {
   int64_t plan_tasks = 0;
   int64_t planned_peak_bytes = 0;
   int64_t memory_lower_bound_bytes = 0;  // the plan's live_bytes_lower_bound
+  int64_t fused_kernels = 0;             // _fused_elementwise ops of the job (fuse_elementwise's chains)
+  int64_t fused_ops = 0;                 // the elementwise ops inside them
   int64_t launches = 0;
 };
 

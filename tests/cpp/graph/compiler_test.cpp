@@ -251,11 +251,13 @@ TEST(GraphCompiler, ErrorsNameTheOp) {
   }
   {
     Job job = small_job();
+    job.mutable_conf()->add_disabled_passes("fuse_elementwise");  // it would infer the job to find its chains
     run_passes(job);  // not inferred
     expect_compile_error(job, "run infer_job()", false);
   }
   {
     JobBuilder b("StaleDescs", 2);
+    b.job.mutable_conf()->add_disabled_passes("fuse_elementwise");  // it would infer the split job afresh
     b.output("o", b.op("y", "neg", {b.input("x", {4, 2})}));
     InferStats stats;
     infer_job(b.job, stats);  // before the passes: x's desc is the whole batch

@@ -27,6 +27,7 @@ plan::Plan compiled(Job job, int32_t register_count = 1) {
 // x -> relu x6 (each read once, by the next) -> output, and a wide branch: x -> exp -> (exp, neg) -> add -> output.
 Job chain_job() {
   JobBuilder b("Memory");
+  b.job.mutable_conf()->add_disabled_passes("fuse_elementwise");  // one task per op: lifetimes to check
   std::string x = b.input("x", {16, 16});
   std::string h = x;
   for (int k = 0; k < 6; ++k) h = b.op("relu" + std::to_string(k), "relu", {h});

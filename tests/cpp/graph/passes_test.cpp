@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "job_builder.h"
+#include "rill/ops/fused.h"
+#include "rill/ops/op_schema.h"
 #include "rill/graph/compiler.h"
 #include "rill/graph/infer.h"
 #include "rill/graph/passes/pass.h"
@@ -72,6 +74,7 @@ TEST(GraphPasses, CseMergesIdenticalAddsButNotDropouts) {
 Job train_job(const std::string& name, int steps, int64_t batch = 8) {
   JobBuilder b(name, steps);
   b.job.mutable_conf()->set_train(true);
+  b.job.mutable_conf()->add_disabled_passes("fuse_elementwise");  // these tests look at the optimizer's own ops
   std::string x = b.input("x", {batch, 4});
   std::string w = b.variable("fc.weight", {3, 4});
   std::string y = b.op("fc.linear", "linear", {x, w});
@@ -158,6 +161,7 @@ TEST(GraphPasses, GradientAccumulationRefusesAnIndivisibleBatch) {
 
 TEST(GraphPasses, AutoTickSourceSinkAndWriteAfterRead) {
   JobBuilder b("Ticks");
+  b.job.mutable_conf()->add_disabled_passes("fuse_elementwise");  // the ticks of each op, by name
   std::string x = b.input("x", {4, 4});
   std::string w = b.variable("w", {4, 4});
   std::string y = b.op("y", "mul_scalar", {w}, {}, {Sf(2.0)});  // reads only a variable
@@ -240,11 +244,103 @@ TEST(GraphPasses, AssignsThatSwapTwoVariablesAreACycle) {
   }
 }
 
+// Two chains: {add, relu, mul_scalar} (the add's value is also read outside, the relu's only inside) and
+// {add, relu} after a matmul; the neg before the matmul stays alone, since the add that reads it also reads the
+// matmul, made after the neg.
+Job chains_job() {
+  JobBuilder b("Fuse");
+  std::string x = b.input("x", {8, 16});
+  std::string bias = b.variable("bias", {16});
+  std::string w = b.variable("w", {16, 16});
+  std::string h = b.op("h", "add", {x, bias});
+  std::string r = b.op("r", "relu", {h});
+  std::string m = b.op("m", "mul_scalar", {r}, {}, {Sf(2.0)});
+  std::string t = b.op("t", "neg", {x});
+  std::string v = b.op("v", "matmul", {x, w});
+  std::string late = b.op("late", "add", {t, v});
+  std::string q = b.op("q", "relu", {late});
+  b.output("o1", m);
+  b.output("o2", h);
+  b.output("o3", q);
+  return b.job;
+}
+
+TEST(GraphPasses, FuseElementwiseMakesChainsInTopologicalOrder) {
+  Job job = chains_job();
+  InferStats stats;
+  infer_job(job, stats);
+  fuse_elementwise(job);
+  EXPECT_EQ(count_ops(job, std::string(fused::kOpName)), 2);
+  EXPECT_EQ(count_ops(job, "relu"), 0);
+  EXPECT_EQ(count_ops(job, "neg"), 1);
+  EXPECT_EQ(count_ops(job, "matmul"), 1);
+  const OpConf* first = find_op(job, "h-fused");
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(std::vector<std::string>(first->inputs().begin(), first->inputs().end()),
+            (std::vector<std::string>{"x/out0", "bias/out0"}));
+  ASSERT_EQ(first->outputs_size(), 2);  // h (read by o2) and m (read by o1); r lives only in the tiles
+  EXPECT_EQ(find_op(job, "o2")->inputs(0), first->outputs(0));
+  EXPECT_EQ(find_op(job, "o1")->inputs(0), first->outputs(1));
+  const fused::Program p = fused::decode(first->attrs().at("program").s());
+  ASSERT_EQ(p.steps.size(), 3u);
+  EXPECT_EQ(p.steps[1].op->name, "relu");
+  EXPECT_EQ(p.outputs, (std::vector<int32_t>{0, 2}));
+  const OpConf* second = find_op(job, "late-fused");
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->inputs_size(), 2);
+  EXPECT_EQ(find_op(job, "o3")->inputs(0), second->outputs(0));
+  infer_job(job, stats);  // still a valid job, with the same descs
+  EXPECT_EQ(find_op(job, "h-fused")->output_descs(1).shape_size(), 2);
+  // Turned off in the conf, run_passes leaves every op.
+  Job off = chains_job();
+  off.mutable_conf()->add_disabled_passes("fuse_elementwise");
+  run_passes(off);
+  EXPECT_EQ(count_ops(off, std::string(fused::kOpName)), 0);
+  EXPECT_EQ(count_ops(off, "relu"), 2);
+  // On (the default), run_passes infers a job it was given without descs and fuses it.
+  Job on = chains_job();
+  run_passes(on);
+  EXPECT_EQ(count_ops(on, std::string(fused::kOpName)), 2);
+}
+
+// A clone of a computed value (a cast to its own dtype, as autograd makes for .grad) is removed, twice over;
+// casts that convert, read a variable or a strided view stay.
+TEST(GraphPasses, RedundantCastEliminationReadsTheInputItself) {
+  JobBuilder b("Casts");
+  std::string x = b.input("x", {4, 6});
+  std::string w = b.variable("w", {4, 6});
+  std::string y = b.op("y", "mul", {x, w});
+  std::string c1 = b.op("c1", "cast", {y}, {{"dtype", Dt("float32")}});
+  std::string c2 = b.op("c2", "cast", {c1}, {{"dtype", Dt("float32")}});
+  std::string wide = b.op("wide", "cast", {y}, {{"dtype", Dt("float64")}});
+  std::string cw = b.op("cw", "cast", {w}, {{"dtype", Dt("float32")}});
+  std::string t = b.op("t", "transpose", {y}, {{"dim0", I(0)}, {"dim1", I(1)}});
+  std::string ct = b.op("ct", "cast", {t}, {{"dtype", Dt("float32")}});
+  b.output("o1", c2);
+  b.output("o2", wide);
+  b.output("o3", cw);
+  b.output("o4", ct);
+  b.job.mutable_ops(b.job.ops_size() - 1)->add_ctrl_inputs("c1");
+  InferStats stats;
+  infer_job(b.job, stats);
+  redundant_cast_elimination(b.job);
+  EXPECT_EQ(find_op(b.job, "c1"), nullptr);
+  EXPECT_EQ(find_op(b.job, "c2"), nullptr);
+  EXPECT_EQ(find_op(b.job, "o1")->inputs(0), y);
+  EXPECT_NE(find_op(b.job, "wide"), nullptr);
+  EXPECT_NE(find_op(b.job, "cw"), nullptr);
+  EXPECT_NE(find_op(b.job, "ct"), nullptr);
+  EXPECT_EQ(find_op(b.job, "o4")->ctrl_inputs(0), "y");
+  infer_job(b.job, stats);  // still a valid job
+}
+
 TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   const std::vector<std::string> expected = {"dead_op_elimination", "common_subexpression_elimination",
-                                             "gradient_accumulation", "auto_tick"};
+                                             "gradient_accumulation", "redundant_cast_elimination",
+                                             "fuse_elementwise", "auto_tick"};
   EXPECT_EQ(pass_order(), expected);
   Job job = train_job("Order", 1);
+  job.mutable_conf()->clear_disabled_passes();
   run_passes(job);
   EXPECT_EQ(std::vector<std::string>(job.conf().pass_order().begin(), job.conf().pass_order().end()), expected);
   EXPECT_THROW(run_passes(job), Error);  // once
@@ -252,7 +348,7 @@ TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   infer_job(job, stats);
   const std::string text = job_str(job);
   EXPECT_NE(text.find("passes: dead_op_elimination, common_subexpression_elimination, gradient_accumulation, "
-                      "auto_tick"),
+                      "redundant_cast_elimination, fuse_elementwise, auto_tick"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("fc.linear = linear(x/out0, fc.weight/out0)"), std::string::npos) << text;

@@ -42,16 +42,7 @@ void common_subexpression_elimination(Job& job) {
   std::vector<bool> keep(job.ops_size(), true);
   for (int i = 0; i < job.ops_size(); ++i) {  // topological: producers are rewritten before their consumers
     OpConf& op = *job.mutable_ops(i);
-    for (std::string& lbn : *op.mutable_inputs())
-      if (auto it = lbn_to.find(lbn); it != lbn_to.end()) lbn = it->second;
-    std::vector<std::string> ctrl;
-    for (const std::string& c : op.ctrl_inputs()) {
-      auto it = name_to.find(c);
-      const std::string& name = it == name_to.end() ? c : it->second;
-      if (std::find(ctrl.begin(), ctrl.end(), name) == ctrl.end()) ctrl.push_back(name);
-    }
-    op.clear_ctrl_inputs();
-    for (const std::string& c : ctrl) op.add_ctrl_inputs(c);
+    redirect(op, lbn_to, name_to);
     if (!mergeable(op)) continue;
     auto [it, fresh] = first.emplace(merge_key(op), i);
     if (fresh) continue;

@@ -18,6 +18,11 @@ void common_subexpression_elimination(Job& job);
  * micro-batches (input ops split along dim 0), gradients and the loss are accumulated (acc ops), and the
  * optimizer's ops and the assigns run once. */
 void gradient_accumulation(Job& job);
+/** Casts to the dtype their (dense, computed) input has are removed: their readers read the input. */
+void redundant_cast_elimination(Job& job);
+/** Chains of elementwise ops of one shape become one _fused_elementwise op each (Note [Which elementwise ops
+ * fuse] in fuse_elementwise.cpp). */
+void fuse_elementwise(Job& job);
 /** Source, sink and join ticks that bound each iteration: ops without data inputs start from the source tick;
  * the sink waits for every op nothing else waits for. */
 void auto_tick(Job& job);

@@ -24,7 +24,9 @@ const std::vector<PassEntry>& passes() {
       {"dead_op_elimination", dead_op_elimination, false},
       {"common_subexpression_elimination", common_subexpression_elimination, true},
       {"gradient_accumulation", gradient_accumulation, false},
-      // The fusion passes go here: on the job's final ops, before the ticks order them.
+      // The fusion passes: on the job's final ops, before the ticks order them.
+      {"redundant_cast_elimination", redundant_cast_elimination, true},
+      {"fuse_elementwise", fuse_elementwise, true},
       {"auto_tick", auto_tick, false},
       // The memory passes go here, last: in-place reuse needs every edge, the ticks' included. Buffer reuse is
       // the compiler's (memory_plan.cpp), on the plan's tasks; the config turns it off like a pass.

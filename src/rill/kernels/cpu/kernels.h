@@ -26,5 +26,7 @@ void register_nn_kernels();
 void register_attention_kernels();
 /** The optimizer update ops (optim.cpp). */
 void register_optim_kernels();
+/** _fused_elementwise (fused.cpp), graph mode's fused chains. */
+void register_fused_kernels();
 
 }  // namespace rill::cpu

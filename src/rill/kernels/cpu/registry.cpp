@@ -23,6 +23,7 @@ void register_cpu_kernels() {
     register_norm_kernels();
     register_nn_kernels();
     register_optim_kernels();
+    register_fused_kernels();
   });
 }
 

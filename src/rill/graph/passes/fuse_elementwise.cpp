@@ -1,0 +1,150 @@
+// fuse_elementwise: chains of elementwise ops of one shape become one _fused_elementwise op (ops/fused.h), which
+// runs the chain tile by tile: one task instead of one per op, and the values inside the chain never reach memory.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rill/graph/attrs.h"
+#include "rill/graph/infer.h"
+#include "rill/graph/op_graph.h"
+#include "rill/graph/passes/pass.h"
+#include "rill/ops/fused.h"
+
+namespace rill::graph {
+namespace {
+
+// Note [Which elementwise ops fuse]
+// An op joins a chain when it is an elementwise schema op (OpFlags::elementwise, not random) with one output
+// and no control inputs, and one of its inputs comes from a chain of the same output shape, scope and part of
+// the iteration (Note [Pieces and the once part]). The fused op takes the place of the chain's first op, so
+// every input from outside the chain must be made before that op: an op whose other inputs are made later
+// starts a chain of its own instead. That keeps the job in topological order and makes no cycle (nothing the
+// chain reads can depend on the chain). A chain's value is an output of the fused op when an op outside it
+// reads it; the others live only in the kernel's tiles.
+
+bool fusible(const OpConf& op) {
+  if (is_graph_only(op.op_type())) return false;
+  const OpSchema* s = ops::find(op.op_type());
+  return s != nullptr && s->flags.elementwise && !s->flags.random && op.outputs_size() == 1 &&
+         op.output_descs_size() == 1 && op.inputs_size() >= 1 && op.inputs_size() <= fused::kMaxStepInputs &&
+         op.ctrl_inputs_size() == 0;
+}
+
+bool same_shape(const plan::TensorDesc& a, const plan::TensorDesc& b) {
+  if (a.shape_size() != b.shape_size()) return false;
+  for (int k = 0; k < a.shape_size(); ++k)
+    if (a.shape(k) != b.shape(k)) return false;
+  return true;
+}
+
+struct Chain {
+  int first = 0;
+  std::vector<int> members;
+};
+
+}  // namespace
+
+void fuse_elementwise(Job& job) {
+  // The chains are found from the output descs: the trace's, unless gradient_accumulation split the inputs
+  // (the traced descs are then the whole batch's) or the job was not traced.
+  bool stale = job_pieces(job) > 1;
+  for (const OpConf& op : job.ops()) stale |= op.output_descs_size() != op.outputs_size();
+  if (stale) {
+    InferStats stats;
+    infer_job(job, stats);
+  }
+  const OpGraph g(job);
+  const std::vector<Part> parts = op_parts(g);
+  const int n = g.size();
+  std::vector<int> chain_of(n, -1);
+  std::vector<Chain> chains;
+  for (int i = 0; i < n; ++i) {
+    const OpConf& op = g.op(i);
+    if (!fusible(op)) continue;
+    int joined = -1;
+    for (const std::string& lbn : op.inputs()) {
+      const BlobRef p = g.producer(lbn);
+      if (p.op < 0 || chain_of[p.op] < 0) continue;
+      const int c = chain_of[p.op];
+      const Chain& chain = chains[c];
+      const OpConf& head = g.op(chain.first);
+      if (!same_shape(head.output_descs(0), op.output_descs(0)) || head.scope() != op.scope() ||
+          parts[chain.first] != parts[i] || static_cast<int>(chain.members.size()) >= fused::kMaxSteps)
+        continue;
+      bool before = true;
+      for (const std::string& other : op.inputs()) {
+        const BlobRef q = g.producer(other);
+        if (q.op >= 0 && chain_of[q.op] != c && q.op >= chain.first) before = false;
+      }
+      if (before) {
+        joined = c;
+        break;
+      }
+    }
+    if (joined < 0) {
+      joined = static_cast<int>(chains.size());
+      chains.push_back(Chain{i, {}});
+    }
+    chains[joined].members.push_back(i);
+    chain_of[i] = joined;
+  }
+
+  NameSet names(job);
+  std::unordered_map<std::string, std::string> lbn_to, name_to;
+  std::vector<bool> keep(n, true);
+  std::vector<OpConf> made;  // the fused ops, placed after the loop (the graph views the job's strings)
+  std::vector<int> place;
+  for (const Chain& chain : chains) {
+    if (chain.members.size() < 2) continue;
+    const OpConf& head = g.op(chain.first);
+    OpConf f;
+    f.set_name(names.fresh(head.name() + "-fused"));
+    f.set_op_type(std::string(fused::kOpName));
+    f.set_scope(head.scope());
+    f.set_loc(head.loc());
+    fused::Program program;
+    std::unordered_map<std::string, fused::Ref> value;  // lbn -> where the program finds it
+    for (int m : chain.members) {
+      const OpConf& op = g.op(m);
+      const OpSchema& schema = *schema_of(op);
+      fused::Step step;
+      step.op = &schema;
+      for (const std::string& lbn : op.inputs()) {
+        auto [it, fresh] = value.try_emplace(lbn, fused::Ref{false, program.num_inputs});
+        if (fresh) {
+          f.add_inputs(lbn);
+          ++program.num_inputs;
+        }
+        step.inputs.push_back(it->second);
+      }
+      step.attrs = attrs_from_proto(schema, op.attrs());
+      for (const plan::ScalarValue& s : op.scalars()) step.scalars.push_back(scalar_from_proto(s));
+      const int32_t j = static_cast<int32_t>(program.steps.size());
+      value[op.outputs(0)] = fused::Ref{true, j};
+      program.steps.push_back(std::move(step));
+      bool read_outside = !g.ctrl_consumers(m).empty();
+      for (int c : g.data_consumers(m)) read_outside |= chain_of[c] != chain_of[m];
+      if (read_outside || (m == chain.members.back() && program.outputs.empty())) {
+        const std::string out = f.name() + "/out" + std::to_string(program.outputs.size());
+        lbn_to[op.outputs(0)] = out;
+        f.add_outputs(out);
+        *f.add_output_descs() = op.output_descs(0);
+        program.outputs.push_back(j);
+      }
+      name_to[op.name()] = f.name();
+      keep[m] = false;
+    }
+    plan::AttrValue text;
+    text.set_s(fused::encode(program));
+    (*f.mutable_attrs())["program"] = std::move(text);
+    keep[chain.first] = true;  // becomes the fused op
+    made.push_back(std::move(f));
+    place.push_back(chain.first);
+  }
+  if (made.empty()) return;
+  for (size_t k = 0; k < made.size(); ++k) *job.mutable_ops(place[k]) = std::move(made[k]);
+  for (OpConf& op : *job.mutable_ops()) redirect(op, lbn_to, name_to);
+  remove_ops(job, keep);
+}
+
+}  // namespace rill::graph
