@@ -53,6 +53,8 @@ inline V add(V a, V b) { return _mm512_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm512_sub_ps(a, b); }
 inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
 inline V div(V a, V b) { return _mm512_div_ps(a, b); }
+inline V sqrt_lanes(V a) { return _mm512_sqrt_ps(a); }
+inline V neg_lanes(V a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(static_cast<int>(0x80000000u)))); }
 /** a * b + c rounded once. */
 inline V fma_exact(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 /** a * b + c, fused where the build has FMA (the reductions' accumulation). */
@@ -64,7 +66,7 @@ inline V max_lanes(V a, V b) { return _mm512_mask_max_ps(a, kAll, a, b); }
 inline V abs_lanes(V a) { return _mm512_abs_ps(a); }
 /** |mag| with sign's sign bit (mag must be non-negative). */
 inline V or_sign(V mag, V sign) {
-  const __m512i s = _mm512_and_si512(_mm512_castps_si512(sign), _mm512_set1_epi32(INT32_MIN));
+  const __m512i s = _mm512_and_si512(_mm512_castps_si512(sign), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
   return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), s));
 }
 inline Mask greater(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
@@ -89,6 +91,8 @@ inline V add(V a, V b) { return _mm256_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V mul(V a, V b) { return _mm256_mul_ps(a, b); }
 inline V div(V a, V b) { return _mm256_div_ps(a, b); }
+inline V sqrt_lanes(V a) { return _mm256_sqrt_ps(a); }
+inline V neg_lanes(V a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
 inline V fma_exact(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V mul_add(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V min_lanes(V a, V b) { return _mm256_min_ps(a, b); }
@@ -119,6 +123,8 @@ inline V add(V a, V b) { return a + b; }
 inline V sub(V a, V b) { return a - b; }
 inline V mul(V a, V b) { return a * b; }
 inline V div(V a, V b) { return a / b; }
+inline V sqrt_lanes(V a) { return sqrtf(a); }
+inline V neg_lanes(V a) { return -a; }
 inline V fma_exact(V a, V b, V c) { return fmaf(a, b, c); }
 inline V mul_add(V a, V b, V c) { return a * b + c; }
 inline V min_lanes(V a, V b) { return a < b ? a : b; }

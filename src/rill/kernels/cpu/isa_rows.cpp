@@ -437,6 +437,86 @@ double moment_sum(const float* p, int64_t n, double mean, bool square) {
   return total;
 }
 
+// The optimizer rows: each product that a sum or difference reads passes through rounded(), which the
+// compiler cannot see into, so no build contracts the two into one multiply-add (the scalar loop and the eager
+// optimizer round twice).
+inline V rounded(V v) {
+  asm("" : "+v"(v));
+  return v;
+}
+
+/** f(offset, count) over n elements in whole vectors; the last n % kLanes through f on padded copies. */
+template <int kIn, int kOut, typename F>
+void optimizer_row(float* const (&out)[kOut], const float* const (&in)[kIn], int64_t n, const F& f) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    V x[kIn], y[kOut];
+    for (int k = 0; k < kIn; ++k) x[k] = in[k] ? load(in[k] + i) : splat(0.0f);
+    f(x, y);
+    for (int k = 0; k < kOut; ++k)
+      if (out[k]) store(out[k] + i, y[k]);
+  }
+  if (i == n) return;
+  alignas(64) float t[kIn > kOut ? kIn : kOut][kLanes] = {};
+  const size_t bytes = static_cast<size_t>(n - i) * sizeof(float);
+  V x[kIn], y[kOut];
+  for (int k = 0; k < kIn; ++k) {
+    if (in[k]) std::memcpy(t[k], in[k] + i, bytes);
+    x[k] = load(t[k]);
+  }
+  f(x, y);
+  for (int k = 0; k < kOut; ++k)
+    if (out[k]) {
+      store(t[k], y[k]);
+      std::memcpy(out[k] + i, t[k], bytes);
+    }
+}
+
+void adam(float* param_out, float* exp_avg_out, float* exp_avg_sq_out, const float* param, const float* grad,
+          const float* exp_avg, const float* exp_avg_sq, int64_t n, const AdamRowArgs& a) {
+  const V decay = splat(a.decay), wd = splat(a.weight_decay), b2 = splat(a.beta2), omb2 = splat(a.one_minus_beta2);
+  const V bc2 = splat(a.bias_correction2_sqrt), eps = splat(a.eps), nss = splat(a.neg_step_size);
+  const V w = splat(a.lerp_weight);
+  float* const out[3] = {param_out, exp_avg_out, exp_avg_sq_out};
+  const float* const in[4] = {param, grad, exp_avg, exp_avg_sq};
+  optimizer_row<4, 3>(out, in, n, [&](const V* x, V* y) {
+    V p = x[0], g = x[1];
+    if (a.maximize) g = neg_lanes(g);
+    if (a.has_weight_decay) {
+      if (a.decoupled) p = mul(p, decay);
+      else g = add(g, rounded(mul(p, wd)));
+    }
+    const V d = sub(g, x[2]);
+    const V m = a.lerp_low ? add(x[2], rounded(mul(d, w))) : sub(g, rounded(mul(d, w)));
+    const V v = add(rounded(mul(x[3], b2)), rounded(mul(mul(g, omb2), g)));
+    const V denom = add(div(sqrt_lanes(v), bc2), eps);
+    y[0] = add(p, rounded(mul(div(m, denom), nss)));
+    y[1] = m;
+    y[2] = v;
+  });
+}
+
+void sgd(float* param_out, float* buf_out, const float* param, const float* grad, const float* buf, int64_t n,
+         const SgdRowArgs& a) {
+  const V wd = splat(a.weight_decay), mom = splat(a.momentum), keep = splat(a.keep), neg_lr = splat(a.neg_lr);
+  float* const out[2] = {param_out, buf_out};
+  const float* const in[3] = {param, grad, buf};
+  optimizer_row<3, 2>(out, in, n, [&](const V* x, V* y) {
+    const V p = x[0];
+    V g = x[1];
+    if (a.maximize) g = neg_lanes(g);
+    if (a.has_weight_decay) g = add(g, rounded(mul(p, wd)));
+    if (a.has_momentum) {
+      const V b = a.first ? g : add(rounded(mul(x[2], mom)), rounded(mul(g, keep)));
+      g = a.nesterov ? add(g, rounded(mul(b, mom))) : b;
+      y[1] = b;
+    } else {
+      y[1] = g;
+    }
+    y[0] = add(p, rounded(mul(g, neg_lr)));
+  });
+}
+
 }  // namespace
 
 const RowKernels kRowKernels{
@@ -471,6 +551,8 @@ const RowKernels kRowKernels{
     sum_cascade,
     sum_bfloat16_lanes,
     moment_sum,
+    adam,
+    sgd,
 };
 
 }  // namespace rill::cpu::RILL_ISA_NS

@@ -22,6 +22,17 @@ using BinaryRow = void (*)(float* out, const float* a, const float* b, int64_t n
 /** out[i] = f(a[i], b[i]) over n bfloat16 values, as their bits. */
 using Bfloat16Row = void (*)(uint16_t* out, const uint16_t* a, const uint16_t* b, int64_t n);
 
+/** The per-step numbers of Adam's update (kernels/cpu/optim.cpp's fused_adam_kernel, without amsgrad). */
+struct AdamRowArgs {
+  float decay, weight_decay, beta2, one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, lerp_weight;
+  bool lerp_low, maximize, has_weight_decay, decoupled;
+};
+/** The per-step numbers of SGD's update (fused_sgd_kernel). */
+struct SgdRowArgs {
+  float weight_decay, momentum, keep, neg_lr;
+  bool maximize, has_weight_decay, has_momentum, nesterov, first;
+};
+
 /** One build of the row loops. Activation backward rows take (out, grad, input, n, ...). */
 struct RowKernels {
   const char* name;
@@ -60,6 +71,12 @@ struct RowKernels {
   float (*sum_bfloat16_lanes)(const uint16_t* x, int64_t n);
   /** In double: the sum of x[i], or (square) of (x[i] - mean)^2 (var and std, moments.cpp). */
   double (*moment_sum)(const float* x, int64_t n, double mean, bool square);
+  /** One Adam (SGD) step over n dense float32 elements with the scalar loop's operations in its order, each
+   * rounded (Note [Fused updates round like the eager optimizer] in optim.cpp); outputs may alias inputs. */
+  void (*adam)(float* param_out, float* exp_avg_out, float* exp_avg_sq_out, const float* param, const float* grad,
+               const float* exp_avg, const float* exp_avg_sq, int64_t n, const AdamRowArgs& a);
+  void (*sgd)(float* param_out, float* buf_out, const float* param, const float* grad, const float* buf, int64_t n,
+              const SgdRowArgs& a);
 };
 
 /** float16 <-> float32 one element at a time, for any CPU (the baseline build's rows, and others' tails). */

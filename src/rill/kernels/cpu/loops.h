@@ -164,10 +164,16 @@ void map_elements(const TensorArg& out, const std::array<const TensorArg*, sizeo
       }
       bool scalar_rest = ((s[0] == sizeof(Out)) && ... && (s[I + 1] == 0 || s[I + 1] == sizeof(In)));
       if (scalar_rest) {
-        // Dense output, inputs dense or broadcast along the row.
+        // Dense output, inputs dense or broadcast along the row: a broadcast value is spread over a block once,
+        // so the dense loop (vectorised) runs over blocks, reading the spread value as a dense input.
+        constexpr int64_t kBlock = 256;
+        const int64_t spread = std::min(n, kBlock);
+        [[maybe_unused]] std::tuple<std::array<In, kBlock>...> blocks;
         [[maybe_unused]] std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
-        [[maybe_unused]] std::array<int64_t, sizeof...(In)> step{(s[I + 1] == 0 ? 0 : 1)...};
-        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(in)[i * step[I]]...);
+        ((s[I + 1] == 0 ? std::fill_n(std::get<I>(blocks).data(), spread, *std::get<I>(in)) : nullptr), ...);
+        for (int64_t b = 0; b < n; b += kBlock)
+          detail::dense_row<Out>(o + b, std::min(kBlock, n - b), f,
+                                 (s[I + 1] == 0 ? std::get<I>(blocks).data() : std::get<I>(in) + b)...);
         return;
       }
       for (int64_t i = 0; i < n; ++i)

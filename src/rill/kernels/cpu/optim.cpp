@@ -11,6 +11,7 @@
 // without FMA).
 #include <cmath>
 
+#include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
 
@@ -105,6 +106,23 @@ T maximum(T a, T b) {
   return a > b ? a : b;
 }
 
+// Whether every tensor of a float32 update is dense: the vector rows of isa_rows.h then run it (the same
+// operations, rounded the same way, a vector of elements at a time).
+bool dense_float32(const KernelContext& c) {
+  if (c.inputs[0].meta->dtype != DType::kFloat32) return false;
+  for (size_t k = 0; k + 2 < c.inputs.size(); ++k)
+    if (!c.inputs[k].meta->contiguous) return false;
+  for (size_t k = 0; k + 1 < c.outputs.size(); ++k)
+    if (!c.outputs[k].meta->contiguous) return false;
+  return true;
+}
+
+// f(begin, end) over the parameter's elements, split over the intra-op threads.
+template <typename F>
+void over_rows(const KernelContext& c, const F& f) {
+  parallel::parallel_for(0, c.inputs[0].meta->numel, kParallelGrain, f);
+}
+
 // sgd.py: weight decay, momentum (buf = grad on the first step), nesterov, p -= lr * grad.
 void fused_sgd_kernel(const KernelContext& c) {
   const double lr = read_scalar(c.inputs.back(), "_sgd_update");
@@ -113,6 +131,20 @@ void fused_sgd_kernel(const KernelContext& c) {
   const double weight_decay = c.attr<double>("weight_decay");
   const bool nesterov = c.attr<bool>("nesterov"), maximize = c.attr<bool>("maximize");
   const bool first = step == 0;
+  if (dense_float32(c)) {
+    const SgdRowArgs a{static_cast<float>(weight_decay), static_cast<float>(momentum),
+                       static_cast<float>(1 - dampening), static_cast<float>(-lr), maximize, weight_decay != 0,
+                       momentum != 0, nesterov, first};
+    const RowKernels& rows = row_kernels();
+    const float* buf = momentum != 0 ? c.inputs[2].ptr<float>() : nullptr;
+    float* buf_out = momentum != 0 ? c.outputs[1].ptr<float>() : nullptr;
+    over_rows(c, [&](int64_t b, int64_t e) {
+      rows.sgd(c.outputs[0].ptr<float>() + b, buf_out ? buf_out + b : nullptr, c.inputs[0].ptr<float>() + b,
+               c.inputs[1].ptr<float>() + b, buf ? buf + b : nullptr, e - b, a);
+    });
+    write_scalar(c.outputs.back(), step + 1, "_sgd_update");
+    return;
+  }
   visit_param_dtype(c, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T wd = static_cast<T>(weight_decay), mom = static_cast<T>(momentum);
@@ -141,6 +173,21 @@ void fused_adam_kernel(const KernelContext& c) {
   const bool decoupled = c.attr<bool>("decoupled_weight_decay");
   const double step_size = lr / (1 - std::pow(beta1, step));
   const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2, step));
+  if (!amsgrad && dense_float32(c)) {
+    const Lerp<float> lerp(1 - beta1);
+    const AdamRowArgs a{static_cast<float>(1 - lr * weight_decay), static_cast<float>(weight_decay),
+                        static_cast<float>(beta2), static_cast<float>(1 - beta2),
+                        static_cast<float>(bias_correction2_sqrt), static_cast<float>(eps),
+                        static_cast<float>(-step_size), lerp.w, lerp.low, maximize, weight_decay != 0, decoupled};
+    const RowKernels& rows = row_kernels();
+    over_rows(c, [&](int64_t b, int64_t e) {
+      rows.adam(c.outputs[0].ptr<float>() + b, c.outputs[1].ptr<float>() + b, c.outputs[2].ptr<float>() + b,
+                c.inputs[0].ptr<float>() + b, c.inputs[1].ptr<float>() + b, c.inputs[2].ptr<float>() + b,
+                c.inputs[3].ptr<float>() + b, e - b, a);
+    });
+    write_scalar(c.outputs.back(), step, "_adam_update");
+    return;
+  }
   visit_param_dtype(c, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T decay = static_cast<T>(1 - lr * weight_decay), wd = static_cast<T>(weight_decay);
