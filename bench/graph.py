@@ -1,7 +1,8 @@
 """Graph mode against eager (rill.nn.Graph vs rill eager vs PyTorch eager), and compile times (issue 17's bars).
 
 One training step (forward, backward, optimizer) per call on the same models in each mode, alternating, medians
-of --repeats timings, each ending with a sync; "unfused" is the graph with its fuse_elementwise pass turned off. Compile times are cold: each measurement runs in a fresh process
+of --repeats timings, each ending with a sync; "off" is the graph with the passes --off names turned off
+(fuse_elementwise unless given). Compile times are cold: each measurement runs in a fresh process
 (nothing of an earlier compile cached: interned symbols, the inference cache, allocator pools), first call timed to
 the end of its work.
 
@@ -83,23 +84,53 @@ def graph_step(model, opt, x, y, disabled=()):
     return g, lambda: g(x, y).item()
 
 
-def time_steps(name, make, repeats):
+def time_steps(name, make, repeats, off=("fuse_elementwise",)):
     r_model, r_opt, rx, ry = make(rill)
     g_model, g_opt, gx, gy = make(rill)
     u_model, u_opt, ux, uy = make(rill)
     t_model, t_opt, tx, ty = make(torch)
     runs = {"rill graph": graph_step(g_model, g_opt, gx, gy)[1],
-            "unfused": graph_step(u_model, u_opt, ux, uy, disabled=["fuse_elementwise"])[1],
+            "off": graph_step(u_model, u_opt, ux, uy, disabled=off)[1],
             "rill eager": eager_step(rill, r_model, r_opt, rx, ry), "torch eager": eager_step(torch, t_model, t_opt, tx, ty)}
     times = {k: [] for k in runs}
     for _ in range(repeats):
         for k, fn in runs.items():
             times[k].append(_time(fn, 20))
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-    print(f"{name:28s} graph {med['rill graph']:8.3f} ms  unfused {med['unfused']:8.3f} ms  "
+    print(f"{name:28s} graph {med['rill graph']:8.3f} ms  off {med['off']:8.3f} ms  "
           f"eager {med['rill eager']:8.3f} ms  torch {med['torch eager']:8.3f} ms  "
-          f"graph/unfused {med['rill graph'] / med['unfused']:5.2f}  graph/eager {med['rill graph'] / med['rill eager']:5.2f}  "
+          f"graph/off {med['rill graph'] / med['off']:5.2f}  graph/eager {med['rill graph'] / med['rill eager']:5.2f}  "
           f"graph/torch {med['rill graph'] / med['torch eager']:5.2f}")
+
+
+def gelu_by_hand(lib, x):
+    """The tanh gelu written out op by op (MLX's fusion example): ten elementwise ops over x."""
+    return 0.5 * x * (1.0 + lib.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def time_chain(repeats, shape=(256, 4096)):
+    """An inference graph of gelu_by_hand: fused (one kernel streaming x once), unfused, rill eager, PyTorch."""
+    data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    rx, tx = rill.tensor(data), torch.tensor(data)
+
+    class Chain(rill.nn.Graph):
+        def build(self, x):
+            return gelu_by_hand(rill, x)
+    fused, plain = Chain(), Chain()
+    plain.config.enable_pass("fuse_elementwise", False)
+    runs = {"fused": lambda: fused(rx).sum().item(), "unfused": lambda: plain(rx).sum().item(),
+            "rill eager": lambda: gelu_by_hand(rill, rx).sum().item(),
+            "torch eager": lambda: gelu_by_hand(torch, tx).sum().item()}
+    times = {k: [] for k in runs}
+    for _ in range(repeats):
+        for k, fn in runs.items():
+            times[k].append(_time(fn, 20))
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    st = fused.stats()
+    print(f"{'gelu by hand ' + 'x'.join(map(str, shape)):28s} fused {med['fused']:7.3f} ms  unfused "
+          f"{med['unfused']:7.3f} ms  eager {med['rill eager']:7.3f} ms  torch {med['torch eager']:7.3f} ms  "
+          f"fused/unfused {med['fused'] / med['unfused']:5.2f}  fused/torch {med['fused'] / med['torch eager']:5.2f}  "
+          f"({st['fused_ops']} ops in {st['fused_kernels']} kernel)")
 
 
 def cold_compile_s(make):
@@ -162,6 +193,8 @@ def main(argv=None):
     p.add_argument("--only", choices=["steps", "compile"])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--torch-compile", action="store_true")
+    p.add_argument("--off", nargs="+", default=["fuse_elementwise"],
+                   help="passes the 'off' column's graph runs without (g.config.optional_passes())")
     p.add_argument("--cold-row", type=int, help=argparse.SUPPRESS)  # one cold compile, printed as JSON
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -172,9 +205,11 @@ def main(argv=None):
         return 0
     print(f"rill graph mode vs eager; 1 intra-op thread; settle {SETTLE_S} s; medians of {args.repeats}")
     if args.only in (None, "steps"):
-        time_steps("MLP 64-128-128-10 + Adam", mlp, args.repeats)
-        time_steps("digits CNN + SGD momentum", cnn, args.repeats)
-        time_steps("encoder d=256 + AdamW", encoder, args.repeats)
+        print(f"off: the graph without {', '.join(args.off)}")
+        time_steps("MLP 64-128-128-10 + Adam", mlp, args.repeats, args.off)
+        time_steps("digits CNN + SGD momentum", cnn, args.repeats, args.off)
+        time_steps("encoder d=256 + AdamW", encoder, args.repeats, args.off)
+        time_chain(args.repeats)
     if args.only in (None, "compile"):
         time_compiles(max(1, args.repeats // 2), args.torch_compile)
     return 0

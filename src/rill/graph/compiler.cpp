@@ -24,7 +24,9 @@ namespace rill::graph {
 //                 views point at the root; the desc's offset, from inference,
 //                 counts from the root's start);
 //   output        TASK_COPY into a REGST_OUTPUT register (the launch's output);
-//   assign        TASK_COPY of the value into the variable's own register;
+//   assign        TASK_COPY of the value into the variable's own register; an in_place one (Note
+//                 [Updates in place] in passes/in_place_assign.cpp) a TASK_TICK after the value's
+//                 producer, whose output is the variable's register itself;
 //   tick          TASK_SOURCE_TICK / TASK_SINK_TICK / TASK_TICK by its kind;
 //   acc / repeat  TASK_ACC / TASK_REPEAT (a repeat's output is a view of its input;
 //                 an acc of a ctrl input counts pieces and produces a ctrl register);
@@ -62,6 +64,16 @@ class Compiler {
     bind_external();
     task_of_.assign(g_.size(), -1);
     ctrl_regst_of_.assign(g_.size(), -1);
+    for (int i = 0; i < g_.size(); ++i)
+      if (g_.op(i).op_type() == kAssign && in_place(g_.op(i))) {
+        const OpConf& a = g_.op(i);
+        const int p = a.inputs_size() == 2 ? g_.producer(a.inputs(1)).op : -1;
+        RILL_CHECK(p >= 0 && std::find(a.ctrl_inputs().begin(), a.ctrl_inputs().end(), g_.op(p).name()) !=
+                                 a.ctrl_inputs().end(),
+                   Runtime, "[", a.name(), "] an in_place assign waits for its value's producer (a ctrl input); run "
+                   "run_passes() on the traced job", at(a));
+        in_place_[a.inputs(1)] = a.inputs(0);
+      }
     for (int i = 0; i < g_.size(); ++i) add_op(i);
     plan_.set_pieces(pieces_);
     plan_memory();
@@ -70,6 +82,11 @@ class Compiler {
 
  private:
   int64_t next_id() { return graph::rank_segment_id(options_.rank, ++counter_); }
+
+  static bool in_place(const OpConf& assign) {
+    auto it = assign.attrs().find("in_place");
+    return it != assign.attrs().end() && it->second.b();
+  }
 
   // Every op inferred, in topological order, and the ticks of auto_tick there.
   void check_job() {
@@ -170,6 +187,14 @@ class Compiler {
   void own_outputs(int i, plan::Task& t) {
     const OpConf& op = g_.op(i);
     for (int k = 0; k < op.outputs_size(); ++k) {
+      if (auto it = in_place_.find(op.outputs(k)); it != in_place_.end()) {  // written over the variable
+        const int v = regst_of_lbn_.at(it->second);
+        RILL_CHECK(plan_.regsts(v).kind() == plan::REGST_VARIABLE, Runtime, "[", op.name(), "] output ", k,
+                   " is assigned in place to ", it->second, ", which is not a variable", at(op));
+        regst_of_lbn_[op.outputs(k)] = v;
+        t.add_out_regsts(plan_.regsts(v).id());
+        continue;
+      }
       plan::Regst& r = new_regst(plan::REGST_OWNED, op.outputs(k), t.id(), count_for(i));
       *r.mutable_desc() = op.output_descs(k);
       regst_of_lbn_[op.outputs(k)] = plan_.regsts_size() - 1;
@@ -237,6 +262,7 @@ class Compiler {
     RILL_CHECK(!var.written(), Runtime, "[", op.name(), "] variable ", var.name(), " is assigned twice in one "
                "iteration", at(op));
     var.set_written(true);
+    if (in_place_.count(op.inputs(1))) return;  // a tick: its producer wrote the variable (a ctrl input orders it)
     t.add_in_regsts(read(op, op.inputs(1), t.id()).id());
     t.add_out_regsts(plan_.regsts(regst_of_lbn_.at(op.inputs(0))).id());
   }
@@ -271,7 +297,7 @@ class Compiler {
     } else if (type == kOutput) {
       add_output(i, new_task(i, plan::TASK_COPY));
     } else if (type == kAssign) {
-      add_assign(i, new_task(i, plan::TASK_COPY));
+      add_assign(i, new_task(i, in_place(op) ? plan::TASK_TICK : plan::TASK_COPY));
     } else {  // acc, repeat
       plan::Task& t = new_task(i, type == kAcc ? plan::TASK_ACC : plan::TASK_REPEAT);
       t.set_repeat(static_cast<int32_t>(int_attr(op, "repeat")));
@@ -331,6 +357,7 @@ class Compiler {
   std::unordered_map<std::string, int> regst_of_lbn_;  // index into plan_.regsts
   std::vector<int> task_of_;                           // op -> index into plan_.tasks, -1 for none
   std::vector<int> ctrl_regst_of_;                     // op -> index into plan_.regsts of its ctrl register
+  std::unordered_map<std::string, std::string> in_place_;  // value lbn -> the variable an in_place assign writes
   int64_t counter_ = 0;
 };
 

@@ -26,10 +26,11 @@ namespace rill::graph {
 // blocks, else from the top of the arena) and then frees those whose last
 // reader it is. The largest sum of simultaneously live bytes in the same order
 // is a lower bound no placement can beat (live_bytes_lower_bound). Where best fit
-// in order misses it and there are at most kMaxSizeOrdered registers, a second
-// placement goes largest first, each register into the smallest gap between the
-// registers already placed whose lifetimes overlap its own (greedy by size, as
-// TensorFlow Lite's arena planner does), and the smaller of the two is kept:
+// in order misses it and there are at most kMaxSizeOrdered registers, up to four
+// more placements go largest first (by bytes, then by bytes times lifetime),
+// each register into the lowest, or else the smallest, gap between the registers
+// already placed whose lifetimes overlap its own (greedy by size, as TensorFlow
+// Lite's arena planner does), stopping at the bound; the smallest is kept:
 // fragmentation comes mostly from small buffers placed before large ones.
 //
 // Reuse needs each register written once per iteration in that order: with more
@@ -123,12 +124,13 @@ int64_t place_in_order(const std::vector<Life>& lives, int n, std::vector<int64_
   return arena.top();
 }
 
-/** Largest first: each register in the smallest gap left between the registers placed before it whose lifetimes
- * overlap its own (Note [The memory plan]); returns the size. */
-int64_t place_by_size(const std::vector<Life>& lives, std::vector<int64_t>& offset) {
+/** Largest key first: each register in the lowest (first_fit) or the smallest gap that holds it between the
+ * registers placed before it whose lifetimes overlap its own (Note [The memory plan]); returns the size. */
+template <typename Key>
+int64_t place_by_size(const std::vector<Life>& lives, std::vector<int64_t>& offset, const Key& key, bool first_fit) {
   std::vector<int> order(lives.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lives[a].bytes > lives[b].bytes; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(lives[a]) > key(lives[b]); });
   std::vector<int> placed;
   std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of the overlapping placed registers
   int64_t size = 0;
@@ -141,7 +143,7 @@ int64_t place_by_size(const std::vector<Life>& lives, std::vector<int64_t>& offs
     int64_t at = 0, best = -1, best_gap = 0;
     for (const auto& [begin, end] : busy) {
       const int64_t gap = begin - at;
-      if (gap >= l.bytes && (best < 0 || gap < best_gap)) {
+      if (gap >= l.bytes && (best < 0 || (!first_fit && gap < best_gap))) {
         best = at;
         best_gap = gap;
       }
@@ -238,9 +240,13 @@ void plan_memory(plan::Plan& p, bool reuse, const std::function<int64_t()>& next
   int64_t size = 0;
   if (reuse) {
     size = place_in_order(lives, n, offset);
-    if (size > bound && lives.size() <= kMaxSizeOrdered) {
+    auto by_bytes = [](const Life& l) { return l.bytes; };
+    auto by_area = [](const Life& l) { return l.bytes * (l.end - l.start + 1); };
+    for (int key = 0; key < 4 && size > bound && lives.size() <= kMaxSizeOrdered; ++key) {
       std::vector<int64_t> other(lives.size(), 0);
-      const int64_t other_size = place_by_size(lives, other);
+      const bool first_fit = key % 2 == 0;
+      const int64_t other_size = key < 2 ? place_by_size(lives, other, by_bytes, first_fit)
+                                         : place_by_size(lives, other, by_area, first_fit);
       if (other_size < size) {
         size = other_size;
         offset.swap(other);

@@ -261,6 +261,43 @@ void sort_topologically(Job& job) {
   job.mutable_ops()->Swap(&sorted);
 }
 
+bool is_row_major(const plan::TensorDesc& d) {
+  if (d.strides_size() != d.shape_size()) return false;
+  int64_t expected = 1;
+  for (int k = d.shape_size() - 1; k >= 0; --k) {
+    if (d.shape(k) != 1 && d.strides(k) != expected) return false;
+    expected *= d.shape(k);
+  }
+  return true;
+}
+
+void add_ctrl(OpConf& op, const std::string& name) {
+  for (const std::string& c : op.ctrl_inputs())
+    if (c == name) return;
+  op.add_ctrl_inputs(name);
+}
+
+bool is_view(const OpConf& op) {
+  if (is_graph_only(op.op_type())) return false;
+  const OpSchema* s = ops::find(op.op_type());
+  return s != nullptr && s->flags.view;
+}
+
+std::vector<int> memory_readers(const OpGraph& g, int v, int skip) {
+  std::vector<int> readers, frontier = g.data_consumers(v);
+  std::vector<bool> seen(g.size(), false);
+  while (!frontier.empty()) {
+    int r = frontier.back();
+    frontier.pop_back();
+    if (seen[r] || r == skip || g.assign_target(r) == v) continue;
+    seen[r] = true;
+    readers.push_back(r);
+    if (is_view(g.op(r)))
+      for (int c : g.data_consumers(r)) frontier.push_back(c);
+  }
+  return readers;
+}
+
 void redirect(OpConf& op, const std::unordered_map<std::string, std::string>& lbn_to,
               const std::unordered_map<std::string, std::string>& name_to) {
   for (std::string& lbn : *op.mutable_inputs())

@@ -114,6 +114,14 @@ OpConf* add_op(Job& job, const std::string& name, std::string_view op_type, cons
 /** Reorder job.ops topologically over data and ctrl edges, keeping the present order where it is one; raises
  * naming an op on a cycle. */
 void sort_topologically(Job& job);
+/** Whether desc is dense and row-major (size-1 dims ignored). */
+bool is_row_major(const plan::TensorDesc& desc);
+/** Add name to op's ctrl_inputs unless it is there. */
+void add_ctrl(OpConf& op, const std::string& name);
+/** Whether op is a schema op that views its input (OpFlags::view). */
+bool is_view(const OpConf& op);
+/** The ops reading variable op v's memory, directly or through views, but skip and the assigns into v. */
+std::vector<int> memory_readers(const OpGraph& g, int v, int skip);
 /** Rewrite op's inputs by lbn_to and its ctrl_inputs by name_to (ops merged or removed into others), each ctrl
  * name once. */
 void redirect(OpConf& op, const std::unordered_map<std::string, std::string>& lbn_to,

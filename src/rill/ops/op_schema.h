@@ -81,6 +81,8 @@ struct OpFlags {
   bool view = false;            // the output is a view of input 0 (no kernel: eager::view_call)
   bool random = false;          // draws from the generator: scalars 0 and 1 are its seed and offset (graph mode
                                 // gives each launch its own offset; CSE never merges two calls)
+  bool updates_in_place = false;  // an optimizer update: each output may be written over the input it updates
+                                  // (ops::updated_input), every element read before it is written
   bool elementwise = false;     // one output whose element i reads only element i of each input (broadcast), one
                                 // kernel call per any part of it: graph mode may fuse a chain of them
                                 // (ops/fused.h), calling the kernel on tiles
@@ -147,6 +149,9 @@ std::vector<const OpSchema*> all();
 void set_kernel(std::string_view name, DeviceType device, KernelFn fn);
 /** set_kernel for the CPU. */
 inline void set_cpu_kernel(std::string_view name, KernelFn fn) { set_kernel(name, DeviceType::kCPU, fn); }
+/** For an op with OpFlags::updates_in_place called with num_inputs inputs: the input whose memory output may
+ * share (param for param', each state for its new value, step for step + 1), or -1. */
+int updated_input(const OpSchema& op, int output, int num_inputs);
 /** Inference through the per-thread cache keyed by (op, input metas, scalar kinds, attrs). */
 const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inputs,
                                 std::span<const Scalar> scalars, AttrsSym attrs);

@@ -73,8 +73,16 @@ InferResult infer_fused_update(const InferContext& c) {
 
 }  // namespace
 
+int ops::updated_input(const OpSchema& op, int output, int num_inputs) {
+  if (!op.flags.updates_in_place || output < 0 || num_inputs < 4) return -1;
+  const int states = num_inputs - 4;  // inputs (param, grad, states..., step, lr), outputs (param, states..., step)
+  if (output == 0) return 0;
+  if (output <= states) return output + 1;
+  return output == states + 1 ? num_inputs - 2 : -1;
+}
+
 void register_optim_ops() {
-  const OpFlags k = {.function = true, .differentiable = false};
+  const OpFlags k = {.function = true, .differentiable = false, .updates_in_place = true};
   ops::define("_sgd_update(Tensor param, Tensor grad, Tensor? momentum_buffer, Tensor step, Tensor lr, *, "
               "float momentum=0, float dampening=0, bool nesterov=False, float weight_decay=0, "
               "bool maximize=False) -> Tensor[]",

@@ -301,8 +301,12 @@ void Runtime::Impl::index_tasks() {
     const plan::Task& t = plan_.tasks(i);
     for (int k = 0; k < t.out_regsts_size(); ++k) {
       RegstInfo& r = regsts_[regst_of(t.out_regsts(k), t)];
-      // An assign writes its variable in place: the variable stays ready from the start for its readers.
-      if (r.kind == plan::REGST_VARIABLE && r.proto->producer() == 0 && t.kind() == plan::TASK_COPY) continue;
+      // An assign writes its variable in place, as does an update whose assign is in place (Note [Updates in
+      // place] in graph/passes/in_place_assign.cpp): the variable stays ready from the start for its readers,
+      // which the plan's control edges order before the write.
+      if (r.kind == plan::REGST_VARIABLE && r.proto->producer() == 0 &&
+          (t.kind() == plan::TASK_COPY || t.kind() == plan::TASK_COMPUTE))
+        continue;
       if (r.proto->producer() != t.id() || r.producer >= 0)
         bad_plan("task '" + t.name() + "' writes " + r.name() + ", whose producer is " +
                  std::to_string(r.proto->producer()));

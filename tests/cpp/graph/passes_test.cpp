@@ -334,10 +334,78 @@ TEST(GraphPasses, RedundantCastEliminationReadsTheInputItself) {
   infer_job(b.job, stats);  // still a valid job
 }
 
+// An SGD step: y = linear(x, w) and a stand-in gradient read w before the update; the update's new w and step
+// are assigned. late_reader: another reader of w after the update in the job's order.
+Job sgd_job(bool late_reader, bool value_read_twice) {
+  JobBuilder b("InPlace");
+  b.job.mutable_conf()->set_train(true);
+  std::string x = b.input("x", {2, 4});
+  std::string w = b.variable("w", {3, 4});
+  std::string step = b.variable("step", {}, false);
+  std::string lr = b.variable("lr", {}, false);
+  std::string y = b.op("y", "linear", {x, w});
+  std::string gw = b.op("gw", "mul_scalar", {w}, {}, {Sf(2.0)}, "backward");
+  OpConf& upd = b.add("upd", "_sgd_update", {w, gw, step, lr},
+                      {{"momentum", F(0)}, {"dampening", F(0)}, {"nesterov", B(false)}, {"weight_decay", F(0)},
+                       {"maximize", B(false)}},
+                      {}, "optimizer", 2);
+  const std::string new_w = upd.outputs(0), new_step = upd.outputs(1);
+  if (late_reader) b.output("late.out", b.op("late", "neg", {w}, {}, {}, "optimizer"));
+  if (value_read_twice) b.output("w.out", new_w);
+  b.assign("w.assign", w, new_w);
+  b.assign("step.assign", step, new_step);
+  b.output("o", y);
+  InferStats stats;
+  infer_job(b.job, stats);
+  return b.job;
+}
+
+bool marked_in_place(const Job& job, const std::string& assign) {
+  const OpConf& a = *find_op(job, assign);
+  return a.attrs().count("in_place") && a.attrs().at("in_place").b();
+}
+
+TEST(GraphPasses, InPlaceAssignWritesTheVariableAfterItsReaders) {
+  Job job = sgd_job(false, false);
+  in_place_assign(job);
+  EXPECT_TRUE(marked_in_place(job, "w.assign"));
+  EXPECT_TRUE(marked_in_place(job, "step.assign"));
+  const OpConf& upd = *find_op(job, "upd");
+  EXPECT_TRUE(has_ctrl(upd, "y"));   // w's other readers act before the update writes it
+  EXPECT_TRUE(has_ctrl(upd, "gw"));
+  EXPECT_TRUE(has_ctrl(*find_op(job, "w.assign"), "upd"));
+  Job full = sgd_job(false, false);  // through every pass: the compiler writes w in the update's task
+  run_passes(full);
+  InferStats stats;
+  infer_job(full, stats);
+  const plan::Plan p = compile(full);
+  int copies = 0;
+  const plan::Task* update = nullptr;
+  for (const plan::Task& t : p.tasks()) {
+    copies += t.kind() == plan::TASK_COPY;
+    if (t.name() == "upd") update = &t;
+  }
+  EXPECT_EQ(copies, 1);  // the output o only
+  ASSERT_NE(update, nullptr);
+  int variables_written = 0;
+  for (int64_t id : update->out_regsts())
+    for (const plan::Regst& r : p.regsts())
+      if (r.id() == id) variables_written += r.kind() == plan::REGST_VARIABLE;
+  EXPECT_EQ(variables_written, 2);
+  // Not in place: a reader of w after the update, or the new w read by another op too.
+  Job late = sgd_job(true, false);
+  in_place_assign(late);
+  EXPECT_FALSE(marked_in_place(late, "w.assign"));
+  EXPECT_TRUE(marked_in_place(late, "step.assign"));
+  Job twice = sgd_job(false, true);
+  in_place_assign(twice);
+  EXPECT_FALSE(marked_in_place(twice, "w.assign"));
+}
+
 TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   const std::vector<std::string> expected = {"dead_op_elimination", "common_subexpression_elimination",
                                              "gradient_accumulation", "redundant_cast_elimination",
-                                             "fuse_elementwise", "auto_tick"};
+                                             "fuse_elementwise", "in_place_assign", "auto_tick"};
   EXPECT_EQ(pass_order(), expected);
   Job job = train_job("Order", 1);
   job.mutable_conf()->clear_disabled_passes();
@@ -348,7 +416,7 @@ TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   infer_job(job, stats);
   const std::string text = job_str(job);
   EXPECT_NE(text.find("passes: dead_op_elimination, common_subexpression_elimination, gradient_accumulation, "
-                      "redundant_cast_elimination, fuse_elementwise, auto_tick"),
+                      "redundant_cast_elimination, fuse_elementwise, in_place_assign, auto_tick"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("fc.linear = linear(x/out0, fc.weight/out0)"), std::string::npos) << text;

@@ -29,34 +29,6 @@ std::string add_ctrl_acc(Job& job, NameSet& names, const std::string& of, int64_
   return acc->name();
 }
 
-void add_ctrl(OpConf& op, const std::string& name) {
-  for (const std::string& c : op.ctrl_inputs())
-    if (c == name) return;
-  op.add_ctrl_inputs(name);
-}
-
-bool is_view(const OpConf& op) {
-  if (is_graph_only(op.op_type())) return false;
-  const OpSchema* s = ops::find(op.op_type());
-  return s != nullptr && s->flags.view;
-}
-
-// The ops reading variable v's memory, directly or through views, but assign (and other writers of v).
-std::vector<int> readers_of(const OpGraph& g, int v, int assign) {
-  std::vector<int> readers, frontier = g.data_consumers(v);
-  std::vector<bool> seen(g.size(), false);
-  while (!frontier.empty()) {
-    int r = frontier.back();
-    frontier.pop_back();
-    if (seen[r] || r == assign || g.assign_target(r) == v) continue;
-    seen[r] = true;
-    readers.push_back(r);
-    if (is_view(g.op(r)))
-      for (int c : g.data_consumers(r)) frontier.push_back(c);
-  }
-  return readers;
-}
-
 // Whether op i waits for some task already (a produced data input or a ctrl input).
 bool waits_for_a_task(const OpGraph& g, int i) {
   for (int p : g.predecessors(i))
@@ -118,7 +90,7 @@ void add_war_edges(Job& job, NameSet& names, const OpGraph& g, const std::vector
       return (reached[static_cast<size_t>(r) * kWords + in_block / 64] >> (in_block % 64)) & 1;
     };
     std::vector<int> direct, per_piece;
-    for (int r : readers_of(g, v, a)) {
+    for (int r : memory_readers(g, v, a)) {
       if (before(r)) continue;
       if (parts[a] == Part::kOnce && parts[r] == Part::kPiece) per_piece.push_back(r);
       else if (!(parts[a] == Part::kPiece && parts[r] == Part::kOnce)) direct.push_back(r);

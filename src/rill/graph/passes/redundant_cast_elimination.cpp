@@ -12,15 +12,6 @@
 namespace rill::graph {
 namespace {
 
-bool row_major(const plan::TensorDesc& d) {
-  int64_t expected = 1;
-  for (int k = d.shape_size() - 1; k >= 0; --k) {
-    if (d.shape(k) != 1 && d.strides(k) != expected) return false;
-    expected *= d.shape(k);
-  }
-  return true;
-}
-
 // The cast's readers see the same meta either way only when the input is dense and row-major (the cast's output
 // is); a binding's value is left to its cast, so no assign writes a variable into itself.
 bool redundant(const OpGraph& g, const OpConf& op) {
@@ -30,7 +21,7 @@ bool redundant(const OpGraph& g, const OpConf& op) {
   if (p.op < 0 || is_binding_op(g.op(p.op)) || p.out >= g.op(p.op).output_descs_size()) return false;
   const plan::TensorDesc& in = g.op(p.op).output_descs(p.out);
   const plan::TensorDesc& out = op.output_descs(0);
-  return in.dtype() == out.dtype() && in.strides_size() == in.shape_size() && row_major(in);
+  return in.dtype() == out.dtype() && is_row_major(in);
 }
 
 }  // namespace
