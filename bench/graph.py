@@ -25,13 +25,29 @@ import rill
 from run import SETTLE_S, _time
 
 
-def mlp(lib):
+def mlp_of(lib, sizes, batch, optimizer):
+    """Linear layers of sizes with ReLUs between, a batch of inputs and class labels, and optimizer(params)."""
     lib.manual_seed(0)
     nn = lib.nn
-    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
-    x = lib.tensor(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32))
-    y = lib.tensor(np.random.default_rng(1).integers(0, 10, 64))
-    return model, lib.optim.Adam(model.parameters(), lr=1e-3), x, y
+    layers = []
+    for n_in, n_out in zip(sizes, sizes[1:]):
+        layers += [nn.Linear(n_in, n_out), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1])
+    x = lib.tensor(np.random.default_rng(0).standard_normal((batch, sizes[0])).astype(np.float32))
+    y = lib.tensor(np.random.default_rng(1).integers(0, sizes[-1], batch))
+    return model, optimizer(lib.optim, model.parameters()), x, y
+
+
+def mlp(lib):
+    return mlp_of(lib, (64, 128, 128, 10), 64, lambda optim, p: optim.Adam(p, lr=1e-3))
+
+
+def tiny_mlp(lib):
+    return mlp_of(lib, (32, 32, 32, 1), 8, lambda optim, p: optim.SGD(p, lr=0.01))
+
+
+def wide_mlp(lib):
+    return mlp_of(lib, (784, 512, 512, 10), 64, lambda optim, p: optim.SGD(p, lr=0.01))
 
 
 def cnn(lib):
@@ -206,9 +222,11 @@ def main(argv=None):
     print(f"rill graph mode vs eager; 1 intra-op thread; settle {SETTLE_S} s; medians of {args.repeats}")
     if args.only in (None, "steps"):
         print(f"off: the graph without {', '.join(args.off)}")
+        time_steps("tiny MLP 32-32-32-1 + SGD", tiny_mlp, args.repeats, args.off)
         time_steps("MLP 64-128-128-10 + Adam", mlp, args.repeats, args.off)
         time_steps("digits CNN + SGD momentum", cnn, args.repeats, args.off)
-        time_steps("encoder d=256 + AdamW", encoder, args.repeats, args.off)
+        time_steps("MLP 784-512-512-10 + SGD", wide_mlp, args.repeats, args.off)
+        time_steps("encoder d=256 b32xs32 + AdamW", lambda lib: encoder(lib, batch=32), args.repeats, args.off)
         time_chain(args.repeats)
     if args.only in (None, "compile"):
         time_compiles(max(1, args.repeats // 2), args.torch_compile)

@@ -171,6 +171,7 @@ def test_config_turns_an_optional_pass_off_and_compiles_a_new_plan():
         def build(self, x):
             return (x * 2 + 1) + (x * 2 + 1)  # CSE merges the second x * 2 + 1
     g = G()
+    g.config.enable_pass("fuse_elementwise", False)  # else every op is in one fused op either way
     x = rill.arange(4.0)
     assert g(x).tolist() == [2.0, 6.0, 10.0, 14.0]
     assert "common_subexpression_elimination" in g.job()["pass_order"]
@@ -181,7 +182,7 @@ def test_config_turns_an_optional_pass_off_and_compiles_a_new_plan():
     assert g.stats()["compiles"] == 2
     job = g.job()
     assert "common_subexpression_elimination" not in job["pass_order"]
-    assert job["disabled_passes"] == ["common_subexpression_elimination"]
+    assert job["disabled_passes"] == ["common_subexpression_elimination", "fuse_elementwise"]
     assert len(job["ops"]) > merged
     with pytest.raises(ValueError, match="no optional pass is named 'auto_tick'"):
         g.config.enable_pass("auto_tick", False)
@@ -247,7 +248,7 @@ def test_updates_write_the_variables_in_place_and_train_as_with_copies():
     def run(in_place, opt):
         model = _mlp(3)
         g = _TrainGraph(model, opt(model.parameters()))
-        g.config.enable_pass("in_place_assign", in_place)
+        g.config.enable_pass("write_in_place", in_place)
         losses = _graph_losses(g, [_data(16, seed=s) for s in range(30)])
         copies = sum(line.split()[1:2] == ["copy"] for line in g.plan_str().splitlines())
         return model, losses, copies, g
@@ -262,6 +263,25 @@ def test_updates_write_the_variables_in_place_and_train_as_with_copies():
         # The state the eager optimizer sees is what the plan wrote in place.
         state = g.state_dict()
         assert state and all(np.isfinite(np.asarray(v)).all() for v in _flat_arrays(state))
+
+
+def test_outputs_written_in_place_are_fresh_each_call():
+    class G(rill.nn.Graph):
+        def build(self, x):
+            h = rill.tanh(x) * 3
+            return h, h.sum(), x.exp()  # h is read by the sum too: copied; the sum and the exp write in place
+    g = G()
+    a, b = rill.arange(6.0).reshape(2, 3), rill.ones(2, 3)
+    first = g(a)
+    kinds = [line.split()[1] for line in g.plan_str().splitlines() if line.split()[:1] and line.split()[0][:1] == "t"
+             and line.split()[0][1:].isdigit()]
+    assert kinds.count("copy") == 1, g.plan_str()
+    second = g(b)
+    for got, x in ((first, a), (second, b)):
+        want = np.tanh(x.numpy()) * 3
+        np.testing.assert_allclose(got[0].numpy(), want, rtol=1e-6)
+        np.testing.assert_allclose(got[1].item(), want.sum(), rtol=1e-5)
+        np.testing.assert_allclose(got[2].numpy(), np.exp(x.numpy()), rtol=1e-6)
 
 
 def _flat_arrays(obj):

@@ -23,9 +23,11 @@ namespace rill::graph {
 //   view op       TASK_VIEW, a REGST_VIEW of the root register it views (views of
 //                 views point at the root; the desc's offset, from inference,
 //                 counts from the root's start);
-//   output        TASK_COPY into a REGST_OUTPUT register (the launch's output);
+//   output        TASK_COPY into a REGST_OUTPUT register (the launch's output); an in_place one a
+//                 TASK_TICK after the value's producer, which writes the REGST_OUTPUT itself
+//                 (when its registers hold one buffer);
 //   assign        TASK_COPY of the value into the variable's own register; an in_place one (Note
-//                 [Updates in place] in passes/in_place_assign.cpp) a TASK_TICK after the value's
+//                 [Updates in place] in passes/write_in_place.cpp) a TASK_TICK after the value's
 //                 producer, whose output is the variable's register itself;
 //   tick          TASK_SOURCE_TICK / TASK_SINK_TICK / TASK_TICK by its kind;
 //   acc / repeat  TASK_ACC / TASK_REPEAT (a repeat's output is a view of its input;
@@ -64,16 +66,19 @@ class Compiler {
     bind_external();
     task_of_.assign(g_.size(), -1);
     ctrl_regst_of_.assign(g_.size(), -1);
-    for (int i = 0; i < g_.size(); ++i)
-      if (g_.op(i).op_type() == kAssign && in_place(g_.op(i))) {
-        const OpConf& a = g_.op(i);
-        const int p = a.inputs_size() == 2 ? g_.producer(a.inputs(1)).op : -1;
-        RILL_CHECK(p >= 0 && std::find(a.ctrl_inputs().begin(), a.ctrl_inputs().end(), g_.op(p).name()) !=
-                                 a.ctrl_inputs().end(),
-                   Runtime, "[", a.name(), "] an in_place assign waits for its value's producer (a ctrl input); run "
-                   "run_passes() on the traced job", at(a));
-        in_place_[a.inputs(1)] = a.inputs(0);
-      }
+    for (int i = 0; i < g_.size(); ++i) {
+      const OpConf& a = g_.op(i);
+      const bool assign = a.op_type() == kAssign, output = a.op_type() == kOutput;
+      if (!(assign || output) || !in_place(a)) continue;
+      const std::string& value = a.inputs(assign ? 1 : 0);
+      const int p = a.inputs_size() == (assign ? 2 : 1) ? g_.producer(value).op : -1;
+      RILL_CHECK(p >= 0 && std::find(a.ctrl_inputs().begin(), a.ctrl_inputs().end(), g_.op(p).name()) !=
+                               a.ctrl_inputs().end(),
+                 Runtime, "[", a.name(), "] an in_place ", a.op_type(), " waits for its value's producer (a ctrl "
+                 "input); run run_passes() on the traced job", at(a));
+      if (assign) in_place_[value] = a.inputs(0);
+      else if (count_for(p) == 1) out_in_place_[value] = static_cast<int>(int_attr(a, "index"));
+    }
     for (int i = 0; i < g_.size(); ++i) add_op(i);
     plan_.set_pieces(pieces_);
     plan_memory();
@@ -187,6 +192,16 @@ class Compiler {
   void own_outputs(int i, plan::Task& t) {
     const OpConf& op = g_.op(i);
     for (int k = 0; k < op.outputs_size(); ++k) {
+      if (auto it = out_in_place_.find(op.outputs(k)); it != out_in_place_.end()) {  // the launch's output
+        const int index = it->second;
+        plan::Regst& r = new_regst(plan::REGST_OUTPUT, op.outputs(k), t.id(), 1);
+        *r.mutable_desc() = contiguous(op.output_descs(k));
+        r.set_binding(index);
+        *plan_.mutable_outputs(index) = r.desc();
+        regst_of_lbn_[op.outputs(k)] = plan_.regsts_size() - 1;
+        t.add_out_regsts(r.id());
+        continue;
+      }
       if (auto it = in_place_.find(op.outputs(k)); it != in_place_.end()) {  // written over the variable
         const int v = regst_of_lbn_.at(it->second);
         RILL_CHECK(plan_.regsts(v).kind() == plan::REGST_VARIABLE, Runtime, "[", op.name(), "] output ", k,
@@ -243,6 +258,7 @@ class Compiler {
     const OpConf& op = g_.op(i);
     RILL_CHECK(pieces_ == 1 || parts_[i] == Part::kOnce, Runtime, "[", op.name(), "] an output written by each "
                "of the ", pieces_, " pieces; run run_passes() so that it gets their mean", at(op));
+    if (out_in_place_.count(op.inputs(0))) return;  // a tick: the producer wrote the output (a ctrl input)
     const plan::Regst& in = read(op, op.inputs(0), t.id());
     t.add_in_regsts(in.id());
     const int index = static_cast<int>(int_attr(op, "index"));
@@ -295,7 +311,7 @@ class Compiler {
       new_task(i, kind == "source" ? plan::TASK_SOURCE_TICK
                                    : kind == "sink" ? plan::TASK_SINK_TICK : plan::TASK_TICK);
     } else if (type == kOutput) {
-      add_output(i, new_task(i, plan::TASK_COPY));
+      add_output(i, new_task(i, out_in_place_.count(op.inputs(0)) ? plan::TASK_TICK : plan::TASK_COPY));
     } else if (type == kAssign) {
       add_assign(i, new_task(i, in_place(op) ? plan::TASK_TICK : plan::TASK_COPY));
     } else {  // acc, repeat
@@ -358,6 +374,7 @@ class Compiler {
   std::vector<int> task_of_;                           // op -> index into plan_.tasks, -1 for none
   std::vector<int> ctrl_regst_of_;                     // op -> index into plan_.regsts of its ctrl register
   std::unordered_map<std::string, std::string> in_place_;  // value lbn -> the variable an in_place assign writes
+  std::unordered_map<std::string, int> out_in_place_;      // value lbn -> the output binding its producer writes
   int64_t counter_ = 0;
 };
 

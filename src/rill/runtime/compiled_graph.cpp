@@ -93,6 +93,8 @@ CompiledGraph::CompiledGraph(graph::Job job, std::vector<Tensor> variables, int6
   stats_.planned_peak_bytes = plan.planned_peak_bytes();
   stats_.memory_lower_bound_bytes = plan.live_bytes_lower_bound();
   stats_.plan_tasks = plan.tasks_size();
+  for (const plan::TensorDesc& d : plan.inputs()) input_metas_.push_back(graph::meta_from_proto(d));
+  for (const plan::TensorDesc& d : plan.outputs()) output_metas_.push_back(graph::meta_from_proto(d));
   runtime_ = std::make_unique<Runtime>(std::move(plan), job_.conf().name());
   stats_.job_ops = job_.ops_size();
   for (const graph::OpConf& op : job_.ops())
@@ -131,10 +133,10 @@ std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
              p.inputs_size(), " tensor inputs, got ", inputs.size());
   std::vector<Tensor> reads(inputs.begin(), inputs.end()), writes;
   for (size_t i = 0; i < inputs.size(); ++i)
-    RILL_CHECK(inputs[i].meta() == graph::meta_from_proto(p.inputs(static_cast<int>(i))), Runtime,
-               "[nn.Graph] input ", i, " is ", inputs[i].meta()->str(), " but the plan was compiled for ",
-               graph::meta_from_proto(p.inputs(static_cast<int>(i)))->str());
-  for (const plan::TensorDesc& d : p.outputs()) writes.push_back(Tensor::empty(graph::meta_from_proto(d)));
+    RILL_CHECK(inputs[i].meta() == input_metas_[i], Runtime, "[nn.Graph] input ", i, " is ",
+               inputs[i].meta()->str(), " but the plan was compiled for ", input_metas_[i]->str());
+  writes.reserve(output_metas_.size() + written_variables_.size());
+  for (const MetaSym& m : output_metas_) writes.push_back(Tensor::empty(m));
   std::vector<Tensor> outputs(writes);
   for (int i : read_variables_) reads.push_back(variables_[i]);
   for (int i : written_variables_) writes.push_back(variables_[i]);

@@ -65,6 +65,7 @@ class CompiledGraph {
   graph::Job job_;
   std::vector<Tensor> variables_;
   std::vector<int> read_variables_, written_variables_;  // indices into variables_
+  std::vector<MetaSym> input_metas_, output_metas_;      // the plan's inputs and outputs (checked, made per launch)
   int64_t random_numbers_;  // drawn by one piece
   int64_t traced_offset_ = -1;  // where the trace's numbers start, until the first launch uses them
   std::pair<Scalar, Scalar> take_random(int64_t total);

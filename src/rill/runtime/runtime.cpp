@@ -302,7 +302,7 @@ void Runtime::Impl::index_tasks() {
     for (int k = 0; k < t.out_regsts_size(); ++k) {
       RegstInfo& r = regsts_[regst_of(t.out_regsts(k), t)];
       // An assign writes its variable in place, as does an update whose assign is in place (Note [Updates in
-      // place] in graph/passes/in_place_assign.cpp): the variable stays ready from the start for its readers,
+      // place] in graph/passes/write_in_place.cpp): the variable stays ready from the start for its readers,
       // which the plan's control edges order before the write.
       if (r.kind == plan::REGST_VARIABLE && r.proto->producer() == 0 &&
           (t.kind() == plan::TASK_COPY || t.kind() == plan::TASK_COMPUTE))

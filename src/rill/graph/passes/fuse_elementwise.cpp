@@ -1,5 +1,6 @@
 // fuse_elementwise: chains of elementwise ops of one shape become one _fused_elementwise op (ops/fused.h), which
 // runs the chain tile by tile: one task instead of one per op, and the values inside the chain never reach memory.
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,7 +20,7 @@ namespace {
 // the iteration (Note [Pieces and the once part]). The fused op takes the place of the chain's first op, so
 // every input from outside the chain must be made before that op: an op whose other inputs are made later
 // starts a chain of its own instead. That keeps the job in topological order and makes no cycle (nothing the
-// chain reads can depend on the chain). A chain's value is an output of the fused op when an op outside it
+// chain reads can depend on the chain). A chain only one later chain reads then joins that one (absorb_feeders). A chain's value is an output of the fused op when an op outside it
 // reads it; the others live only in the kernel's tiles.
 
 bool fusible(const OpConf& op) {
@@ -41,6 +42,48 @@ struct Chain {
   int first = 0;
   std::vector<int> members;
 };
+
+// A chain all of whose values only one later chain reads, and whose inputs are all made before that chain's
+// first op, joins it (0.5 * x * f(x): the 0.5 * x made first feeds only the chain of f's ops, which it could not
+// join as it grew, since that chain started after it). The fused op stays where the reading chain starts (its
+// inputs and the feeder's are all made by then); later chains first, so feeders of feeders join too.
+void absorb_feeders(const OpGraph& g, const std::vector<Part>& parts, std::vector<int>& chain_of,
+                    std::vector<Chain>& chains) {
+  for (int a = static_cast<int>(chains.size()) - 1; a >= 0; --a) {
+    Chain& feeder = chains[a];
+    if (feeder.members.empty()) continue;
+    int reader = -1;
+    bool one = true;
+    for (int m : feeder.members) {
+      if (!g.ctrl_consumers(m).empty()) one = false;
+      for (int c : g.data_consumers(m)) {
+        const int cc = chain_of[c];
+        if (cc == a) continue;
+        if (cc < 0 || (reader >= 0 && cc != reader)) one = false;
+        reader = cc;
+      }
+    }
+    if (!one || reader < 0) continue;
+    Chain& into = chains[reader];
+    const OpConf& head = g.op(into.first);
+    const OpConf& fhead = g.op(feeder.first);
+    if (!same_shape(head.output_descs(0), fhead.output_descs(0)) || head.scope() != fhead.scope() ||
+        parts[into.first] != parts[feeder.first] ||
+        feeder.members.size() + into.members.size() > static_cast<size_t>(fused::kMaxSteps))
+      continue;
+    bool before = true;
+    for (int m : feeder.members)
+      for (const std::string& lbn : g.op(m).inputs()) {
+        const BlobRef q = g.producer(lbn);
+        if (q.op >= 0 && chain_of[q.op] != a && q.op >= into.first) before = false;
+      }
+    if (!before) continue;
+    for (int m : feeder.members) chain_of[m] = reader;
+    into.members.insert(into.members.end(), feeder.members.begin(), feeder.members.end());
+    std::sort(into.members.begin(), into.members.end());  // steps in job order; the op stays at into.first
+    feeder.members.clear();
+  }
+}
 
 }  // namespace
 
@@ -88,6 +131,7 @@ void fuse_elementwise(Job& job) {
     chains[joined].members.push_back(i);
     chain_of[i] = joined;
   }
+  absorb_feeders(g, parts, chain_of, chains);
 
   NameSet names(job);
   std::unordered_map<std::string, std::string> lbn_to, name_to;
@@ -95,7 +139,7 @@ void fuse_elementwise(Job& job) {
   std::vector<OpConf> made;  // the fused ops, placed after the loop (the graph views the job's strings)
   std::vector<int> place;
   for (const Chain& chain : chains) {
-    if (chain.members.size() < 2) continue;
+    if (chain.members.size() < 2) continue;  // (absorbed chains are empty)
     const OpConf& head = g.op(chain.first);
     OpConf f;
     f.set_name(names.fresh(head.name() + "-fused"));

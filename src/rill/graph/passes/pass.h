@@ -23,9 +23,9 @@ void redundant_cast_elimination(Job& job);
 /** Chains of elementwise ops of one shape become one _fused_elementwise op each (Note [Which elementwise ops
  * fuse] in fuse_elementwise.cpp). */
 void fuse_elementwise(Job& job);
-/** Optimizer updates write the variables they update in place; their assigns become ticks (Note [Updates in
- * place] in in_place_assign.cpp). */
-void in_place_assign(Job& job);
+/** Optimizer updates write the variables they update in place, and the producers of the graph's outputs write
+ * the launch's outputs; those assigns and outputs become ticks (Note [Updates in place] in write_in_place.cpp). */
+void write_in_place(Job& job);
 /** Source, sink and join ticks that bound each iteration: ops without data inputs start from the source tick;
  * the sink waits for every op nothing else waits for. */
 void auto_tick(Job& job);

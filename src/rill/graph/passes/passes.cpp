@@ -27,7 +27,7 @@ const std::vector<PassEntry>& passes() {
       // The fusion passes: on the job's final ops, before the ticks order them.
       {"redundant_cast_elimination", redundant_cast_elimination, true},
       {"fuse_elementwise", fuse_elementwise, true},
-      {"in_place_assign", in_place_assign, true},
+      {"write_in_place", write_in_place, true},
       {"auto_tick", auto_tick, false},
       // The memory passes go here, last: in-place reuse needs every edge, the ticks' included. Buffer reuse is
       // the compiler's (memory_plan.cpp), on the plan's tasks; the config turns it off like a pass.

@@ -30,7 +30,7 @@ namespace {
 // The tile layout of one call depends on the program and the input metas only: it is built once per (attrs,
 // input metas) and cached, since both are interned.
 
-constexpr int64_t kTileElems = 2048;   // a float32 tile is 8 KiB: a chain's live tiles fit in L1/L2
+constexpr int64_t kTileElems = 8192;   // a float32 tile is 32 KiB: a chain's live tiles stay in L2
 constexpr int64_t kParallelElems = 32768;
 
 struct InputLayout {

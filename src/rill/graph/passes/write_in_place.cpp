@@ -1,5 +1,6 @@
-// in_place_assign: an optimizer update writes the parameter and its state straight into the variables' memory
-// (the eager tensors), instead of into buffers an assign then copies from.
+// write_in_place: an optimizer update writes the parameter and its state straight into the variables' memory
+// (the eager tensors), and an op writes a value the graph returns straight into the launch's output, instead of
+// into buffers an assign or an output then copies from.
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,13 +20,34 @@ namespace rill::graph {
 // every other reader of v comes before P in the job's order (so none depends on P, and the edges make no
 // cycle), when v's memory is dense and row-major (an op writes dense outputs), and with one piece per
 // iteration (with gradient accumulation the readers run per piece and P once; the assign keeps its copy).
+// An output of the graph is the same, with the launch's output tensor for the variable and no readers to
+// order: when only the output op reads x and x is dense and row-major, the output is marked in_place (the
+// compiler gives P the output's register, count 1, and makes the output a tick after P).
 
-void in_place_assign(Job& job) {
+void write_in_place(Job& job) {
   if (job_pieces(job) > 1) return;
   const OpGraph g(job);
   std::unordered_map<std::string_view, int> reads;  // lbn -> how many op inputs name it
   for (const OpConf& op : job.ops())
     for (const std::string& lbn : op.inputs()) ++reads[lbn];
+  auto mark = [&](OpConf& op, const std::string& producer) {
+    plan::AttrValue yes;
+    yes.set_b(true);
+    (*op.mutable_attrs())["in_place"] = yes;
+    add_ctrl(op, producer);
+  };
+  std::vector<std::pair<int, int>> outputs;   // (output, producer)
+  for (int o = 0; o < g.size(); ++o) {
+    if (g.op(o).op_type() != kOutput || g.op(o).inputs_size() != 1) continue;
+    const std::string& value = g.op(o).inputs(0);
+    const BlobRef p = g.producer(value);
+    if (p.op < 0 || reads[value] != 1 || is_graph_only(g.op(p.op).op_type())) continue;
+    const OpSchema* schema = ops::find(g.op(p.op).op_type());
+    if (schema == nullptr || schema->flags.view || p.out >= g.op(p.op).output_descs_size() ||
+        !is_row_major(g.op(p.op).output_descs(p.out)))
+      continue;
+    outputs.emplace_back(o, p.op);
+  }
   std::vector<std::pair<int, int>> rewrites;  // (assign, producer)
   std::vector<std::vector<int>> before;       // the readers each producer waits for
   for (int a = 0; a < g.size(); ++a) {
@@ -59,12 +81,9 @@ void in_place_assign(Job& job) {
     const auto [a, p] = rewrites[k];
     OpConf& producer = *job.mutable_ops(p);
     for (int r : before[k]) add_ctrl(producer, job.ops(r).name());
-    OpConf& assign = *job.mutable_ops(a);
-    plan::AttrValue yes;
-    yes.set_b(true);
-    (*assign.mutable_attrs())["in_place"] = yes;
-    add_ctrl(assign, producer.name());
+    mark(*job.mutable_ops(a), producer.name());
   }
+  for (const auto& [o, p] : outputs) mark(*job.mutable_ops(o), job.ops(p).name());
 }
 
 }  // namespace rill::graph
