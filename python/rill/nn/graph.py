@@ -74,6 +74,7 @@ class _OptimizerSlot:
         self.scheduler = scheduler
         self.graph_lr = lr_scheduler.graph_lr_fn(scheduler) if scheduler is not None else None
         self.lrs = [rill.tensor(float(g["lr"]), dtype=rill.float64) for g in optimizer.param_groups]
+        self.filled = [float(g["lr"]) for g in optimizer.param_groups]  # what each lr tensor holds
         self.epoch = None  # 0-d float64 variable: the epoch whose lr the next call uses
         if self.graph_lr is not None:
             self.epoch = rill.tensor(float(scheduler.last_epoch), dtype=rill.float64)
@@ -88,9 +89,12 @@ class _OptimizerSlot:
         return self.scheduler._graph_key() if self.graph_lr is not None else None
 
     def before_call(self):
-        if self.graph_lr is None:
-            for group, lr in zip(self.optimizer.param_groups, self.lrs):
-                lr.fill_(float(group["lr"]))
+        if self.graph_lr is None:  # a fill only when the lr changed: each is an op the launch waits for
+            for k, (group, lr) in enumerate(zip(self.optimizer.param_groups, self.lrs)):
+                value = float(group["lr"])
+                if value != self.filled[k]:
+                    lr.fill_(value)
+                    self.filled[k] = value
         elif self.scheduler.last_epoch != self.graph_epoch:  # stepped outside the graph, or loaded
             self.epoch.fill_(float(self.scheduler.last_epoch))
             self.graph_epoch = self.scheduler.last_epoch
@@ -145,6 +149,7 @@ class Graph:
 
     def __init__(self):
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_module_list", None)
         self.config = GraphConfig()
         self._optimizers = []   # _OptimizerSlot per add_optimizer
         self._plans = {}        # input signature -> _CompiledGraph
@@ -154,6 +159,7 @@ class Graph:
     def __setattr__(self, name, value):
         if isinstance(value, Module):
             self._modules[name] = value
+            object.__setattr__(self, "_module_list", None)
         object.__setattr__(self, name, value)
 
     def build(self, *args):
@@ -171,7 +177,9 @@ class Graph:
     # --- calling ---------------------------------------------------------------------------------------------
     def _signature(self, tensors, args):
         shapes = tuple((tuple(t.shape), str(t.dtype)) for t in tensors)
-        modes = tuple(m.training for root in self._modules.values() for m in root.modules())
+        if self._module_list is None:  # every module under the graph's, once (train()/eval() flip their flags)
+            object.__setattr__(self, "_module_list", [m for root in self._modules.values() for m in root.modules()])
+        modes = tuple(m.training for m in self._module_list)
         schedules = tuple(slot.key() for slot in self._optimizers)
         return (shapes, modes, self.config.gradient_accumulation_steps, tuple(self.config.disabled_passes), len(args),
                 schedules)
