@@ -42,7 +42,7 @@ namespace {
 
 constexpr int64_t kAlignment = 64;
 // Placing by size costs time quadratic in the registers: beyond this many, best fit in order alone.
-constexpr size_t kMaxSizeOrdered = 4096;
+constexpr size_t kMaxSizeOrdered = 1024;
 
 int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "rill/graph/attrs.h"
@@ -133,7 +134,13 @@ void fuse_elementwise(Job& job) {
   }
   absorb_feeders(g, parts, chain_of, chains);
 
-  NameSet names(job);
+  std::unordered_set<std::string> made_names;
+  auto fresh = [&](const std::string& base) {  // base, or base-2, ...: a name no op has (no NameSet of every name)
+    std::string name = base;
+    for (int k = 2; g.find(name) >= 0 || made_names.count(name); ++k) name = base + "-" + std::to_string(k);
+    made_names.insert(name);
+    return name;
+  };
   std::unordered_map<std::string, std::string> lbn_to, name_to;
   std::vector<bool> keep(n, true);
   std::vector<OpConf> made;  // the fused ops, placed after the loop (the graph views the job's strings)
@@ -142,7 +149,7 @@ void fuse_elementwise(Job& job) {
     if (chain.members.size() < 2) continue;  // (absorbed chains are empty)
     const OpConf& head = g.op(chain.first);
     OpConf f;
-    f.set_name(names.fresh(head.name() + "-fused"));
+    f.set_name(fresh(head.name() + "-fused"));
     f.set_op_type(std::string(fused::kOpName));
     f.set_scope(head.scope());
     f.set_loc(head.loc());
