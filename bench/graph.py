@@ -8,6 +8,7 @@ the end of its work.
 
     python3 bench/graph.py                  # steps and compile times
     python3 bench/graph.py --only compile   # compile times only
+    python3 bench/graph.py --only memory    # a step's peak memory: eager's allocator against the graph's plan
     python3 bench/graph.py --torch-compile  # also torch.compile's first call (slow: tens of seconds each)
 """
 import argparse
@@ -149,6 +150,28 @@ def time_chain(repeats, shape=(256, 4096)):
           f"({st['fused_ops']} ops in {st['fused_kernels']} kernel)")
 
 
+def peak_bytes(name, make):
+    """A step's memory beyond what is held between steps (parameters, optimizer state): rill eager's allocator
+    peak during one step (after a first step made the state, gradients set to None) against the graph's planned
+    chunk and its lower bound."""
+    model, opt, x, y = make(rill)
+    step = eager_step(rill, model, opt, x, y)
+    step()
+    opt.zero_grad()  # the step's gradients are made during it, in both modes
+    rill.synchronize()
+    rill.reset_peak_memory_stats()
+    base = rill.memory_stats()["allocated_bytes"]
+    step()
+    rill.synchronize()
+    eager = rill.memory_stats()["peak_allocated_bytes"] - base
+    g_model, g_opt, gx, gy = make(rill)
+    g, run = graph_step(g_model, g_opt, gx, gy)
+    run()
+    st = g.stats()
+    print(f"{name:28s} eager step peak {eager:12,d} B  graph planned {st['planned_peak_bytes']:12,d} B "
+          f"(lower bound {st['memory_lower_bound_bytes']:,d})  graph/eager {st['planned_peak_bytes'] / eager:5.2f}")
+
+
 def cold_compile_s(make):
     model, opt, x, y = make(rill)
     g, run = graph_step(model, opt, x, y)
@@ -157,6 +180,10 @@ def cold_compile_s(make):
     total, cpu = time.perf_counter() - t0, time.thread_time() - c0
     return total, cpu, g.stats()
 
+
+STEP_ROWS = [("tiny MLP 32-32-32-1 + SGD", tiny_mlp), ("MLP 64-128-128-10 + Adam", mlp),
+             ("digits CNN + SGD momentum", cnn), ("MLP 784-512-512-10 + SGD", wide_mlp),
+             ("encoder d=256 b32xs32 + AdamW", lambda lib: encoder(lib, batch=32))]
 
 COMPILE_ROWS = [("MLP 64-128-128-10 + Adam", mlp), ("digits CNN + SGD", cnn),
                 ("encoder d=64 x4 + AdamW", lambda lib: encoder(lib, d=64, layers=4, seq=16)),
@@ -206,28 +233,30 @@ def time_compiles(repeats, torch_compile):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", choices=["steps", "compile"])
+    p.add_argument("--only", choices=["steps", "compile", "memory"])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--torch-compile", action="store_true")
     p.add_argument("--off", nargs="+", default=["fuse_elementwise"],
                    help="passes the 'off' column's graph runs without (g.config.optional_passes())")
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads of rill and PyTorch (default 1)")
     p.add_argument("--cold-row", type=int, help=argparse.SUPPRESS)  # one cold compile, printed as JSON
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    rill.set_num_threads(1)
+    torch.set_num_threads(args.threads)
+    rill.set_num_threads(args.threads)
     if args.cold_row is not None:
         total, cpu, stats = cold_compile_s(COMPILE_ROWS[args.cold_row][1])
         print(json.dumps(dict(stats, first_s=total, cpu_s=cpu)))
         return 0
-    print(f"rill graph mode vs eager; 1 intra-op thread; settle {SETTLE_S} s; medians of {args.repeats}")
+    print(f"rill graph mode vs eager; {args.threads} intra-op thread(s); settle {SETTLE_S} s; medians of "
+          f"{args.repeats}")
     if args.only in (None, "steps"):
         print(f"off: the graph without {', '.join(args.off)}")
-        time_steps("tiny MLP 32-32-32-1 + SGD", tiny_mlp, args.repeats, args.off)
-        time_steps("MLP 64-128-128-10 + Adam", mlp, args.repeats, args.off)
-        time_steps("digits CNN + SGD momentum", cnn, args.repeats, args.off)
-        time_steps("MLP 784-512-512-10 + SGD", wide_mlp, args.repeats, args.off)
-        time_steps("encoder d=256 b32xs32 + AdamW", lambda lib: encoder(lib, batch=32), args.repeats, args.off)
+        for name, make in STEP_ROWS:
+            time_steps(name, make, args.repeats, args.off)
         time_chain(args.repeats)
+    if args.only in (None, "memory"):
+        for name, make in STEP_ROWS:
+            peak_bytes(name, make)
     if args.only in (None, "compile"):
         time_compiles(max(1, args.repeats // 2), args.torch_compile)
     return 0
