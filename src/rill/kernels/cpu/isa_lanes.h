@@ -53,7 +53,7 @@ inline V add(V a, V b) { return _mm512_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm512_sub_ps(a, b); }
 inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
 inline V div(V a, V b) { return _mm512_div_ps(a, b); }
-inline V sqrt_lanes(V a) { return _mm512_sqrt_ps(a); }
+inline V sqrt_lanes(V a) { return _mm512_maskz_sqrt_ps(kAll, a); }  // maskz: GCC 12 warns on the unmasked form
 inline V neg_lanes(V a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(static_cast<int>(0x80000000u)))); }
 /** a * b + c rounded once. */
 inline V fma_exact(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }

@@ -167,7 +167,7 @@ void map_elements(const TensorArg& out, const std::array<const TensorArg*, sizeo
         // Dense output, inputs dense or broadcast along the row: a broadcast value is spread over a block once,
         // so the dense loop (vectorised) runs over blocks, reading the spread value as a dense input.
         constexpr int64_t kBlock = 256;
-        const int64_t spread = std::min(n, kBlock);
+        [[maybe_unused]] const int64_t spread = std::min(n, kBlock);  // unused by ops without inputs (fill)
         [[maybe_unused]] std::tuple<std::array<In, kBlock>...> blocks;
         [[maybe_unused]] std::tuple<const In*...> in{reinterpret_cast<const In*>(p[I + 1])...};
         ((s[I + 1] == 0 ? std::fill_n(std::get<I>(blocks).data(), spread, *std::get<I>(in)) : nullptr), ...);
