@@ -49,6 +49,7 @@ struct StepLayout {
 };
 
 struct Layout {
+  const fused::Program* program = nullptr;  // the call's program (program_of's, kept as long as its attrs)
   int64_t rows = 0, inner = 1, rows_per_tile = 1, tiles = 0;
   std::vector<InputLayout> inputs;
   std::vector<StepLayout> steps;
@@ -64,6 +65,7 @@ Shape with_rows(const Shape& s, int64_t rows) {
 std::unique_ptr<Layout> make_layout(const fused::Program& p, std::span<const TensorArg> inputs,
                                     std::span<const TensorArg> outputs) {
   auto l = std::make_unique<Layout>();
+  l->program = &p;
   const TensorMeta& out0 = *outputs[0].meta;
   const Shape& shape = out0.shape;
   const int64_t n = out0.numel;
@@ -172,7 +174,8 @@ struct LayoutKeyHash {
   }
 };
 
-const Layout& layout_of(const KernelContext& c, const fused::Program& p) {
+// The program is decoded (program_of) only when a layout is made: a call that finds its layout takes one lock.
+const Layout& layout_of(const KernelContext& c) {
   struct Cache {
     std::mutex mutex;
     std::unordered_map<LayoutKey, std::unique_ptr<Layout>, LayoutKeyHash> layouts;
@@ -190,7 +193,7 @@ const Layout& layout_of(const KernelContext& c, const fused::Program& p) {
   for (const TensorArg& a : c.outputs) key.metas.push_back(a.meta);
   std::lock_guard<std::mutex> lock(cache->mutex);
   auto it = cache->layouts.find(key);
-  if (it == cache->layouts.end()) it = cache->layouts.emplace(key, make_layout(p, c.inputs, c.outputs)).first;
+  if (it == cache->layouts.end()) it = cache->layouts.emplace(key, make_layout(fused::program_of(c.attrs), c.inputs, c.outputs)).first;
   return *it->second;
 }
 
@@ -232,8 +235,8 @@ void run_tiles(const KernelContext& c, const fused::Program& p, const Layout& l,
 }
 
 void fused_elementwise_kernel(const KernelContext& c) {
-  const fused::Program& p = fused::program_of(c.attrs);
-  const Layout& l = layout_of(c, p);
+  const Layout& l = layout_of(c);
+  const fused::Program& p = *l.program;
   if (l.tiles == 0 || c.outputs[0].meta->numel == 0) return;
   const int64_t grain = std::max<int64_t>(1, kParallelElems / (l.rows_per_tile * l.inner));
   parallel::parallel_for(0, l.tiles, grain, [&](int64_t b, int64_t e) { run_tiles(c, p, l, b, e); });
