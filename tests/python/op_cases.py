@@ -839,3 +839,34 @@ CASES += [
     case("unique_dim_counts", lambda m, x: x.unique(dim=-1, return_inverse=True, return_counts=True)[2],
          [(In((2, 3, 7)),)], dtypes=("int64", "bool"), differentiable=False),
 ]
+
+# --- linear algebra on LAPACK (ops/linalg.cpp; the rest of rill.linalg is composed of these) -------------------
+SQUARE = [(In((4, 4)),), (In((2, 3, 3)),), (In((4, 4), "t"),)]
+
+
+def spd(m, x):
+    """A symmetric positive-definite matrix made of x (its gradient flows back to x)."""
+    return m.matmul(x, x.mT) + 4 * m.eye(x.shape[-1], dtype=x.dtype)
+
+
+CASES += [
+    case("linalg_solve", lambda m, a, b: m.linalg.solve(a + 4 * m.eye(4, dtype=a.dtype), b),
+         [(In((4, 4)), In((4, 2))), (In((2, 4, 4)), In((4,))), (In((4, 4), "t"), In((3, 4, 1)))]),
+    case("linalg_inv", lambda m, a: m.linalg.inv(a + 4 * m.eye(a.shape[-1], dtype=a.dtype)), SQUARE),
+    case("linalg_slogdet", lambda m, a: m.linalg.slogdet(a).logabsdet + m.linalg.det(a), SQUARE),
+    case("linalg_cholesky", lambda m, a: m.linalg.cholesky(spd(m, a)) + m.linalg.cholesky(spd(m, a), upper=True),
+         SQUARE),
+    case("linalg_eigh", lambda m, a: m.linalg.eigh(spd(m, a))[1].abs() + m.linalg.eigvalsh(spd(m, a)).unsqueeze(-1),
+         SQUARE),
+    case("linalg_svd", lambda m, a: (lambda r: m.cat([r[0].abs().flatten(), r[1].flatten(), r[2].abs().flatten()]))(
+        m.linalg.svd(a, full_matrices=False)), [(In((4, 3)),), (In((2, 3, 5)),), (In((4, 4), "t"),)]),
+    case("linalg_qr", lambda m, a: m.cat([t.flatten() for t in m.linalg.qr(a)]),
+         [(In((5, 3)),), (In((3, 5)),), (In((4, 4), "t"),)]),
+    case("linalg_solve_triangular", lambda m, a, b: m.linalg.solve_triangular(
+        a.triu() + 4 * m.eye(4, dtype=a.dtype), b, upper=True) + m.linalg.solve_triangular(
+        a.tril() + 4 * m.eye(4, dtype=a.dtype), b.mT, upper=False, left=False, unitriangular=True).mT,
+         [(In((4, 4)), In((4, 3))), (In((4, 4), "t"), In((2, 4, 3)))]),
+    case("linalg_lu_factor", lambda m, a: m.linalg.lu_factor(a).LU,
+         [(In((4, 4)),), (In((5, 3)),), (In((2, 3, 5)),)]),
+    case("linalg_lu_pivots", lambda m, a: m.linalg.lu(a).P, [(In((4, 4)),), (In((5, 3)),)], differentiable=False),
+]

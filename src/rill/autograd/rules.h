@@ -93,6 +93,7 @@ void register_sort_rules();
 void register_nn_rules();
 void register_view_rules();
 void register_conv_rules();
+void register_linalg_rules();
 
 /** The backward node of one recorded op call. */
 class OpNode : public Node {

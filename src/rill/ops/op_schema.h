@@ -174,5 +174,6 @@ void register_view_ops();
 void register_comm_ops();
 void register_optim_ops();
 void register_fused_ops();
+void register_linalg_ops();
 
 }  // namespace rill

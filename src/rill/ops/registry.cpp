@@ -89,6 +89,7 @@ void register_all() {
     register_comm_ops();
     register_optim_ops();
     register_fused_ops();
+    register_linalg_ops();
   });
 }
 

@@ -127,4 +127,25 @@ void blas_gemv(bool t, int64_t rows, int64_t cols, const double* a, int64_t lda,
               static_cast<int>(lda), x, static_cast<int>(incx), 0.0, y, static_cast<int>(incy));
 }
 
+template <typename T, typename Trsm>
+void trsm_locked(Trsm trsm, bool left, bool upper, bool ta, bool unit, int64_t m, int64_t n, T alpha, const T* a,
+                 int64_t lda, T* b, int64_t ldb) {
+  std::lock_guard<std::mutex> lock(*openblas_mutex());
+  trsm(CblasColMajor, left ? CblasLeft : CblasRight, upper ? CblasUpper : CblasLower, trans(ta),
+       unit ? CblasUnit : CblasNonUnit, static_cast<int>(m), static_cast<int>(n), alpha, a, static_cast<int>(lda), b,
+       static_cast<int>(ldb));
+}
+
+void blas_trsm(bool left, bool upper, bool ta, bool unit, int64_t m, int64_t n, float alpha, const float* a,
+               int64_t lda, float* b, int64_t ldb) {
+  trsm_locked(cblas_strsm, left, upper, ta, unit, m, n, alpha, a, lda, b, ldb);
+}
+
+void blas_trsm(bool left, bool upper, bool ta, bool unit, int64_t m, int64_t n, double alpha, const double* a,
+               int64_t lda, double* b, int64_t ldb) {
+  trsm_locked(cblas_dtrsm, left, upper, ta, unit, m, n, alpha, a, lda, b, ldb);
+}
+
+std::mutex& openblas_lock() { return *openblas_mutex(); }
+
 }  // namespace rill::cpu

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 
 namespace rill::cpu {
 
@@ -22,5 +23,16 @@ void blas_gemv(bool t, int64_t rows, int64_t cols, const float* a, int64_t lda, 
 /** y = op(A) x, A stored rows x cols with rows lda apart. */
 void blas_gemv(bool t, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, int64_t incx,
                double* y, int64_t incy);
+
+/** Solve op(A) X = alpha B (left) or X op(A) = alpha B in place of B; A n x n triangular, column-major. */
+void blas_trsm(bool left, bool upper, bool ta, bool unit, int64_t m, int64_t n, float alpha, const float* a,
+               int64_t lda, float* b, int64_t ldb);
+/** Solve op(A) X = alpha B (left) or X op(A) = alpha B in place of B; A n x n triangular, column-major. */
+void blas_trsm(bool left, bool upper, bool ta, bool unit, int64_t m, int64_t n, double alpha, const double* a,
+               int64_t lda, double* b, int64_t ldb);
+
+/** The lock every OpenBLAS call holds (Note [Concurrent BLAS] in blas.cpp): LAPACK's routines call OpenBLAS too,
+ * so the linalg kernels hold it around each. */
+std::mutex& openblas_lock();
 
 }  // namespace rill::cpu

@@ -28,5 +28,7 @@ void register_attention_kernels();
 void register_optim_kernels();
 /** _fused_elementwise (fused.cpp), graph mode's fused chains. */
 void register_fused_kernels();
+/** The LAPACK factorizations and solvers (linalg.cpp). */
+void register_linalg_kernels();
 
 }  // namespace rill::cpu

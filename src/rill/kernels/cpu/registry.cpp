@@ -24,6 +24,7 @@ void register_cpu_kernels() {
     register_nn_kernels();
     register_optim_kernels();
     register_fused_kernels();
+    register_linalg_kernels();
   });
 }
 
