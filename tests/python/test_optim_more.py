@@ -1,0 +1,218 @@
+"""rill.optim's Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop, LBFGS and SparseAdam against torch.optim:
+20 steps from the same weights and the same gradients, step for step; two param groups; state dicts mid-run
+(rill's and torch's, both ways); argument errors; graph mode's refusal."""
+import numpy as np
+import pytest
+import torch
+
+import rill
+from conftest import assert_close
+
+SHAPES = [(5, 4), (4,), (3, 3, 2)]
+RTOL, ATOL = 1e-6, 1e-7  # float32: one rounding apart per op (torch fuses multiply-adds), over 20 steps
+
+
+def _params(seed=0, dtype=np.float32):
+    g = np.random.default_rng(seed)
+    arrays = [g.standard_normal(s).astype(dtype) for s in SHAPES]
+    return ([rill.tensor(a, requires_grad=True) for a in arrays], [torch.tensor(a, requires_grad=True) for a in arrays])
+
+
+def _grads(step, seed=1, dtype=np.float32):
+    g = np.random.default_rng(seed * 1000 + step)
+    return [g.standard_normal(s).astype(dtype) for s in SHAPES]
+
+
+def _set_grads(params, arrays, lib):
+    for p, a in zip(params, arrays):
+        p.grad = lib.tensor(a)
+
+
+def _step_both(ropt, topt, rp, tp, steps, rtol=RTOL, atol=ATOL):
+    for step in steps:
+        gs = _grads(step)
+        _set_grads(rp, gs, rill)
+        _set_grads(tp, gs, torch)
+        ropt.step()
+        topt.step()
+        for i, (r, t) in enumerate(zip(rp, tp)):
+            try:
+                assert_close(r.detach(), t.detach(), rtol=rtol, atol=atol)
+            except AssertionError as e:
+                raise AssertionError(f"step {step}, parameter {i}: {e}") from None
+
+
+def _two_groups(o, name, **kw):
+    def make(p):
+        return getattr(o, name)([{"params": p[:2]}, {"params": p[2:], "lr": kw.pop("lr2")}], **kw)
+    return make
+
+
+CASES = {
+    "adagrad": lambda o, p: o.Adagrad(p),
+    "adagrad_decay_wd_init": lambda o, p: o.Adagrad(p, lr=0.05, lr_decay=0.01, weight_decay=0.1,
+                                                    initial_accumulator_value=0.5, eps=1e-8),
+    "adagrad_maximize": lambda o, p: o.Adagrad(p, lr=0.05, maximize=True),
+    "adadelta": lambda o, p: o.Adadelta(p),
+    "adadelta_wd_rho": lambda o, p: o.Adadelta(p, lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.1),
+    "adadelta_maximize": lambda o, p: o.Adadelta(p, maximize=True),
+    "adamax": lambda o, p: o.Adamax(p),
+    "adamax_wd_betas": lambda o, p: o.Adamax(p, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
+    "adamax_maximize": lambda o, p: o.Adamax(p, lr=0.01, maximize=True),
+    "nadam": lambda o, p: o.NAdam(p),
+    "nadam_wd": lambda o, p: o.NAdam(p, lr=0.01, betas=(0.8, 0.99), weight_decay=0.1, momentum_decay=0.01),
+    "nadam_decoupled": lambda o, p: o.NAdam(p, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True),
+    "nadam_maximize": lambda o, p: o.NAdam(p, lr=0.01, maximize=True),
+    "radam": lambda o, p: o.RAdam(p),
+    "radam_wd": lambda o, p: o.RAdam(p, lr=0.01, betas=(0.8, 0.9), eps=1e-6, weight_decay=0.1),
+    "radam_decoupled": lambda o, p: o.RAdam(p, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True),
+    "radam_maximize": lambda o, p: o.RAdam(p, lr=0.01, betas=(0.5, 0.8), maximize=True),
+    "asgd": lambda o, p: o.ASGD(p),
+    "asgd_t0_wd": lambda o, p: o.ASGD(p, lr=0.05, lambd=1e-3, alpha=0.5, t0=5, weight_decay=0.1),
+    "asgd_maximize": lambda o, p: o.ASGD(p, lr=0.05, t0=3, maximize=True),
+    "rprop": lambda o, p: o.Rprop(p),
+    "rprop_etas_sizes": lambda o, p: o.Rprop(p, lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2)),
+    "rprop_maximize": lambda o, p: o.Rprop(p, maximize=True),
+}
+GROUP_CASES = {
+    "adagrad_groups": ("Adagrad", dict(lr=0.1, lr2=0.01, lr_decay=0.1)),
+    "adadelta_groups": ("Adadelta", dict(lr=1.0, lr2=0.3)),
+    "adamax_groups": ("Adamax", dict(lr=0.01, lr2=0.001)),
+    "nadam_groups": ("NAdam", dict(lr=0.01, lr2=0.001, weight_decay=0.01)),
+    "radam_groups": ("RAdam", dict(lr=0.01, lr2=0.001)),
+    "asgd_groups": ("ASGD", dict(lr=0.05, lr2=0.01, t0=4)),
+    "rprop_groups": ("Rprop", dict(lr=0.05, lr2=0.001)),
+}
+for _name, (_cls, _kw) in GROUP_CASES.items():
+    CASES[_name] = (lambda cls, kw: lambda o, p: _two_groups(o, cls, **dict(kw))(p))(_cls, _kw)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_matches_torch_step_for_step(case):
+    rp, tp = _params()
+    ropt, topt = CASES[case](rill.optim, rp), CASES[case](torch.optim, tp)
+    _step_both(ropt, topt, rp, tp, range(20))
+    assert ropt.state_dict()["param_groups"] == topt.state_dict()["param_groups"]
+
+
+def _state_values_equal(rstate, tstate):
+    assert sorted(rstate) == sorted(tstate)
+    for k in tstate:
+        assert list(rstate[k]) == list(tstate[k]), f"state keys of parameter {k}"
+        for name, tv in tstate[k].items():
+            rv = rstate[k][name]
+            if isinstance(tv, torch.Tensor):
+                assert_close(rv, tv.detach(), rtol=RTOL, atol=ATOL)
+            else:
+                assert rv == tv
+
+
+@pytest.mark.parametrize("case", ["adagrad_decay_wd_init", "adadelta_wd_rho", "adamax_wd_betas", "nadam_wd",
+                                  "radam_decoupled", "asgd_t0_wd", "rprop_etas_sizes", "nadam_groups"])
+def test_state_dict_mid_run_both_ways(case):
+    rp, tp = _params()
+    ropt, topt = CASES[case](rill.optim, rp), CASES[case](torch.optim, tp)
+    _step_both(ropt, topt, rp, tp, range(8))
+    rsd, tsd = ropt.state_dict(), topt.state_dict()
+    assert rsd["param_groups"] == tsd["param_groups"]
+    _state_values_equal(rsd["state"], tsd["state"])
+    # fresh optimizers resumed from rill's state dict and from torch's continue as torch does
+    for source in (rsd, tsd):
+        rp2 = [rill.tensor(p.detach().numpy(), requires_grad=True) for p in rp]
+        tp2 = [torch.tensor(p.detach().numpy(), requires_grad=True) for p in tp]
+        ropt2, topt2 = CASES[case](rill.optim, rp2), CASES[case](torch.optim, tp2)
+        ropt2.load_state_dict(source)
+        topt2.load_state_dict(tsd)
+        _step_both(ropt2, topt2, rp2, tp2, range(8, 20))
+    # and torch resumes from rill's
+    tp3 = [torch.tensor(p.detach().numpy(), requires_grad=True) for p in rp]
+    topt3 = CASES[case](torch.optim, tp3)
+    topt3.load_state_dict({"state": {k: {n: torch.tensor(v.numpy()) if isinstance(v, rill.Tensor) else v
+                                         for n, v in s.items()} for k, s in rsd["state"].items()},
+                           "param_groups": rsd["param_groups"]})
+    rp3 = [rill.tensor(p.detach().numpy(), requires_grad=True) for p in rp]
+    ropt3 = CASES[case](rill.optim, rp3)
+    ropt3.load_state_dict(rsd)
+    _step_both(ropt3, topt3, rp3, tp3, range(8, 12))
+
+
+def test_adagrad_state_exists_before_the_first_step():
+    rp, tp = _params()
+    rsd, tsd = rill.optim.Adagrad(rp, initial_accumulator_value=0.25).state_dict(), \
+        torch.optim.Adagrad(tp, initial_accumulator_value=0.25).state_dict()
+    _state_values_equal(rsd["state"], tsd["state"])
+
+
+def test_zero_grad_add_param_group_and_skipped_params():
+    rp, tp = _params()
+    ropt, topt = rill.optim.NAdam(rp[:2], lr=0.01), torch.optim.NAdam(tp[:2], lr=0.01)
+    ropt.add_param_group({"params": rp[2], "lr": 0.05, "decoupled_weight_decay": True, "weight_decay": 0.1})
+    topt.add_param_group({"params": tp[2], "lr": 0.05, "decoupled_weight_decay": True, "weight_decay": 0.1})
+    assert ropt.state_dict()["param_groups"] == topt.state_dict()["param_groups"]
+    _step_both(ropt, topt, rp, tp, range(3))
+    ropt.zero_grad()
+    topt.zero_grad()
+    assert all(p.grad is None for p in rp)
+    rp[1].grad, tp[1].grad = rill.ones(4), torch.ones(4)  # only one parameter has a gradient
+    ropt.step()
+    topt.step()
+    for r, t in zip(rp, tp):
+        assert_close(r.detach(), t.detach(), rtol=RTOL, atol=ATOL)
+    assert sorted(ropt.state_dict()["state"]) == sorted(topt.state_dict()["state"])
+
+
+BAD_ARGS = [
+    ("Adagrad", dict(lr=-1.0)), ("Adagrad", dict(lr_decay=-0.1)), ("Adagrad", dict(weight_decay=-1)),
+    ("Adagrad", dict(initial_accumulator_value=-1)), ("Adagrad", dict(eps=-1)),
+    ("Adadelta", dict(lr=-1.0)), ("Adadelta", dict(rho=1.5)), ("Adadelta", dict(eps=-1)),
+    ("Adadelta", dict(weight_decay=-1)),
+    ("Adamax", dict(lr=-1.0)), ("Adamax", dict(betas=(1.0, 0.9))), ("Adamax", dict(betas=(0.9, -0.1))),
+    ("Adamax", dict(eps=-1)), ("Adamax", dict(weight_decay=-1)),
+    ("NAdam", dict(lr=-1.0)), ("NAdam", dict(betas=(0.9, 1.0))), ("NAdam", dict(momentum_decay=-1)),
+    ("NAdam", dict(eps=-1)), ("NAdam", dict(weight_decay=-1)),
+    ("RAdam", dict(lr=-1.0)), ("RAdam", dict(betas=(-0.1, 0.9))), ("RAdam", dict(eps=-1)),
+    ("RAdam", dict(weight_decay=-1)),
+    ("ASGD", dict(lr=-1.0)), ("ASGD", dict(weight_decay=-1)),
+    ("Rprop", dict(lr=-1.0)), ("Rprop", dict(etas=(1.5, 1.2))), ("Rprop", dict(etas=(0.5, 0.9))),
+    ("LBFGS", dict(lr=-1.0)),
+    ("SparseAdam", dict(lr=0.0)), ("SparseAdam", dict(eps=0.0)), ("SparseAdam", dict(betas=(0.9, 1.0))),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", BAD_ARGS, ids=[f"{n}-{sorted(k)[0]}" for n, k in BAD_ARGS])
+def test_bad_arguments_raise_as_torch(name, kwargs):
+    rp, tp = _params()
+    with pytest.raises(Exception) as expected:
+        getattr(torch.optim, name)(tp, **kwargs)
+    with pytest.raises(type(expected.value)) as got:
+        getattr(rill.optim, name)(rp, **kwargs)
+    assert str(got.value) == str(expected.value)
+
+
+def test_differentiable_is_refused_clearly():
+    rp, _ = _params()
+    with pytest.raises(NotImplementedError, match=r"\[NAdam\] differentiable=True"):
+        rill.optim.NAdam(rp, differentiable=True)
+
+
+def test_lbfgs_refuses_param_groups_and_bad_line_search():
+    rp, tp = _params()
+    groups = lambda p: [{"params": p[:1]}, {"params": p[1:]}]  # noqa: E731
+    with pytest.raises(ValueError, match="per-parameter options"):
+        torch.optim.LBFGS(groups(tp))
+    with pytest.raises(ValueError, match="per-parameter options"):
+        rill.optim.LBFGS(groups(rp))
+    opt = rill.optim.LBFGS(rp, line_search_fn="backtracking")
+    _set_grads(rp, _grads(0), rill)
+    with pytest.raises(RuntimeError, match="strong_wolfe"):
+        opt.step(lambda: rill.tensor(1.0))
+
+
+def test_sparse_adam_refuses_dense_gradients():
+    rp, tp = _params()
+    _set_grads(rp, _grads(0), rill)
+    _set_grads(tp, _grads(0), torch)
+    with pytest.raises(RuntimeError, match="does not support dense gradients"):
+        torch.optim.SparseAdam(tp).step()
+    with pytest.raises(RuntimeError, match="does not support dense gradients, please consider Adam"):
+        rill.optim.SparseAdam(rp).step()
