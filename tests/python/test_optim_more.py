@@ -216,3 +216,83 @@ def test_sparse_adam_refuses_dense_gradients():
         torch.optim.SparseAdam(tp).step()
     with pytest.raises(RuntimeError, match="does not support dense gradients, please consider Adam"):
         rill.optim.SparseAdam(rp).step()
+
+
+# --- LBFGS ---
+
+def _rosenbrock(lib, x):
+    return ((1 - x[:-1]) ** 2 + 100 * (x[1:] - x[:-1] ** 2) ** 2).sum()
+
+
+def _quadratic(lib, x):
+    a = lib.tensor(np.arange(1.0, 7.0, dtype=np.float64).reshape(2, 3) / 3).to(x.dtype)
+    w = x.reshape(2, 3)
+    return ((w * a - 1) ** 2 * a).sum() + (w.sum() - 2) ** 2
+
+
+def _lbfgs_run(lib, loss_fn, x0, steps, **kw):
+    x = lib.tensor(x0, requires_grad=True)
+    opt = lib.optim.LBFGS([x], **kw)
+
+    def closure():
+        opt.zero_grad()
+        loss = loss_fn(lib, x)
+        loss.backward()
+        return loss
+
+    path = []
+    for _ in range(steps):
+        loss = opt.step(closure)
+        path.append((float(loss.detach()), x.detach().numpy().copy()))
+    return path, opt
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+@pytest.mark.parametrize("problem", ["rosenbrock64", "quadratic64", "quadratic32"])
+def test_lbfgs_matches_torch(problem, line_search_fn):
+    # float64 checks the algorithm (same branches, same steps: equal to rounding); in float32 torch keeps the
+    # method's scalars as float32 tensors and rill as Python floats, so the paths part by ~1e-5 over 5 steps
+    if problem == "rosenbrock64":
+        fn, x0, rtol = _rosenbrock, np.array([-1.2, 1.0, -0.5, 0.8], dtype=np.float64), 1e-7
+        kw = dict(lr=1 if line_search_fn else 0.1, history_size=5, max_iter=10)
+    else:
+        dtype = np.float64 if problem == "quadratic64" else np.float32
+        fn, x0, rtol = _quadratic, np.zeros(6, dtype=dtype), 1e-10 if dtype == np.float64 else 1e-3
+        kw = dict(lr=1 if line_search_fn else 0.5, history_size=3, max_iter=6)
+    rpath, ropt = _lbfgs_run(rill, fn, x0, 5, line_search_fn=line_search_fn, **kw)
+    tpath, topt = _lbfgs_run(torch, fn, x0, 5, line_search_fn=line_search_fn, **kw)
+    for (rl, rx), (tl, tx) in zip(rpath, tpath):
+        np.testing.assert_allclose(rl, tl, rtol=rtol, atol=1e-12)
+        np.testing.assert_allclose(rx, tx, rtol=rtol, atol=rtol * 1e-2)
+    rs, ts = ropt.state_dict()["state"][0], topt.state_dict()["state"][0]
+    assert sorted(rs) == sorted(ts)
+    if problem != "quadratic32":  # float32's last iteration may stop one evaluation apart
+        assert (rs["func_evals"], rs["n_iter"]) == (ts["func_evals"], ts["n_iter"])
+    assert len(rs["old_dirs"]) == len(ts["old_dirs"]) <= kw["history_size"]
+    if problem == "rosenbrock64" and line_search_fn:  # converges to the minimum at (1, 1, 1, 1)
+        path, _ = _lbfgs_run(rill, fn, x0, 5, line_search_fn=line_search_fn, lr=1, max_iter=40)
+        np.testing.assert_allclose(path[-1][1], np.ones(4), atol=1e-6)
+
+
+def test_lbfgs_state_dict_resume():
+    x0 = np.array([-1.2, 1.0, -0.5, 0.8], dtype=np.float64)
+    kw = dict(lr=1, history_size=4, max_iter=4, line_search_fn="strong_wolfe")
+    tpath, topt = _lbfgs_run(torch, _rosenbrock, x0, 4, **kw)
+    rpath, ropt = _lbfgs_run(rill, _rosenbrock, x0, 2, **kw)
+    for source in (ropt.state_dict(), None):
+        x = rill.tensor(rpath[-1][1], requires_grad=True)
+        opt = rill.optim.LBFGS([x], **kw)
+        if source is None:  # torch's state after 2 steps
+            _, topt2 = _lbfgs_run(torch, _rosenbrock, x0, 2, **kw)
+            source = topt2.state_dict()
+        opt.load_state_dict(source)
+
+        def closure():
+            opt.zero_grad()
+            loss = _rosenbrock(rill, x)
+            loss.backward()
+            return loss
+
+        for k in range(2, 4):
+            opt.step(closure)
+            np.testing.assert_allclose(x.detach().numpy(), tpath[k][1], rtol=1e-7, atol=1e-9)
