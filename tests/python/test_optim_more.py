@@ -296,3 +296,238 @@ def test_lbfgs_state_dict_resume():
         for k in range(2, 4):
             opt.step(closure)
             np.testing.assert_allclose(x.detach().numpy(), tpath[k][1], rtol=1e-7, atol=1e-9)
+
+
+# --- schedulers ---
+
+def _metric(k):
+    """A fixed metric sequence: improving, then plateaus with small wiggles, then worse."""
+    plateau = [1.0, 0.8, 0.7, 0.7, 0.7001, 0.69995, 0.7, 0.6, 0.6, 0.6, 0.6, 0.61, 0.6, 0.6, 0.59999, 0.6]
+    return plateau[k] if k < len(plateau) else 0.6 + 0.01 * ((k * 7) % 5)
+
+
+SCHEDULERS = {
+    "multiplicative": lambda s, o: s.MultiplicativeLR(o, lr_lambda=lambda e: 0.95),
+    "multiplicative_per_group": lambda s, o: s.MultiplicativeLR(o, lr_lambda=[lambda e: 0.9, lambda e: 1 - e / 100]),
+    "polynomial": lambda s, o: s.PolynomialLR(o, total_iters=20, power=2.0),
+    "polynomial_linear": lambda s, o: s.PolynomialLR(o),
+    "warm_restarts": lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=2, eta_min=0.001),
+    "warm_restarts_mult1": lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=7),
+    "cyclic_triangular": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=4),
+    "cyclic_triangular2": lambda s, o: s.CyclicLR(o, base_lr=[0.01, 0.001], max_lr=[0.1, 0.05], step_size_up=3,
+                                                  step_size_down=5, mode="triangular2"),
+    "cyclic_exp_range": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=5, mode="exp_range",
+                                                gamma=0.95, base_momentum=0.7, max_momentum=0.95),
+    "cyclic_no_momentum": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=2, cycle_momentum=False),
+    "cyclic_scale_fn": lambda s, o: s.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3,
+                                               scale_fn=lambda x: 1 / (1 + x), scale_mode="iterations"),
+    "sequential": lambda s, o: s.SequentialLR(o, [s.LinearLR(o, start_factor=0.1, total_iters=5),
+                                                  s.CosineAnnealingLR(o, T_max=20, eta_min=0.001)], milestones=[5]),
+    "sequential_three": lambda s, o: s.SequentialLR(o, [s.ConstantLR(o, factor=0.5, total_iters=3),
+                                                        s.ExponentialLR(o, gamma=0.9),
+                                                        s.PolynomialLR(o, total_iters=10)], milestones=[4, 15]),
+    "plateau_min_rel": lambda s, o: s.ReduceLROnPlateau(o, patience=2),
+    "plateau_max_abs_cooldown": lambda s, o: s.ReduceLROnPlateau(o, mode="max", factor=0.5, patience=1,
+                                                                 threshold=0.01, threshold_mode="abs", cooldown=2),
+    "plateau_min_lr_eps": lambda s, o: s.ReduceLROnPlateau(o, factor=0.3, patience=0, min_lr=[0.005, 0.0],
+                                                           eps=1e-4, threshold=0),
+}
+STEPS = 36
+
+
+def _scheduled(opt_name, sched_name):
+    rp, tp = _params()
+
+    def make(o, p):
+        groups = [{"params": p[:2]}, {"params": p[2:], "lr": 0.05}]
+        return o.SGD(groups, lr=0.1, momentum=0.9) if opt_name == "sgd" else o.Adam(groups, lr=0.1)
+
+    ropt, topt = make(rill.optim, rp), make(torch.optim, tp)
+    rs = SCHEDULERS[sched_name](rill.optim.lr_scheduler, ropt)
+    ts = SCHEDULERS[sched_name](torch.optim.lr_scheduler, topt)
+    return rp, tp, ropt, topt, rs, ts
+
+
+def _advance(rp, tp, ropt, topt, rs, ts, steps):
+    for step in steps:
+        gs = _grads(step)
+        _set_grads(rp, gs, rill)
+        _set_grads(tp, gs, torch)
+        ropt.step()
+        topt.step()
+        if isinstance(ts, torch.optim.lr_scheduler.ReduceLROnPlateau):
+            rs.step(_metric(step))
+            ts.step(_metric(step))
+        else:
+            rs.step()
+            ts.step()
+        assert rs.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12, abs=1e-15), f"step {step}"
+        assert rs.last_epoch == ts.last_epoch
+        for rg, tg in zip(ropt.param_groups, topt.param_groups):
+            assert rg["lr"] == pytest.approx(tg["lr"], rel=1e-12, abs=1e-15)
+            for key in ("momentum", "betas"):
+                if key in tg:
+                    assert rg[key] == pytest.approx(tg[key], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_scheduler_matches_torch(name, opt):
+    rp, tp, ropt, topt, rs, ts = _scheduled(opt, name)
+    assert rs.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+    assert rs.last_epoch == ts.last_epoch
+    _advance(rp, tp, ropt, topt, rs, ts, range(STEPS))
+    for r, t in zip(rp, tp):
+        assert_close(r.detach(), t.detach(), rtol=1e-4, atol=1e-5)
+    assert "optimizer" not in rs.state_dict()
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_scheduler_state_dict_mid_run(name):
+    rp, tp, ropt, topt, rs, ts = _scheduled("sgd", name)
+    _advance(rp, tp, ropt, topt, rs, ts, range(13))
+    rsd = rs.state_dict()
+    tsd = ts.state_dict()
+    assert sorted(k for k in rsd if not k.startswith("_")) == sorted(k for k in tsd if not k.startswith("_"))
+    # a new optimizer and scheduler loaded from the saved states continue as torch's
+    rp2 = [rill.tensor(p.detach().numpy(), requires_grad=True) for p in rp]
+    ropt2 = rill.optim.SGD([{"params": rp2[:2]}, {"params": rp2[2:], "lr": 0.05}], lr=0.1, momentum=0.9)
+    rs2 = SCHEDULERS[name](rill.optim.lr_scheduler, ropt2)
+    ropt2.load_state_dict(ropt.state_dict())
+    rs2.load_state_dict(rsd)
+    assert rs2.get_last_lr() == rs.get_last_lr() and rs2.last_epoch == rs.last_epoch
+    _advance(rp2, tp, ropt2, topt, rs2, ts, range(13, STEPS))
+
+
+def test_scheduler_errors_as_torch():
+    rp, tp = _params()
+    ro, to = rill.optim.SGD(rp, lr=0.1, momentum=0.9), torch.optim.SGD(tp, lr=0.1, momentum=0.9)
+    cases = [
+        lambda s, o: s.ReduceLROnPlateau(o, factor=1.0),
+        lambda s, o: s.ReduceLROnPlateau(o, mode="median"),
+        lambda s, o: s.ReduceLROnPlateau(o, threshold_mode="pct"),
+        lambda s, o: s.ReduceLROnPlateau(o, min_lr=[0.1, 0.2]),
+        lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=0),
+        lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
+        lambda s, o: s.CyclicLR(o, base_lr=0.1, max_lr=1.0, mode="sawtooth"),
+        lambda s, o: s.CyclicLR(o, base_lr=[0.1, 0.2], max_lr=1.0),
+        lambda s, o: s.SequentialLR(o, [], milestones=[]),
+        lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.StepLR(o, 3)], milestones=[]),
+        lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.ReduceLROnPlateau(o)], milestones=[3]),
+        lambda s, o: s.MultiplicativeLR(o, lr_lambda=0.5),
+        lambda s, o: s.MultiplicativeLR(o, lr_lambda=[lambda e: 1, lambda e: 1]),
+    ]
+    for make in cases:
+        with pytest.raises(Exception) as expected:
+            make(torch.optim.lr_scheduler, to)
+        with pytest.raises(type(expected.value)) as got:
+            make(rill.optim.lr_scheduler, ro)
+        assert str(got.value).split(",")[0] == str(expected.value).split(",")[0]
+    # an optimizer without momentum or betas cannot cycle it
+    ra, ta = rill.optim.Adagrad(rp), torch.optim.Adagrad(tp)
+    with pytest.raises(ValueError, match="must support momentum or beta1"):
+        torch.optim.lr_scheduler.CyclicLR(ta, base_lr=0.1, max_lr=1.0)
+    with pytest.raises(ValueError, match="must support momentum or beta1"):
+        rill.optim.lr_scheduler.CyclicLR(ra, base_lr=0.1, max_lr=1.0)
+
+
+def test_warm_restarts_fractional_epochs():
+    rp, tp = _params()
+    ro, to = rill.optim.SGD(rp, lr=0.1), torch.optim.SGD(tp, lr=0.1)
+    rs = rill.optim.lr_scheduler.CosineAnnealingWarmRestarts(ro, T_0=3, T_mult=2)
+    ts = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(to, T_0=3, T_mult=2)
+    for k in range(40):
+        epoch = k * 0.37
+        rs.step(epoch)
+        ts.step(epoch)
+        assert rs.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+        assert rs.last_epoch == ts.last_epoch and rs.T_i == ts.T_i
+
+
+# --- graph mode ---
+
+def _graph_setup():
+    import rill.nn as nn
+
+    class TrainGraph(nn.Graph):
+        def __init__(self, model, opt, sched=None):
+            super().__init__()
+            self.model = model
+            self.loss_fn = nn.MSELoss()
+            self.add_optimizer(opt, lr_sch=sched)
+
+        def build(self, x, y):
+            loss = self.loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+
+    def model():
+        rill.manual_seed(0)
+        return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 2))
+
+    def batch(k):
+        g = np.random.default_rng(k)
+        return (rill.tensor(g.standard_normal((5, 6)).astype(np.float32)),
+                rill.tensor(g.standard_normal((5, 2)).astype(np.float32)))
+
+    return TrainGraph, model, batch
+
+
+@pytest.mark.parametrize("name", ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS"])
+def test_graph_refuses_the_optimizers_it_cannot_run(name):
+    TrainGraph, model, _ = _graph_setup()
+    m = model()
+    with pytest.raises(TypeError, match=rf"supports rill.optim.SGD, Adam, AdamW and RMSprop.*got {name}: "
+                                        r"rill.nn.Graph runs only those updates; step any other optimizer eagerly"):
+        TrainGraph(m, getattr(rill.optim, name)(m.parameters()))
+
+
+def test_graph_refuses_plateau_and_momentum_cycling_schedules():
+    TrainGraph, model, _ = _graph_setup()
+    S = rill.optim.lr_scheduler
+    m = model()
+    opt = rill.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    with pytest.raises(TypeError, match=r"ReduceLROnPlateau steps on a metric"):
+        TrainGraph(m, opt, S.ReduceLROnPlateau(opt))
+    for sched in (S.CyclicLR(opt, 0.01, 0.1, step_size_up=3), S.OneCycleLR(opt, max_lr=0.1, total_steps=10)):
+        with pytest.raises(ValueError, match=r"cycle_momentum=True changes the momentum"):
+            TrainGraph(m, opt, sched)
+
+
+@pytest.mark.parametrize("schedule", ["polynomial", "cyclic", "warm_restarts", "sequential", "plateau_by_hand"])
+def test_graph_training_with_the_new_schedulers_equals_eager(schedule):
+    TrainGraph, model, batch = _graph_setup()
+    S = rill.optim.lr_scheduler
+    make = {"polynomial": lambda o: S.PolynomialLR(o, total_iters=6, power=2.0),
+            "cyclic": lambda o: S.CyclicLR(o, 0.01, 0.1, step_size_up=3, cycle_momentum=False),
+            "warm_restarts": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2),
+            "sequential": lambda o: S.SequentialLR(o, [S.LinearLR(o, 0.2, total_iters=3), S.ExponentialLR(o, 0.8)],
+                                                   milestones=[3]),
+            "plateau_by_hand": lambda o: S.ReduceLROnPlateau(o, patience=0, factor=0.5)}[schedule]
+    eager, graph_model = model(), model()
+    e_opt = rill.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    g_opt = rill.optim.SGD(graph_model.parameters(), lr=0.1, momentum=0.9)
+    e_sched, g_sched = make(e_opt), make(g_opt)
+    by_hand = schedule == "plateau_by_hand"
+    graph = TrainGraph(graph_model, g_opt, None if by_hand else g_sched)
+    loss_fn = rill.nn.MSELoss()
+    for k in range(10):
+        x, y = batch(k % 3)
+        e_opt.zero_grad()
+        e_loss = loss_fn(eager(x), y)
+        e_loss.backward()
+        e_opt.step()
+        g_loss = graph(x, y)
+        if by_hand:
+            e_sched.step(e_loss.item())
+            g_sched.step(g_loss.item())
+        else:
+            e_sched.step()
+        np.testing.assert_allclose(g_loss.item(), e_loss.item(), rtol=1e-5, err_msg=f"step {k}")
+        assert g_sched.get_last_lr() == pytest.approx(e_sched.get_last_lr(), rel=1e-6)
+    if by_hand:
+        assert e_sched.get_last_lr()[0] < 0.1  # the plateau did reduce the lr
+    for p, q in zip(eager.parameters(), graph_model.parameters()):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
+    variables = {op["name"] for op in graph.job()["ops"] if op["op_type"] == "variable"}
+    assert ("optimizer0.lr_scheduler.epoch" in variables) == (schedule == "polynomial")
