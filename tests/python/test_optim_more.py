@@ -531,3 +531,58 @@ def test_graph_training_with_the_new_schedulers_equals_eager(schedule):
         np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
     variables = {op["name"] for op in graph.job()["ops"] if op["op_type"] == "variable"}
     assert ("optimizer0.lr_scheduler.epoch" in variables) == (schedule == "polynomial")
+
+
+# --- a small model: gradients from backward() in each library ---
+
+MODEL_CASES = ["adagrad_decay_wd_init", "adadelta_wd_rho", "adamax_wd_betas", "nadam_decoupled", "radam_wd",
+               "asgd_t0_wd", "rprop_etas_sizes"]
+
+
+@pytest.mark.parametrize("case", MODEL_CASES)
+def test_small_model_trains_as_torch(case):
+    g = np.random.default_rng(3)
+    w1, b1 = g.standard_normal((8, 4)).astype(np.float32) * 0.5, g.standard_normal(8).astype(np.float32) * 0.1
+    w2, b2 = g.standard_normal((1, 8)).astype(np.float32) * 0.5, np.zeros(1, np.float32)
+    x, y = g.standard_normal((16, 4)).astype(np.float32), g.standard_normal((16, 1)).astype(np.float32)
+
+    def setup(lib):
+        m = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.Tanh(), lib.nn.Linear(8, 1))
+        with lib.no_grad():
+            for p, a in zip(m.parameters(), (w1, b1, w2, b2)):
+                p.copy_(lib.tensor(a))
+        return m, CASES[case](lib.optim, list(m.parameters())), lib.tensor(x), lib.tensor(y)
+
+    rm, ro, rx, ry = setup(rill)
+    tm, to, tx, ty = setup(torch)
+    for step in range(20):
+        for m, o, xx, yy, lib in ((rm, ro, rx, ry, rill), (tm, to, tx, ty, torch)):
+            o.zero_grad()
+            loss = lib.nn.functional.mse_loss(m(xx), yy)
+            loss.backward()
+            o.step()
+        for r, t in zip(rm.parameters(), tm.parameters()):
+            assert_close(r.detach(), t.detach(), rtol=RTOL, atol=ATOL)
+
+
+OPTIMIZERS = ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam"]
+SCHEDULER_CLASSES = ["MultiplicativeLR", "PolynomialLR", "SequentialLR", "CosineAnnealingWarmRestarts", "CyclicLR",
+                     "ReduceLROnPlateau"]
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS + SCHEDULER_CLASSES)
+def test_signatures_are_torchs(name):
+    import inspect
+    module = "lr_scheduler" if name in SCHEDULER_CLASSES else None
+    r = getattr(rill.optim.lr_scheduler if module else rill.optim, name)
+    t = getattr(torch.optim.lr_scheduler if module else torch.optim, name)
+
+    def params(cls):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(cls.__init__).parameters.values()]
+    assert params(r) == params(t)
+
+
+def test_every_torch_scheduler_is_here():
+    assert sorted(set(torch.optim.lr_scheduler.__all__) - set(rill.optim.lr_scheduler.__all__)) == []
+    for name in torch.optim.lr_scheduler.__all__:
+        assert hasattr(rill.optim.lr_scheduler, name), name
