@@ -73,6 +73,10 @@ CASES = {
     "rprop": lambda o, p: o.Rprop(p),
     "rprop_etas_sizes": lambda o, p: o.Rprop(p, lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2)),
     "rprop_maximize": lambda o, p: o.Rprop(p, maximize=True),
+    "adafactor": lambda o, p: o.Adafactor(p),
+    "adafactor_wd_eps_d": lambda o, p: o.Adafactor(p, lr=0.05, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=1.5,
+                                                   weight_decay=0.1),
+    "adafactor_maximize": lambda o, p: o.Adafactor(p, lr=0.05, maximize=True),
 }
 GROUP_CASES = {
     "adagrad_groups": ("Adagrad", dict(lr=0.1, lr2=0.01, lr_decay=0.1)),
@@ -82,6 +86,7 @@ GROUP_CASES = {
     "radam_groups": ("RAdam", dict(lr=0.01, lr2=0.001)),
     "asgd_groups": ("ASGD", dict(lr=0.05, lr2=0.01, t0=4)),
     "rprop_groups": ("Rprop", dict(lr=0.05, lr2=0.001)),
+    "adafactor_groups": ("Adafactor", dict(lr=0.05, lr2=0.01)),
 }
 for _name, (_cls, _kw) in GROUP_CASES.items():
     CASES[_name] = (lambda cls, kw: lambda o, p: _two_groups(o, cls, **dict(kw))(p))(_cls, _kw)
@@ -108,7 +113,8 @@ def _state_values_equal(rstate, tstate):
 
 
 @pytest.mark.parametrize("case", ["adagrad_decay_wd_init", "adadelta_wd_rho", "adamax_wd_betas", "nadam_wd",
-                                  "radam_decoupled", "asgd_t0_wd", "rprop_etas_sizes", "nadam_groups"])
+                                  "radam_decoupled", "asgd_t0_wd", "rprop_etas_sizes", "nadam_groups",
+                                  "adafactor_wd_eps_d"])
 def test_state_dict_mid_run_both_ways(case):
     rp, tp = _params()
     ropt, topt = CASES[case](rill.optim, rp), CASES[case](torch.optim, tp)
@@ -176,6 +182,8 @@ BAD_ARGS = [
     ("Rprop", dict(lr=-1.0)), ("Rprop", dict(etas=(1.5, 1.2))), ("Rprop", dict(etas=(0.5, 0.9))),
     ("LBFGS", dict(lr=-1.0)),
     ("SparseAdam", dict(lr=0.0)), ("SparseAdam", dict(eps=0.0)), ("SparseAdam", dict(betas=(0.9, 1.0))),
+    ("Adafactor", dict(lr=-1.0)), ("Adafactor", dict(beta2_decay=0.5)), ("Adafactor", dict(eps=(-1.0, 1e-3))),
+    ("Adafactor", dict(eps=(None, -1.0))), ("Adafactor", dict(d=0.5)), ("Adafactor", dict(weight_decay=-1)),
 ]
 
 
@@ -473,7 +481,8 @@ def _graph_setup():
     return TrainGraph, model, batch
 
 
-@pytest.mark.parametrize("name", ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS"])
+@pytest.mark.parametrize("name", ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS",
+                                  "Adafactor"])
 def test_graph_refuses_the_optimizers_it_cannot_run(name):
     TrainGraph, model, _ = _graph_setup()
     m = model()
@@ -536,7 +545,7 @@ def test_graph_training_with_the_new_schedulers_equals_eager(schedule):
 # --- a small model: gradients from backward() in each library ---
 
 MODEL_CASES = ["adagrad_decay_wd_init", "adadelta_wd_rho", "adamax_wd_betas", "nadam_decoupled", "radam_wd",
-               "asgd_t0_wd", "rprop_etas_sizes"]
+               "asgd_t0_wd", "rprop_etas_sizes", "adafactor"]
 
 
 @pytest.mark.parametrize("case", MODEL_CASES)
@@ -565,7 +574,8 @@ def test_small_model_trains_as_torch(case):
             assert_close(r.detach(), t.detach(), rtol=RTOL, atol=ATOL)
 
 
-OPTIMIZERS = ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam"]
+OPTIMIZERS = ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam",
+              "Adafactor"]
 SCHEDULER_CLASSES = ["MultiplicativeLR", "PolynomialLR", "SequentialLR", "CosineAnnealingWarmRestarts", "CyclicLR",
                      "ReduceLROnPlateau"]
 

@@ -12,4 +12,5 @@ from rill.optim.asgd import ASGD  # noqa: F401
 from rill.optim.rprop import Rprop  # noqa: F401
 from rill.optim.lbfgs import LBFGS  # noqa: F401
 from rill.optim.sparse_adam import SparseAdam  # noqa: F401
+from rill.optim.adafactor import Adafactor  # noqa: F401
 from rill.optim import lr_scheduler  # noqa: F401
