@@ -596,3 +596,18 @@ def test_every_torch_scheduler_is_here():
     assert sorted(set(torch.optim.lr_scheduler.__all__) - set(rill.optim.lr_scheduler.__all__)) == []
     for name in torch.optim.lr_scheduler.__all__:
         assert hasattr(rill.optim.lr_scheduler, name), name
+
+
+def test_polynomial_closed_form_with_an_epoch():
+    import warnings
+    rp, tp = _params()
+    ro, to = rill.optim.SGD(rp, lr=0.1), torch.optim.SGD(tp, lr=0.1)
+    rs = rill.optim.lr_scheduler.PolynomialLR(ro, total_iters=10, power=1.5)
+    ts = torch.optim.lr_scheduler.PolynomialLR(to, total_iters=10, power=1.5)
+    for epoch in (3, 7, 2, 12, 5):
+        rs.step(epoch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ts.step(epoch)
+        assert rs.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12, abs=1e-15)
+        assert rs.last_epoch == ts.last_epoch == epoch
