@@ -8,6 +8,9 @@ import torch
 import rill
 from conftest import assert_close
 
+# torch's SequentialLR steps a chained scheduler in its constructor and warns about its own call order
+pytestmark = pytest.mark.filterwarnings("ignore:Detected call of:UserWarning")
+
 SHAPES = [(5, 4), (4,), (3, 3, 2)]
 RTOL, ATOL = 1e-6, 1e-7  # float32: one rounding apart per op (torch fuses multiply-adds), over 20 steps
 
@@ -334,6 +337,9 @@ SCHEDULERS = {
     "sequential_three": lambda s, o: s.SequentialLR(o, [s.ConstantLR(o, factor=0.5, total_iters=3),
                                                         s.ExponentialLR(o, gamma=0.9),
                                                         s.PolynomialLR(o, total_iters=10)], milestones=[4, 15]),
+    "sequential_of_chained": lambda s, o: s.SequentialLR(
+        o, [s.ChainedScheduler([s.LinearLR(o, 0.2, total_iters=4), s.ExponentialLR(o, 0.9)]), s.StepLR(o, 3, 0.5)],
+        milestones=[6]),
     "plateau_min_rel": lambda s, o: s.ReduceLROnPlateau(o, patience=2),
     "plateau_max_abs_cooldown": lambda s, o: s.ReduceLROnPlateau(o, mode="max", factor=0.5, patience=1,
                                                                  threshold=0.01, threshold_mode="abs", cooldown=2),
@@ -422,6 +428,7 @@ def test_scheduler_errors_as_torch():
         lambda s, o: s.SequentialLR(o, [], milestones=[]),
         lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.StepLR(o, 3)], milestones=[]),
         lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.ReduceLROnPlateau(o)], milestones=[3]),
+        lambda s, o: s.ChainedScheduler([s.StepLR(o, 2), s.ReduceLROnPlateau(o)]),
         lambda s, o: s.MultiplicativeLR(o, lr_lambda=0.5),
         lambda s, o: s.MultiplicativeLR(o, lr_lambda=[lambda e: 1, lambda e: 1]),
     ]

@@ -405,6 +405,12 @@ class ChainedScheduler(LRScheduler):
                              "scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
         for idx, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(f"{type(self).__name__} at index {idx} should have `optimizer` as its attribute.")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(f"{type(self).__name__} does not support `ReduceLROnPlateau` scheduler as it requires "
+                                 "additional kwargs to be specified when calling `step`, but got one at index "
+                                 f"{idx} in the given schedulers sequence.")
             if scheduler.optimizer is not optimizer:
                 raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the same optimizer, but "
                                  f"got scheduler {type(scheduler).__name__} at index {idx} with a different one")
