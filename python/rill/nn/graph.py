@@ -168,10 +168,12 @@ class Graph:
 
     def add_optimizer(self, optimizer, *, lr_sch=None):
         """Run optimizer's update as part of the graph, and lr_sch's step: inside the graph for the schedulers
-        with a closed form (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR, ConstantLR and
-        chains of the multiplicative ones), on the host after each call for the others."""
-        from rill.optim import _fused
+        with a closed form (StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR, ConstantLR,
+        PolynomialLR and chains of the multiplicative ones), on the host after each call for the others."""
+        from rill.optim import _fused, lr_scheduler
         _fused.check_supported(optimizer)
+        if lr_sch is not None:
+            lr_scheduler.check_graph_schedule(lr_sch)
         self._optimizers.append(_OptimizerSlot(optimizer, lr_sch))
 
     # --- calling ---------------------------------------------------------------------------------------------

@@ -32,7 +32,8 @@ def _family(optimizer):
         if step is cls.step:
             return family
     raise TypeError(f"[fused_step] supports rill.optim.SGD, Adam, AdamW and RMSprop (and subclasses that keep "
-                    f"their step()), got {type(optimizer).__name__}")
+                    f"their step()), got {type(optimizer).__name__}: rill.nn.Graph runs only those updates; step "
+                    f"any other optimizer eagerly (optimizer.step() outside the graph)")
 
 
 # The options each family's op takes as attrs: Python numbers (the learning rate alone travels as a tensor).

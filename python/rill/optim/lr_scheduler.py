@@ -1,5 +1,6 @@
 """Learning-rate schedulers with PyTorch's (chainable) formulas: StepLR, MultiStepLR, ExponentialLR,
-CosineAnnealingLR, LinearLR, ConstantLR, ChainedScheduler, LambdaLR, OneCycleLR.
+CosineAnnealingLR, LinearLR, ConstantLR, PolynomialLR, ChainedScheduler, LambdaLR, MultiplicativeLR, OneCycleLR,
+and (from _host_schedules.py) SequentialLR, CyclicLR, CosineAnnealingWarmRestarts, ReduceLROnPlateau.
 
 Note [Schedules inside a graph]
 rill.nn.Graph steps a scheduler inside the graph when it has a closed form: its class defines
@@ -11,8 +12,10 @@ still steps after each call (last_epoch, param_groups' lr and get_last_lr() stay
 rill.save and eager steps in between work), and a graph call finding last_epoch moved by anything else
 (an eager step(), load_state_dict) sets the variable to it first. The closed form computes from base_lrs,
 not from param_groups' current lr: an lr written into a param group by hand is not seen by a graph that
-steps its schedule inside. Schedulers without one (LambdaLR, OneCycleLR, ReduceLROnPlateau, user classes)
-step on the host, and each call feeds the lr it set.
+steps its schedule inside. Schedulers without one (LambdaLR, MultiplicativeLR, OneCycleLR, SequentialLR,
+CyclicLR, CosineAnnealingWarmRestarts, user classes) step on the host, and each call feeds the lr it set.
+ReduceLROnPlateau steps on a metric only the caller has: Graph.add_optimizer refuses it as lr_sch, and a caller
+stepping it after each call has the graph read the lr it set, as for any lr written into param_groups.
 """
 import math
 import types
@@ -22,8 +25,9 @@ from collections import Counter
 import rill
 from rill.optim.optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR",
-           "ConstantLR", "ChainedScheduler", "OneCycleLR"]
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
+           "ExponentialLR", "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
+           "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR"]
 
 
 def graph_lr_fn(scheduler):
@@ -38,6 +42,20 @@ def graph_lr_fn(scheduler):
             same = cls.get_lr is klass.get_lr and cls.step is klass.step
             return scheduler._graph_lr if same and scheduler._graph_supported() else None
     return None
+
+
+def check_graph_schedule(scheduler):
+    """Raise when rill.nn.Graph cannot step scheduler after each call and train as eager does: ReduceLROnPlateau
+    (it steps on a metric) and schedules that cycle the momentum (the graph's update holds it as a constant)."""
+    name = type(scheduler).__name__
+    if isinstance(scheduler, ReduceLROnPlateau):
+        raise TypeError(f"[nn.Graph.add_optimizer] {name} steps on a metric the graph does not have: add the "
+                        "optimizer without lr_sch and call scheduler.step(metric) after each graph call (the graph "
+                        "reads the lr it sets from param_groups)")
+    if getattr(scheduler, "cycle_momentum", False):
+        raise ValueError(f"[nn.Graph.add_optimizer] {name} with cycle_momentum=True changes the momentum (or beta1) "
+                         "at every step, and the graph's update holds it as a constant: pass cycle_momentum=False, "
+                         "or train this optimizer eagerly")
 
 
 def _as_float64(mask):
@@ -100,7 +118,11 @@ class LRScheduler:
         return tuple(self.base_lrs)
 
     def step(self, epoch=None):
+        """Advance one epoch (or, deprecated as in PyTorch, jump to epoch) and set each group's lr."""
         self._step_count += 1
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
@@ -149,6 +171,32 @@ class LambdaLR(LRScheduler):
 
     def get_lr(self):
         return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr = lr * lr_lambda(epoch) each epoch after the first."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self.optimizer = optimizer
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    state_dict = LambdaLR.state_dict
+    load_state_dict = LambdaLR.load_state_dict
+
+    def get_lr(self):
+        if self._is_initial:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * lmbda(self.last_epoch)
+                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
 
 
 class StepLR(LRScheduler):
@@ -320,6 +368,33 @@ class ConstantLR(LRScheduler):
         return (tuple(self.base_lrs), self.factor, self.total_iters)
 
 
+class PolynomialLR(LRScheduler):
+    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power (PyTorch's recursive form)."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        decay_factor = ((1.0 - self.last_epoch / self.total_iters)
+                        / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [group["lr"] * decay_factor for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+                for base_lr in self.base_lrs]
+
+    def _graph_factor(self, epoch):
+        done = rill.clamp(epoch, max=float(self.total_iters))
+        return (1.0 - done / self.total_iters) ** self.power
+
+    def _graph_key(self):
+        return (tuple(self.base_lrs), self.total_iters, self.power)
+
+
 class ChainedScheduler(LRScheduler):
     """Step several schedulers of one optimizer together: their factors multiply."""
 
@@ -330,6 +405,12 @@ class ChainedScheduler(LRScheduler):
                              "scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
         for idx, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(f"{type(self).__name__} at index {idx} should have `optimizer` as its attribute.")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(f"{type(self).__name__} does not support `ReduceLROnPlateau` scheduler as it requires "
+                                 "additional kwargs to be specified when calling `step`, but got one at index "
+                                 f"{idx} in the given schedulers sequence.")
             if scheduler.optimizer is not optimizer:
                 raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the same optimizer, but "
                                  f"got scheduler {type(scheduler).__name__} at index {idx} with a different one")
@@ -481,3 +562,7 @@ class OneCycleLR(LRScheduler):
                 else:
                     group["momentum"] = computed_momentum
         return lrs
+
+
+from rill.optim._host_schedules import (CosineAnnealingWarmRestarts, CyclicLR, ReduceLROnPlateau,  # noqa: E402
+                                        SequentialLR)

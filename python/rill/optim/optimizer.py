@@ -1,5 +1,6 @@
 """Optimizer: parameter groups, per-parameter state, zero_grad, and state dicts in PyTorch's format."""
 import functools
+import struct
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -215,6 +216,39 @@ def _increment_step(opt, p, state):
     step_t.add_(1)
     steps[p] = (step_t, value[1] + 1)
     return value[1] + 1
+
+
+def _round_float32(value):
+    """value rounded to the nearest float32, as a Python float (what a 0-d float32 tensor holds)."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def _scalar_state(opt, p, state, key):
+    """The value of the 0-dim float32 tensor state[key] of parameter p, as a Python float. Mirrored in Python
+    as _increment_step mirrors the step, so reading it does not wait on the VM; a tensor put there by
+    anything else (load_state_dict) is read once."""
+    mirror = opt.__dict__.setdefault("_scalar_values", {}).setdefault(key, {})
+    tensor = state[key]
+    value = mirror.get(p)
+    if value is None or value[0] is not tensor:
+        value = (tensor, float(tensor.item()))
+        mirror[p] = value
+    return value[1]
+
+
+def _set_scalar_state(opt, p, state, key, value):
+    """Write value into the 0-dim float32 tensor state[key] of p, rounded as the tensor stores it; returns the
+    rounded value."""
+    value = _round_float32(value)
+    tensor = state[key]
+    tensor.fill_(value)
+    opt.__dict__.setdefault("_scalar_values", {}).setdefault(key, {})[p] = (tensor, value)
+    return value
+
+
+def _check_no_differentiable(name, differentiable):
+    if differentiable:
+        raise NotImplementedError(f"[{name}] differentiable=True is not supported")
 
 
 __all__ = ["Optimizer", "required"]
