@@ -163,7 +163,9 @@ def matrix_power(A, n):
         n >>= 1
         if n:
             base = rill.matmul(base, base)
-    return _eye_like(A).clone() if out is None else out
+    if out is None:  # n = 0: the identity, still a function of A (zero gradient) as in PyTorch
+        return _eye_like(A) + A * 0 if A.requires_grad else _eye_like(A).clone()
+    return out
 
 
 def tensorinv(A, ind=2, *, out=None):
@@ -339,6 +341,61 @@ def _diag_embed(v):
     return v.unsqueeze(-1) * rill.eye(v.shape[-1], dtype=v.dtype)
 
 
+# --- Householder reflectors (LAPACK's compact QR) ----------------------------------------------------------------
+_TorchGeqrf = _result("geqrf", "a tau")
+
+
+def geqrf(A, *, out=None):
+    """LAPACK's compact QR of A: R on and above the diagonal of a, the Householder vectors below it, their scales
+    in tau (torch.geqrf; not differentiable, as in PyTorch)."""
+    a, tau = _C._linalg_geqrf(A)
+    return _TorchGeqrf(a, tau)
+
+
+def _reflector(A, i):
+    """The i-th Householder vector of a compact QR: 1 at i, A's column i below it, zeros above."""
+    m = A.shape[-2]
+    rows = rill.arange(m)
+    below = (rows > i).to(A.dtype)
+    return A[..., :, i] * below + (rows == i).to(A.dtype)
+
+
+def _apply_reflectors(A, tau, C, left, transpose):
+    """Q C, Q^T C, C Q or C Q^T for Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T."""
+    k = tau.shape[-1]
+    order = range(k - 1, -1, -1) if left != transpose else range(k)
+    for i in order:
+        v = _reflector(A, i)
+        t = tau[..., i].unsqueeze(-1).unsqueeze(-1)
+        if left:  # H C = C - tau v (v^T C)
+            C = C - t * v.unsqueeze(-1) * rill.matmul(v.unsqueeze(-2), C)
+        else:  # C H = C - tau (C v) v^T
+            C = C - t * rill.matmul(C, v.unsqueeze(-1)) * v.unsqueeze(-2)
+    return C
+
+
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_1 ... H_k from the Householder vectors in A's columns (LAPACK's orgqr)."""
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.householder_product: input must have at least 2 dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if tau.shape[-1] > n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    E = rill.eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)
+    if tau.shape[-1] == 0 and (A.requires_grad or tau.requires_grad):
+        E = E + A * 0  # no reflectors: the identity's columns, still a function of A as in PyTorch
+    return _out(out, _apply_reflectors(A, tau, E, True, False))
+
+
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """other multiplied by the Q of a compact QR (input, tau): Q C, Q^T C (transpose), C Q or C Q^T (left=False)."""
+    return _out(out, _apply_reflectors(input, tau, other, left, transpose))
+
+
 # --- pseudo-inverses, ranks, least squares ---------------------------------------------------------------------
 def _eps(dtype):
     return 2.220446049250313e-16 if dtype == rill.float64 else 1.1920928955078125e-07
@@ -359,13 +416,14 @@ def _tolerance(S, A, atol, rtol):
     return tol
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
-    """The Moore-Penrose pseudo-inverse: singular (or, hermitian, eigen-) values below the tolerance count as 0."""
-    if hermitian:
-        w, V = eigh(A)
-        keep = w.abs() > _tolerance(w.abs(), A, atol, rtol)
-        winv = rill.where(keep, 1 / rill.where(keep, w, rill.ones_like(w)), rill.zeros_like(w))
-        return _out(out, rill.matmul(V * winv.unsqueeze(-2), _mT(V)))
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """The Moore-Penrose pseudo-inverse: singular values below max(atol, rtol * the largest) count as 0 (rcond: the
+    older spelling of rtol). hermitian=True is accepted for a symmetric A, whose singular values are its absolute
+    eigenvalues: only the lower triangle is read, as in PyTorch."""
+    if rcond is not None:
+        rtol = rcond
+    if hermitian:  # the matrix of A's lower triangle; the gradient reaches every entry, as PyTorch's
+        A = A + (_mT(A.tril(-1)) - A.triu(1)).detach()
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _tolerance(S, A, atol, rtol)
     sinv = rill.where(keep, 1 / rill.where(keep, S, rill.ones_like(S)), rill.zeros_like(S))
@@ -408,11 +466,11 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     sinv = rill.where(keep, 1 / rill.where(keep, S, rill.ones_like(S)), rill.zeros_like(S))
     X = rill.matmul(_mT(Vh) * sinv.unsqueeze(-2), rill.matmul(_mT(U), B_))
     rank = keep.sum(-1) if driver != "gels" else rill.empty(0, dtype=rill.int64)
-    sv = S if driver in ("gelsd", "gelss") else rill.empty(0, dtype=A.dtype)
+    sv = S.detach() if driver in ("gelsd", "gelss") else rill.empty(0, dtype=A.dtype)
     if m > n and driver != "gelsy" and (driver == "gels" or bool((rank == n).all())):
         residuals = ((rill.matmul(A_, X) - B_) ** 2).sum(-2)
     else:
-        residuals = rill.empty(0, dtype=A.dtype)
+        residuals = X.reshape(-1)[:0]  # empty, but part of the graph, as PyTorch's
     if vector:
         X = X.squeeze(-1)
     return LstsqResult(X, residuals, rank, sv)
@@ -435,6 +493,10 @@ def matrix_exp(A):
         return A.clone()
     if A.shape[-1] == 1:
         return A.exp()
+    if A.dtype in (rill.float16, rill.bfloat16):
+        return matrix_exp(A.float()).to(A.dtype)
+    if A.dtype == rill.float32:  # float64 inside: the squarings amplify float32's rounding (PyTorch's own is no closer)
+        return matrix_exp(A.double()).float()
     b = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
          10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
     norm1 = A.abs().sum(-2).amax(-1)  # the 1-norm of each matrix
@@ -470,7 +532,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord in ("nuc", 2, -2):
         moved = x.movedim((d0, d1), (-2, -1))
         S = svdvals(moved)
-        r = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
+        if S.shape[-1] == 0:  # an empty matrix's norm is 0
+            r = S.sum(-1)
+        else:
+            r = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
         if keepdim:
             r = r.unsqueeze(builtins.min(d0, d1)).unsqueeze(builtins.max(d0, d1))
         return _out(out, r)
@@ -480,7 +545,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     inner, outer, pick = reducers[ord]
     sums = x.abs().sum(inner, keepdim=True)
-    r = getattr(sums, pick)(outer, keepdim=True)
+    if sums.shape[outer] == 0:  # an empty matrix's norm is 0
+        shape = list(sums.shape)
+        shape[outer] = 1
+        r = rill.zeros(*shape, dtype=sums.dtype)
+    else:
+        r = getattr(sums, pick)(outer, keepdim=True)
     return _out(out, r if keepdim else r.squeeze((d0, d1)))
 
 
@@ -516,12 +586,10 @@ def _out(out, result):
 
 # --- the torch-level forms (torch.det, Tensor.det, torch.svd, ...) ----------------------------------------------
 def cholesky_solve(B, L, upper=False, *, out=None):
-    """X with A X = B for A = L L^T (or U^T U when upper), given its Cholesky factor."""
-    if upper:
-        Y = solve_triangular(_mT(L), B, upper=False)
-        return _out(out, solve_triangular(L, Y, upper=True))
-    Y = solve_triangular(L, B, upper=False)
-    return _out(out, solve_triangular(_mT(L), Y, upper=True))
+    """X with A X = B for A = L L^T (or U^T U when upper), given its Cholesky factor. The gradient is PyTorch's,
+    which treats the factor as a full matrix (A = L L^T over all of L)."""
+    A = rill.matmul(_mT(L), L) if upper else rill.matmul(L, _mT(L))
+    return _out(out, solve(*_broadcast_batch(A, B)))
 
 
 def cholesky_inverse(L, upper=False, *, out=None):
@@ -607,11 +675,24 @@ _TORCH_LEVEL = {  # name: (function, also a Tensor method)
     "qr": (_torch_qr, True), "svd": (_torch_svd, True), "pinverse": (_torch_pinverse, True),
     "matrix_exp": (_torch_matrix_exp, True), "matrix_power": (_torch_matrix_power, True),
     "lu": (_torch_lu, True), "lu_solve": (_torch_lu_solve, True), "lu_unpack": (lu_unpack, False),
-    "triangular_solve": (_torch_triangular_solve, True),
+    "triangular_solve": (_torch_triangular_solve, True), "geqrf": (geqrf, True), "ormqr": (ormqr, True),
+    "orgqr": (householder_product, True),
 }
 
 
+def _norm_with_nuc(plain):
+    """torch.norm / Tensor.norm, with p='nuc' (the nuclear norm over the last two dims, or the two dims given)."""
+    def norm(input, p="fro", dim=None, keepdim=False, dtype=None, **kwargs):
+        if isinstance(p, str) and p == "nuc":
+            return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype, **kwargs)
+        return plain(input, p, dim, keepdim, dtype=dtype, **kwargs)
+    norm.__doc__ = plain.__doc__
+    return norm
+
+
 def _install():
+    rill.norm = _norm_with_nuc(rill.norm)
+    rill.Tensor.norm = _norm_with_nuc(rill.Tensor.norm)
     for name, (fn, method) in _TORCH_LEVEL.items():
         if not hasattr(rill, name):
             setattr(rill, name, fn)

@@ -216,6 +216,7 @@ void register_linalg_rules() {
   define_rule("_linalg_solve_triangular", {"LinalgSolveTriangularBackward0", solve_triangular_backward, kIn0, kOut0});
   define_rule("_linalg_lu_factor_ex", {"LinalgLuFactorExBackward0", lu_factor_backward, 0, kOut0 | kOut1});
   define_rule("_linalg_lu_permutation", {});
+  define_rule("_linalg_geqrf", {});  // not differentiable in PyTorch either
 }
 
 }  // namespace rill::autograd

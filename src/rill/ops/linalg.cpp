@@ -12,6 +12,7 @@
 //   _linalg_svd              A -> (U, S, Vh)                                gesdd
 //   _linalg_qr                A -> (Q, R)                                    geqrf + orgqr
 //   _linalg_solve_triangular  A, B -> X                                      trsm
+//   _linalg_geqrf            A -> (a, tau)                                  geqrf (torch.geqrf)
 //   _linalg_lu_permutation   pivots -> perm int64                           the row swaps as one permutation
 #include "rill/ops/op_schema.h"
 
@@ -121,6 +122,13 @@ InferResult infer_qr(const InferContext& c) {
   return {{dense(q, a.dtype, c.inputs[0]), dense(with_dims(batch, {complete ? m : k, n}), a.dtype, c.inputs[0])}};
 }
 
+InferResult infer_geqrf(const InferContext& c) {
+  const TensorMeta& a = *c.inputs[0];
+  check_matrices(a, "torch.geqrf", false);
+  const int64_t k = std::min(a.shape[a.ndim() - 2], a.shape[a.ndim() - 1]);
+  return {{dense(a.shape, a.dtype, c.inputs[0]), dense(with_dims(batch_of(a), {k}), a.dtype, c.inputs[0])}};
+}
+
 InferResult infer_solve_triangular(const InferContext& c) {
   const TensorMeta& a = *c.inputs[0];
   check_matrices(a, "linalg.solve_triangular", true);
@@ -160,6 +168,8 @@ void register_linalg_ops() {
               "A's QR decomposition");
   ops::define("_linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False)"
               " -> Tensor", infer_solve_triangular, k, "X with A X = B (or X A = B) for a triangular A");
+  ops::define("_linalg_geqrf(Tensor A) -> (Tensor a, Tensor tau)", infer_geqrf, k,
+              "LAPACK's compact QR: R and the Householder vectors in one matrix, and their scales");
   ops::define("_linalg_lu_permutation(Tensor pivots, int m) -> Tensor", infer_lu_permutation, k,
               "perm with A = P L U for P[perm[i], i] = 1, from LAPACK's row swaps");
 }

@@ -288,6 +288,37 @@ void svd_kernel(const KernelContext& c) {
   });
 }
 
+/** geqrf on the column-major m x n matrix in buf: R above the diagonal, the reflectors below, their scales in tau. */
+template <typename T>
+void geqrf_in_place(int64_t m, int64_t n, T* buf, T* tau) {
+  if (std::min(m, n) == 0) return;
+  const int lda = lapack_int(std::max<int64_t>(1, m));
+  int info = 0;
+  std::lock_guard<std::mutex> lock(openblas_lock());
+  T size = 0;
+  lapack::geqrf(lapack_int(m), lapack_int(n), buf, lda, tau, &size, -1, &info);
+  std::vector<T> work(static_cast<size_t>(size) + 1);
+  lapack::geqrf(lapack_int(m), lapack_int(n), buf, lda, tau, work.data(), lapack_int(static_cast<int64_t>(work.size())),
+                &info);
+  RILL_CHECK(info >= 0, Runtime, "[linalg.qr] LAPACK geqrf rejected argument ", -info);
+}
+
+// _linalg_geqrf(A) -> (a, tau): LAPACK's compact QR (torch.geqrf), R on and above a's diagonal, the Householder
+// vectors below it.
+void geqrf_kernel(const KernelContext& c) {
+  const Matrices a = matrices_of(*c.inputs[0].meta);
+  const int64_t m = a.rows, n = a.cols, k = std::min(m, n);
+  visit_float(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> buf(static_cast<size_t>(std::max<int64_t>(1, m * n)));
+    for (size_t b = 0; b < a.offsets.size(); ++b) {
+      load(c.inputs[0].ptr<T>(), a, b, buf.data(), m);
+      geqrf_in_place(m, n, buf.data(), c.outputs[1].ptr<T>() + b * k);
+      store(buf.data(), m, m, n, c.outputs[0].ptr<T>() + b * m * n);
+    }
+  });
+}
+
 // _linalg_qr(A, mode) -> (Q, R): geqrf, then orgqr builds Q from the reflectors ('r': R only).
 void qr_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
@@ -304,16 +335,8 @@ void qr_kernel(const KernelContext& c) {
     for (size_t b = 0; b < a.offsets.size(); ++b) {
       std::fill(buf.begin(), buf.end(), T(0));
       load(c.inputs[0].ptr<T>(), a, b, buf.data(), m);
+      geqrf_in_place(m, n, buf.data(), tau.data());
       int info = 0;
-      if (k > 0) {
-        std::lock_guard<std::mutex> lock(openblas_lock());
-        T size = 0;
-        lapack::geqrf(lapack_int(m), lapack_int(n), buf.data(), lda, tau.data(), &size, -1, &info);
-        std::vector<T> work(static_cast<size_t>(size) + 1);
-        lapack::geqrf(lapack_int(m), lapack_int(n), buf.data(), lda, tau.data(), work.data(),
-                      lapack_int(static_cast<int64_t>(work.size())), &info);
-      }
-      RILL_CHECK(info >= 0, Runtime, "[linalg.qr] LAPACK geqrf rejected argument ", -info);
       T* r = c.outputs[1].ptr<T>() + b * rrows * n;
       for (int64_t i = 0; i < rrows; ++i)
         for (int64_t j = 0; j < n; ++j) r[i * n + j] = i <= j ? buf[i + j * m] : T(0);
@@ -386,6 +409,7 @@ void register_linalg_kernels() {
   ops::set_cpu_kernel("_linalg_eigh", eigh_kernel);
   ops::set_cpu_kernel("_linalg_svd", svd_kernel);
   ops::set_cpu_kernel("_linalg_qr", qr_kernel);
+  ops::set_cpu_kernel("_linalg_geqrf", geqrf_kernel);
   ops::set_cpu_kernel("_linalg_solve_triangular", solve_triangular_kernel);
   ops::set_cpu_kernel("_linalg_lu_permutation", lu_permutation_kernel);
 }
