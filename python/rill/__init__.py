@@ -35,6 +35,7 @@ from rill import asyncs  # noqa: F401
 from rill import odb  # noqa: F401
 from rill._vm_trace import vm_trace  # noqa: F401
 from rill._tensor import Size  # noqa: F401  (also installs Python-side Tensor methods)
+from rill._tensor import memory_format, contiguous_format, preserve_format, channels_last, channels_last_3d  # noqa: F401,E501
 from rill import autograd  # noqa: F401
 from rill import linalg  # noqa: F401
 from rill.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401

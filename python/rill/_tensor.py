@@ -50,17 +50,75 @@ def _size(self, dim=None):
     return self._size(dim)
 
 
+class memory_format:
+    """How a tensor's elements are laid out (torch.memory_format): rill.contiguous_format (row-major),
+    rill.channels_last (NHWC strides of an NCHW tensor), rill.channels_last_3d (NDHWC), rill.preserve_format
+    (keep the input's layout, the default of conversions)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"rill.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
+
+def _with_memory_format(t, fmt, copied):
+    """t laid out as fmt (copied: t is already a new tensor, so a preserve_format result may be t itself)."""
+    if fmt is None or fmt is preserve_format:
+        return t
+    if fmt is contiguous_format:
+        return t._contiguous_row_major()
+    if fmt is channels_last or fmt is channels_last_3d:
+        want = 4 if fmt is channels_last else 5
+        if t.dim() != want:
+            raise RuntimeError(f"required rank {want} tensor to use {fmt.name} format")
+        last = list(range(2, want)) + [1]
+        back = [0, want - 1] + list(range(1, want - 1))
+        return t.permute(0, *last).contiguous().permute(*back)
+    raise TypeError(f"memory_format must be a rill.memory_format, got {type(fmt).__name__}")
+
+
+def _contiguous(self, memory_format=contiguous_format):
+    return _with_memory_format(self, memory_format, False) if memory_format is not preserve_format else self
+
+
+def _is_contiguous(self, memory_format=contiguous_format):
+    if memory_format is contiguous_format:
+        return self._is_contiguous()
+    if memory_format in (channels_last, channels_last_3d):
+        want = 4 if memory_format is channels_last else 5
+        return self.dim() == want and _with_memory_format(self, memory_format, False).stride() == self.stride()
+    raise RuntimeError(f"is_contiguous: unsupported memory format {memory_format!r}")
+
+
 def _to(self, *args, **kwargs):
     """to(dtype), to(device), to(device, dtype), to(other), with copy= and non_blocking= keywords."""
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    fmt = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"[to] got an unexpected keyword argument '{next(iter(kwargs))}'")
+    flags = [a for a in args if isinstance(a, builtins.bool)]  # positional non_blocking, then copy
+    if len(flags) > 2:
+        raise TypeError("[to] takes at most two positional bools (non_blocking, copy)")
+    if len(flags) == 2:
+        copy = flags[1]
+    args = [a for a in args if not isinstance(a, builtins.bool)]
     for a in args:
-        if isinstance(a, _C.dtype) or a in (builtins.float, builtins.int, builtins.bool):
+        if isinstance(a, memory_format):
+            fmt = a
+        elif isinstance(a, _C.dtype) or a in (builtins.float, builtins.int, builtins.bool):
             dtype = a
         elif isinstance(a, (builtins.str, _C.device)):
             device = a
@@ -70,9 +128,8 @@ def _to(self, *args, **kwargs):
             raise TypeError(f"[to] expected a dtype, a device or a Tensor, got {type(a).__name__}")
     if device is not None:
         _C.device(builtins.str(device)) if not isinstance(device, _C.device) else device  # validates
-    if dtype is None:
-        return self.clone() if copy else self
-    return self._to_dtype(dtype, copy)
+    out = (self.clone() if copy else self) if dtype is None else self._to_dtype(dtype, copy)
+    return _with_memory_format(out, fmt, out is not self)
 
 
 def _cpu(self):
@@ -84,8 +141,8 @@ def _cuda(self, *args, **kwargs):
 
 
 def _convert(dt):
-    def method(self):
-        return self._to_dtype(dt, False)
+    def method(self, memory_format=preserve_format):
+        return _with_memory_format(self._to_dtype(dt, False), memory_format, True)
     method.__name__ = dt.name
     return method
 
@@ -196,6 +253,8 @@ _METHODS = {
     "byte": _convert(_C.uint8),
     "bool": _convert(_C.bool),
     "type_as": _type_as,
+    "contiguous": _contiguous,
+    "is_contiguous": _is_contiguous,
     "__array__": _array,
     "__len__": _len,
     "__iter__": _iter,
@@ -219,5 +278,7 @@ _METHODS = {
     "layout": property(lambda self: "strided"),
     "__array_priority__": 1000,
 }
+Tensor._is_contiguous = Tensor.is_contiguous  # the binding's row-major check
+Tensor._contiguous_row_major = Tensor.contiguous
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

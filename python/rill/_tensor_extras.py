@@ -94,3 +94,56 @@ for _name, _fn in (("uniform_", _uniform_), ("normal_", _normal_), ("softmax", _
                    ("log_softmax", _log_softmax)):
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _fn)
+
+
+# --- div(..., rounding_mode=) -----------------------------------------------------------------------------------
+def _rounded_quotient(a, b, rounding_mode):
+    """a / b rounded toward zero ('trunc') or down ('floor'), in the promoted dtype as torch.div."""
+    import rill
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"'{rounding_mode}'")
+    q = rill._C.div(a, b)
+    if q.dtype.is_floating_point and (rill.is_tensor(a) and a.dtype.is_floating_point
+                                      or rill.is_tensor(b) and b.dtype.is_floating_point
+                                      or isinstance(a, float) or isinstance(b, float)):
+        return rill.floor(q) if rounding_mode == "floor" else rill.trunc(q)  # zero gradient, as in PyTorch
+    if rounding_mode == "floor":
+        return rill.floor_divide(a, b)
+    # integers: a - fmod(a, b) is a multiple of b, so its floor division is exact
+    return rill.floor_divide(a - rill.fmod(a, b), b)
+
+
+def _div_with_rounding(plain):
+    def div(input, other, *, rounding_mode=None, out=None):
+        if rounding_mode is None:
+            return plain(input, other, out=out) if out is not None else plain(input, other)
+        q = _rounded_quotient(input, other, rounding_mode)
+        if out is not None:
+            out.copy_(q)
+            return out
+        return q
+    div.__name__ = getattr(plain, "__name__", "div")
+    div.__doc__ = "input / other; rounding_mode 'trunc' rounds the quotient toward zero, 'floor' down."
+    return div
+
+
+def _div_inplace_with_rounding(plain):
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return plain(self, other)
+        return self.copy_(_rounded_quotient(self, other, rounding_mode))
+    return div_
+
+
+def _install_div():
+    import rill
+    for name in ("div", "divide"):
+        setattr(rill, name, _div_with_rounding(getattr(rill._C, name)))
+    div, div_ = _div_with_rounding(Tensor.div), _div_inplace_with_rounding(Tensor.div_)
+    for name in ("div", "divide"):
+        setattr(Tensor, name, div)
+        setattr(Tensor, name + "_", div_)
+
+
+_install_div()

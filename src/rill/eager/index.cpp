@@ -282,7 +282,9 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
   if (x.ndim() == 0) {
     RILL_CHECK(dim == 0 || dim == -1, Index, "[index_select] Dimension out of range (expected to be in range of "
                "[-1, 0], but got ", dim, ")");
-    return view(index_select(view(x, {1}), 0, idx), idx.ndim() == 0 ? Shape{} : Shape{idx.numel()});
+    RILL_CHECK(idx.numel() == 1, Index, "[index_select] Index to scalar can have only 1 value, got ", idx.numel(),
+               " value(s)");
+    return view(index_select(view(x, {1}), 0, idx), Shape{});  // a 0-dim input gives a 0-dim result, as in PyTorch
   }
   dim = normalize_dim(dim, x.ndim(), "index_select");
   std::vector<Tensor> indices(dim + 1);
