@@ -50,6 +50,9 @@ from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where
 
 globals().update({name: getattr(_compositions, name) for name in _compositions.__all__ if name not in globals()})
 from rill._generator import Generator  # noqa: F401
+from rill import _random  # noqa: E402
+
+_random.install(_random.rill)
 from rill._strict import set_strict_dtype, is_strict_dtype, strict_dtype  # noqa: F401
 from rill.serialization import save, load  # noqa: F401
 from rill import nn, optim, utils  # noqa: F401

@@ -246,6 +246,10 @@ def rill_function(name):
             break
     if obj is not None:
         return obj if callable(obj) else None
+    if "." not in name and not hasattr(torch.Tensor, name) and hasattr(torch.Tensor, name + "_") and hasattr(
+            rill.Tensor, name + "_"):
+        # an OpInfo named for an in-place method alone (uniform, cauchy, ...): its op fills a copy, as here
+        return lambda x, *args, **kwargs: getattr(x.clone(), name + "_")(*args, **kwargs)
     if "." in name or not hasattr(torch.Tensor, name) or not hasattr(rill.Tensor, name):
         return None
     if isinstance(getattr(torch.Tensor, name), property) or type(getattr(torch.Tensor, name)).__name__ == (
