@@ -66,9 +66,54 @@ nb::object grad_fn_object(const std::shared_ptr<ag::Node>& fn) {
   return nb::cast(fn);
 }
 
+// The backward node of a rill.autograd.Function call: backward(*grads) runs the Function's Python backward
+// (python/rill/autograd/function.py) and returns one gradient (or None) per forward argument, which the
+// node passes on along its edges (one per argument; none for an argument that is not a Tensor or does not
+// require grad).
+class PyFunctionNode : public ag::Node {
+ public:
+  PyFunctionNode(nb::handle backward, std::string name, size_t num_outputs)
+      : ag::Node(num_outputs), backward_(std::make_shared<PyCallable>(backward)), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    RILL_CHECK(backward_ != nullptr, Runtime, "Trying to backward through the graph a second time (or directly "
+               "access saved tensors after they have already been freed). Saved intermediate values of the graph "
+               "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+               "backward through the graph a second time or if you need to access saved tensors after calling "
+               "backward.");
+    nb::gil_scoped_acquire gil;
+    nb::list args;
+    for (const Tensor& g : grads) args.append(g.defined() ? nb::cast(g) : nb::none());
+    nb::object r = backward_->get()(*args);
+    std::vector<Tensor> out(next_edges().size());
+    nb::sequence results = nb::borrow<nb::sequence>(r);
+    RILL_CHECK(nb::len(results) == out.size(), Runtime, "[", name_, "] backward gave ", nb::len(results),
+               " gradients for ", out.size(), " inputs");
+    for (size_t i = 0; i < out.size(); ++i) {
+      nb::object g = results[i];
+      if (!g.is_none()) out[i] = nb::cast<Tensor>(g);
+    }
+    return out;
+  }
+  // The backward closure holds the Function's ctx and its saved tensors: dropped after a backward that does not
+  // retain the graph, as PyTorch frees saved tensors.
+  void release_saved() override { backward_.reset(); }
+
+ private:
+  std::shared_ptr<PyCallable> backward_;
+  std::string name_;
+};
+
 }  // namespace
 
 void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
+  m.def("_function_apply", [](nb::handle backward, const std::string& name,
+                              const std::vector<std::optional<Tensor>>& inputs, const std::vector<Tensor>& outputs) {
+    auto node = std::make_shared<PyFunctionNode>(backward, name, outputs.size());
+    for (const auto& t : inputs) node->next_edges().push_back(t ? ag::gradient_edge(*t) : ag::Edge{});
+    for (size_t i = 0; i < outputs.size(); ++i) ag::set_history(outputs[i], node, static_cast<uint32_t>(i));
+  }, nb::arg("backward"), nb::arg("name"), nb::arg("inputs"), nb::arg("outputs"),
+     "Attach a rill.autograd.Function's backward node to its outputs (python/rill/autograd/function.py).");
   nb::class_<ag::Node>(m, "Node", "A backward function of the autograd graph (Tensor.grad_fn).")
       .def("name", &ag::Node::name, "PyTorch's name of the node, e.g. 'AddBackward0'.")
       .def_prop_ro("next_functions", [](const ag::Node& n) {

@@ -58,3 +58,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads:
         got = tuple(_C.zeros(*i.shape, dtype=i.dtype) if g is None else g for g, i in zip(got, inputs))
     return got
+
+
+from rill.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable  # noqa: E402,F401
+from rill.autograd import function, functional  # noqa: E402,F401
