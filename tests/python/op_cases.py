@@ -839,3 +839,23 @@ CASES += [
     case("unique_dim_counts", lambda m, x: x.unique(dim=-1, return_inverse=True, return_counts=True)[2],
          [(In((2, 3, 7)),)], dtypes=("int64", "bool"), differentiable=False),
 ]
+
+# --- nn: 3-D and 1-D transposed convolution, circular padding (rill/nn/_convnd.py, compositions of the 2-D ops)
+CASES += [
+    case("conv3d", lambda m, x, w, b: m.nn.functional.conv3d(x, w, b, stride=(1, 2, 1), padding=1),
+         [(In((2, 2, 3, 5, 4)), In((3, 2, 2, 2, 2)), In((3,)))]),
+    case("conv3d_groups_dilation_same", lambda m, x, w: m.nn.functional.conv3d(x, w, groups=2, dilation=(2, 1, 1),
+                                                                              padding="same"),
+         [(In((1, 4, 5, 4, 4)), In((2, 2, 2, 2, 3))), (In((4, 5, 4, 4)), In((2, 2, 2, 2, 3)))]),
+    case("conv_transpose1d", lambda m, x, w, b: m.nn.functional.conv_transpose1d(x, w, b, stride=2, padding=1,
+                                                                                  output_padding=1, dilation=2),
+         [(In((2, 4, 5)), In((4, 3, 3)), In((3,))), (In((4, 5)), In((4, 3, 3)), In((3,)))]),
+    case("conv_transpose3d", lambda m, x, w, b: m.nn.functional.conv_transpose3d(x, w, b, stride=(2, 1, 2),
+                                                                                  padding=(1, 0, 1), groups=2,
+                                                                                  output_padding=(1, 0, 0)),
+         [(In((2, 4, 3, 3, 2)), In((4, 1, 3, 2, 2)), In((2,)))]),
+    case("pad_circular", lambda m, x: m.nn.functional.pad(x, (2, 1, -1, 2), mode="circular"),
+         [(In((1, 2, 4, 5)),), (In((2, 4, 5)),)]),
+    case("pad_circular_3d", lambda m, x: m.nn.functional.pad(x, (1, 1, 0, 2, 1, 0), mode="circular"),
+         [(In((1, 2, 3, 3, 4)),)]),
+]

@@ -337,7 +337,38 @@ def pad(input, pad, mode="constant", value=None):
                                       f"in mode='{mode}': pad the last 1, 2 or 3 dims of an input with 1 or 2 "
                                       f"more dims (2 values for 2-D/3-D, 4 for 3-D/4-D, 6 for 4-D/5-D input)")
         return _pad_edges(input, pad, mode)
-    raise NotImplementedError(f"[pad] mode '{mode}' is not supported; use 'constant', 'reflect' or 'replicate'")
+    if mode == "circular":
+        if value is not None and value != 0:
+            raise RuntimeError("[pad] Padding mode \"circular\" doesn't take in value argument.")
+        return _pad_circular(input, pad)
+    raise NotImplementedError(f"[pad] mode '{mode}' is not supported; use 'constant', 'reflect', 'replicate' or "
+                              f"'circular'")
+
+
+def _pad_circular(input, pad):
+    """mode='circular', as PyTorch: negative pads crop first, then positive ones wrap around what is kept
+    (output position j reads kept position (j - left) mod kept); index_select carries the gradient back."""
+    dims = len(pad) // 2
+    if dims > 3 or not dims + 1 <= input.ndim <= dims + 2:
+        raise NotImplementedError(f"[pad] padding size {len(pad)} is not supported for a {input.ndim}-D input in "
+                                  f"mode='circular': pad the last 1, 2 or 3 dims of an input with 1 or 2 more dims")
+    out = input
+    for i in range(dims):
+        d = input.ndim - 1 - i
+        left, right, n = pad[2 * i], pad[2 * i + 1], input.shape[d]
+        if left > n or right > n:
+            raise RuntimeError(f"[pad] Padding value causes wrapping around more than once: padding ({left}, "
+                               f"{right}) of a dim of size {n}; use pads no larger than the dim")
+        size = n + left + right
+        if size < 0 or (size > 0 and n == 0):
+            raise RuntimeError(f"[pad] Negative padding value is resulting in an empty dimension: padding "
+                               f"({left}, {right}) of a dim of size {n}")
+        if left == 0 and right == 0:
+            continue
+        lo, kept = builtins.max(-left, 0), n - builtins.max(-left, 0) - builtins.max(-right, 0)
+        idx = rill.tensor([lo + (j - builtins.max(left, 0)) % kept for j in range(size)], dtype=rill.int64)
+        out = out.index_select(d, idx)
+    return out
 
 
 def _interp_matrix(out_size, in_size, scale, mode, align_corners):
@@ -466,20 +497,25 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 # ---------------------------------------------------------------------------------------------------------
-# convolution and pooling (inputs (N, C, H, W) or unbatched (C, H, W); conv1d: (N, C, L) or (C, L))
+# convolution and pooling (inputs (N, C, H, W) or unbatched (C, H, W); conv1d: (N, C, L) or (C, L)); 16-bit and
+# integer inputs computed in float32 / float64 (rill.nn._convnd.with_float_compute)
 # ---------------------------------------------------------------------------------------------------------
+from rill.nn._convnd import conv3d, conv_transpose1d, conv_transpose3d, with_float_compute  # noqa: E402,F401
 
 
+@with_float_compute
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution; padding is an int, a 1-tuple, 'valid' or 'same'."""
     return _C._conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@with_float_compute
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution; padding is an int, a pair, 'valid' or 'same' (stride 1 only)."""
     return _C._conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@with_float_compute
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution; weight is (in_channels, out_channels / groups, kH, kW)."""
     return _C._conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)

@@ -4,7 +4,9 @@ from rill.nn.modules.container import (  # noqa: F401
     ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential,
 )
 from rill.nn.modules.linear import Flatten, Identity, Linear, Unflatten  # noqa: F401
-from rill.nn.modules.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
+from rill.nn.modules.conv import (  # noqa: F401
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+)
 from rill.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from rill.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: F401
 from rill.nn.modules.activation import (  # noqa: F401
