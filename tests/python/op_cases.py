@@ -859,3 +859,24 @@ CASES += [
     case("pad_circular_3d", lambda m, x: m.nn.functional.pad(x, (1, 1, 0, 2, 1, 0), mode="circular"),
          [(In((1, 2, 3, 3, 4)),)]),
 ]
+
+# --- nn: 3-D pooling and adaptive max pooling (rill/nn/_poolnd.py, compositions)
+VOLUME = [(In((2, 3, 5, 6, 4)),), (In((3, 4, 4, 5)),)]
+CASES += [
+    case("max_pool3d", lambda m, x: m.nn.functional.max_pool3d(x, 2), VOLUME),
+    case("max_pool3d_pad_ceil_dilation", lambda m, x: m.nn.functional.max_pool3d(
+        x, (3, 2, 2), (2, 1, 2), 1, dilation=(1, 2, 1), ceil_mode=True), VOLUME[:1]),
+    case("max_pool3d_indices", lambda m, x: m.nn.functional.max_pool3d(x, 3, 2, 1, return_indices=True)[1],
+         VOLUME, differentiable=False),
+    case("avg_pool3d", lambda m, x: m.nn.functional.avg_pool3d(x, 3, 2, 1), VOLUME),
+    case("avg_pool3d_ceil_exclude_pad", lambda m, x: m.nn.functional.avg_pool3d(
+        x, (2, 3, 2), 2, (1, 1, 0), ceil_mode=True, count_include_pad=False), VOLUME[:1]),
+    case("avg_pool3d_divisor", lambda m, x: m.nn.functional.avg_pool3d(x, 2, 1, divisor_override=3), VOLUME[:1]),
+    case("adaptive_avg_pool3d", lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (3, None, 3)), VOLUME),
+    case("adaptive_max_pool1d", lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 3), [(In((2, 3, 7)),)]),
+    case("adaptive_max_pool2d", lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (3, 4)), [(In((2, 3, 7, 5)),)]),
+    case("adaptive_max_pool3d", lambda m, x: m.nn.functional.adaptive_max_pool3d(x, (2, 4, 3)), VOLUME),
+    case("adaptive_max_pool3d_indices",
+         lambda m, x: m.nn.functional.adaptive_max_pool3d(x, 3, return_indices=True)[1], VOLUME,
+         differentiable=False),
+]

@@ -210,6 +210,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("bias", bias)):
         if p is not None and p.numel() != c:
             raise RuntimeError(f"[batch_norm] {name} should contain {c} elements not {p.numel()}")
+    if training and count == 0 and input.numel() == 0 and c > 0:
+        # an empty batch, as PyTorch: an empty result, the running statistics untouched, zero gradients
+        y = input
+        if weight is not None:
+            y = y * _channel_view(weight, input.ndim)
+        return y if bias is None else y + _channel_view(bias, input.ndim)
     if training:
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
@@ -526,6 +532,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     index of each maximum within its (H * W) input plane."""
     if stride is not None and not isinstance(stride, int) and len(stride) == 0:
         stride = None  # torch accepts stride=[] for "same as kernel_size"
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point and input.dtype != rill.bool:
+        return _poolnd.max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
+                                return_indices)
     return _C._max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, bool(return_indices))
 
 
@@ -534,6 +543,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """2-D average pooling; stride defaults to kernel_size."""
     if stride is not None and not isinstance(stride, int) and len(stride) == 0:
         stride = None
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point and input.dtype != rill.bool:
+        return _poolnd.avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                divisor_override)
     return _C._avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
@@ -977,4 +989,9 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return (rill.sign(out) * relu(out.abs())).mul(kh * kw).pow(1.0 / norm_type)
 
 
+from rill.nn import _poolnd  # noqa: E402
+from rill.nn._poolnd import (  # noqa: E402,F401  (3-D and adaptive max pooling: compositions)
+    adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool3d, lp_pool3d,
+    max_pool3d,
+)
 from rill.nn._losses import *  # noqa: E402,F401,F403  (the losses: their own module, using the functions above)
