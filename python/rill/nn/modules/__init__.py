@@ -47,5 +47,6 @@ from rill.nn.modules.pooling import (  # noqa: F401
 )
 from rill.nn.modules.normalization import BatchNorm3d  # noqa: F401
 from rill.nn.modules.transformer import (  # noqa: F401
-    MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
+    MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
 )
