@@ -50,3 +50,7 @@ from rill.nn.modules.transformer import (  # noqa: F401
     MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
     TransformerEncoderLayer,
 )
+from rill.nn.modules.lazy import (  # noqa: F401
+    LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear,
+    LazyModuleMixin, UninitializedParameter,
+)
