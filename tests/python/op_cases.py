@@ -880,3 +880,11 @@ CASES += [
          lambda m, x: m.nn.functional.adaptive_max_pool3d(x, 3, return_indices=True)[1], VOLUME,
          differentiable=False),
 ]
+
+# --- nn: unfold / fold (rill/nn/_poolnd.py, index_select and index_add)
+CASES += [
+    case("unfold", lambda m, x: m.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+         [(In((2, 3, 5, 6)),), (In((3, 4, 5)),)]),
+    case("fold", lambda m, x: m.nn.functional.fold(x, (4, 5), 2, padding=1, stride=(1, 2)),
+         [(In((2, 8, 15)),), (In((4, 15)),)]),
+]

@@ -233,3 +233,25 @@ def test_batch_norm_empty_batch():
     tm, rm = module_pair("BatchNorm3d", 3)
     check(tm, rm, torch.randn(0, 3, 2, 2, 2, dtype=D))
     assert rm.running_mean.tolist() == [0.0] * 3 and rm.weight.grad.tolist() == [0.0] * 3
+
+
+@pytest.mark.parametrize("shape,k,d,p,s", [((2, 3, 5, 6), 2, 1, 0, 1), ((3, 5, 6), (2, 3), (1, 2), (1, 0), (2, 1)),
+                                           ((1, 2, 7, 7), 3, 2, 1, 2), ((0, 2, 4, 4), 2, 1, 1, 1)])
+def test_unfold_fold(shape, k, d, p, s):
+    torch.manual_seed(7)
+    x = torch.randn(*shape, dtype=D)
+    check(TF.unfold, F.unfold, x, k, d, p, s)
+    cols = TF.unfold(x, k, d, p, s)
+    check(TF.fold, F.fold, cols, shape[-2:], k, d, p, s)
+    tm, rm = torch.nn.Fold(shape[-2:], k, d, p, s), rill.nn.Fold(shape[-2:], k, d, p, s)
+    check(tm, rm, cols)
+    check(torch.nn.Unfold(k, d, p, s), rill.nn.Unfold(k, d, p, s), x)
+
+
+def test_fold_bad_arguments():
+    with pytest.raises(RuntimeError, match="divisible"):
+        F.fold(rill.randn(1, 5, 4), (3, 3), 2)
+    with pytest.raises(RuntimeError, match="sliding blocks"):
+        F.fold(rill.randn(1, 4, 5), (3, 3), 2)
+    with pytest.raises(RuntimeError, match="at least one"):
+        F.unfold(rill.randn(1, 1, 2, 2), 3)

@@ -307,3 +307,82 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     k = _tuple(kernel_size, 3, "kernel_size", "lp_pool3d")
     out = avg_pool3d(input.pow(norm_type), k, stride, 0, ceil_mode)
     return (rill.sign(out) * rill.nn.functional.relu(out.abs())).mul(math.prod(k)).pow(1.0 / norm_type)
+
+
+def _fold_args(op, kernel_size, dilation, padding, stride):
+    k = _tuple(kernel_size, 2, "kernel_size", op)
+    d = _tuple(dilation, 2, "dilation", op)
+    p = _tuple(padding, 2, "padding", op)
+    s = _tuple(stride, 2, "stride", op)
+    if any(v <= 0 for v in k) or any(v <= 0 for v in d) or any(v <= 0 for v in s) or any(v < 0 for v in p):
+        raise RuntimeError(f"[{op}] expected kernel_size, dilation and stride greater than zero and padding not "
+                           f"negative, got kernel_size={list(k)}, dilation={list(d)}, padding={list(p)}, "
+                           f"stride={list(s)}")
+    return k, d, p, s
+
+
+def _block_positions(size, k, d, p, s, op):
+    """(output blocks, kernel) positions in the padded input along one dim."""
+    out = (size + 2 * p - d * (k - 1) - 1) // s + 1
+    if out <= 0:
+        raise RuntimeError(f"[{op}] Given input with spatial size {size}, kernel_size={k}, dilation={d}, "
+                           f"padding={p}, stride={s}, calculated shape of the array of sliding blocks is {out}, "
+                           f"but its components must be at least one")
+    return np.arange(out)[:, None] * s + np.arange(k)[None, :] * d
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding local blocks of (N, C, H, W) or (C, H, W) as (N, C * kH * kW, L) columns (im2col), gathered by
+    index_select from the zero-padded input."""
+    op = "unfold"
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"[{op}] Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size "
+                           f"and non-zero dimensions, but got input of size {list(input.shape)}")
+    k, d, p, s = _fold_args(op, kernel_size, dilation, padding, stride)
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    n, c, h, w = x.shape
+    if c == 0 or h == 0 or w == 0:
+        raise RuntimeError(f"[{op}] Expected non-zero channel and spatial sizes, got input of size "
+                           f"{list(input.shape)}")
+    pos = [_block_positions(h, k[0], d[0], p[0], s[0], op), _block_positions(w, k[1], d[1], p[1], s[1], op)]
+    if any(p):
+        x = rill.nn.functional.pad(x, (p[1], p[1], p[0], p[0]))
+    x = x.reshape(n * c, h + 2 * p[0], w + 2 * p[1])
+    blocks = _gather_windows(x, pos)  # (N * C, oh, ow, kh * kw)
+    oh, ow = pos[0].shape[0], pos[1].shape[0]
+    cols = blocks.reshape(n, c, oh * ow, k[0] * k[1]).transpose(2, 3).reshape(n, c * k[0] * k[1], oh * ow)
+    return cols.squeeze(0) if unbatched else cols
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The adjoint of unfold (col2im): (N, C * kH * kW, L) or (C * kH * kW, L) columns summed into
+    (N, C, *output_size), by index_add into the padded output, then cropped."""
+    op = "fold"
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"[{op}] Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size "
+                           f"and non-zero dimensions, but got input of size {list(input.shape)}")
+    out_hw = _tuple(output_size, 2, "output_size", op)
+    k, d, p, s = _fold_args(op, kernel_size, dilation, padding, stride)
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    n, ckk, length = x.shape
+    if ckk % (k[0] * k[1]) != 0:
+        raise RuntimeError(f"[{op}] Expected size of input's dimension 1 to be divisible by the product of "
+                           f"kernel_size, but got input.size(1)={ckk} and kernel_size={list(k)}")
+    pos = [_block_positions(out_hw[0], k[0], d[0], p[0], s[0], op),
+           _block_positions(out_hw[1], k[1], d[1], p[1], s[1], op)]
+    oh, ow = pos[0].shape[0], pos[1].shape[0]
+    if oh * ow != length:
+        raise RuntimeError(f"[{op}] Given output_size={list(out_hw)}, kernel_size={list(k)}, dilation={list(d)}, "
+                           f"padding={list(p)}, stride={list(s)}, expected size of input's dimension 2 to match the "
+                           f"calculated number of sliding blocks {oh} * {ow} = {oh * ow}, but got "
+                           f"input.size(2)={length}")
+    c = ckk // (k[0] * k[1])
+    ph, pw = out_hw[0] + 2 * p[0], out_hw[1] + 2 * p[1]
+    # flat padded position of (kernel i, kernel j, block y, block x), in the columns' order
+    flat = (pos[0].T[:, None, :, None] * pw + pos[1].T[None, :, None, :]).reshape(-1)
+    out = rill.zeros((n, c, ph * pw), dtype=x.dtype)
+    out = out.index_add(2, rill.tensor(flat, dtype=rill.int64), x.reshape(n, c, k[0] * k[1] * length))
+    out = out.reshape(n, c, ph, pw)[:, :, p[0]:p[0] + out_hw[0], p[1]:p[1] + out_hw[1]]
+    return out.squeeze(0) if unbatched else out

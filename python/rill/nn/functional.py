@@ -283,6 +283,8 @@ def _pad_constant(input, pad, value):
     body = input[tuple(crop)]
     if body.numel() > 0:
         out[tuple(place)] = body
+    elif input.requires_grad and rill.is_grad_enabled():
+        out = out + body.sum() * 0  # nothing to copy: still an output of the input, whose gradient is zeros
     return out
 
 
@@ -991,7 +993,7 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 from rill.nn import _poolnd  # noqa: E402
 from rill.nn._poolnd import (  # noqa: E402,F401  (3-D and adaptive max pooling: compositions)
-    adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool3d, lp_pool3d,
-    max_pool3d,
+    adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool3d, fold, lp_pool3d,
+    max_pool3d, unfold,
 )
 from rill.nn._losses import *  # noqa: E402,F401,F403  (the losses: their own module, using the functions above)

@@ -54,3 +54,4 @@ from rill.nn.modules.lazy import (  # noqa: F401
     LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear,
     LazyModuleMixin, UninitializedParameter,
 )
+from rill.nn.modules.fold import Fold, Unfold  # noqa: F401
