@@ -19,8 +19,11 @@ def pair(build_torch, build_rill):
     return tm, rm
 
 
-def check(tm, rm, tensors, kwargs=None):
+def check(tm, rm, tensors, kwargs=None, modules=None):
+    """tm / rm called on the same inputs: outputs and gradients of the inputs and of the parameters of modules
+    (tm and rm by default) agree."""
     kwargs = kwargs or {}
+    t_mod, r_mod = modules or (tm, rm)
     ts = [t.clone().requires_grad_(t.is_floating_point()) for t in tensors]
     rs = [to_rill(t) for t in ts]
     tk = {k: v for k, v in kwargs.items()}
@@ -30,10 +33,17 @@ def check(tm, rm, tensors, kwargs=None):
     to.sum().backward()
     ro.sum().backward()
     for t, r in zip(ts, rs):
-        np.testing.assert_allclose(r.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-9)
-    rparams = dict(rm.named_parameters())
-    for n, p in tm.named_parameters():
-        np.testing.assert_allclose(rparams[n].grad.numpy(), p.grad.numpy(), rtol=1e-6, atol=1e-9, err_msg=n)
+        rg = np.zeros(tuple(t.shape)) if r.grad is None else r.grad.numpy()  # an unused input: no gradient
+        tg = np.zeros(tuple(t.shape)) if t.grad is None else t.grad.numpy()
+        np.testing.assert_allclose(rg, tg, rtol=1e-6, atol=1e-9)
+    rparams = dict(r_mod.named_parameters())
+    for n, p in t_mod.named_parameters():
+        r, t = rparams[n].grad, p.grad
+        if r is None and t is None:
+            continue
+        r = np.zeros(tuple(p.shape)) if r is None else r.numpy()
+        t = np.zeros(tuple(p.shape)) if t is None else t.numpy()
+        np.testing.assert_allclose(r, t, rtol=1e-6, atol=1e-9, err_msg=n)
 
 
 def layer_kwargs(m, norm_first, batch_first, activation):
@@ -103,3 +113,24 @@ def test_transformer_bad_inputs():
         rm(rill.randn(5, 2, 8), rill.randn(4, 2, 6))
     with pytest.raises(RuntimeError, match="activation"):
         rill.nn.TransformerDecoderLayer(8, 2, activation="tanh")
+
+
+@pytest.mark.parametrize("add_bias_kv,add_zero_attn", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("masks", [False, True])
+def test_multihead_attention_bias_kv_zero_attn(add_bias_kv, add_zero_attn, masks):
+    def build(m):
+        return m.nn.MultiheadAttention(6, 2, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
+    tm, rm = pair(build, build)
+    assert sorted(tm.state_dict()) == sorted(rm.state_dict())
+    q, kv = torch.randn(4, 2, 6, dtype=torch.float64), torch.randn(3, 2, 6, dtype=torch.float64)
+    kwargs = {}
+    if masks:
+        kwargs = dict(attn_mask=torch.tensor([[False, True, False]] * 4),
+                      key_padding_mask=torch.tensor([[False, False, True], [False, False, False]]))
+
+    def first(m):
+        return lambda *a, **k: m(*a, **k)[0]
+    check(first(tm), first(rm), [q, kv, kv], kwargs, (tm, rm))
+    tm.zero_grad()
+    rm.zero_grad()
+    check(lambda *a, **k: tm(*a, **k)[1], lambda *a, **k: rm(*a, **k)[1], [q, kv, kv], kwargs, (tm, rm))

@@ -68,10 +68,10 @@ class MultiheadAttention(Module):
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
         if add_bias_kv:
-            raise NotImplementedError("[MultiheadAttention] add_bias_kv=True is not supported; build the module without it")
-        self.bias_k = self.bias_v = None
-        if add_zero_attn:
-            raise NotImplementedError("[MultiheadAttention] add_zero_attn=True is not supported; build the module without it")
+            self.bias_k = Parameter(rill.empty(1, 1, embed_dim, dtype=dtype))
+            self.bias_v = Parameter(rill.empty(1, 1, embed_dim, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
@@ -85,6 +85,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def _projections(self):
         e = self.embed_dim
@@ -115,9 +118,25 @@ class MultiheadAttention(Module):
         q = F.linear(query, wq, bq)
         k = F.linear(key, wk, bk)
         v = F.linear(value, wv, bv)
+        # add_bias_kv appends bias_k / bias_v as one more key and value, add_zero_attn a zero one per head; the
+        # masks get a column (not masked) for each.
+        extra = (self.bias_k is not None) + bool(self.add_zero_attn)
+        if extra and is_causal and attn_mask is None:
+            attn_mask = rill.arange(src_len).unsqueeze(0) > rill.arange(tgt_len).unsqueeze(1)
+        if self.bias_k is not None:
+            k = rill.cat([k, self.bias_k.expand(1, bsz, embed_dim)])
+            v = rill.cat([v, self.bias_v.expand(1, bsz, embed_dim)])
         q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
-        k = k.reshape(src_len, bsz * h, hd).transpose(0, 1)
-        v = v.reshape(src_len, bsz * h, hd).transpose(0, 1)
+        k = k.reshape(k.shape[0], bsz * h, hd).transpose(0, 1)
+        v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
+        if self.add_zero_attn:
+            k = rill.cat([k, rill.zeros((bsz * h, 1, hd), dtype=k.dtype)], dim=1)
+            v = rill.cat([v, rill.zeros((bsz * h, 1, hd), dtype=v.dtype)], dim=1)
+        if extra:
+            attn_mask = None if attn_mask is None else F.pad(_float_mask(attn_mask, q.dtype, "attn_mask"), (0, extra))
+            key_padding_mask = None if key_padding_mask is None else F.pad(
+                _float_mask(key_padding_mask, q.dtype, "key_padding_mask"), (0, extra))
+            src_len += extra
 
         # Without weights to return or dropout to draw, attention is one fused op (F.scaled_dot_product_attention).
         fused = not need_weights and not (self.dropout > 0.0 and self.training)
