@@ -991,6 +991,7 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return (rill.sign(out) * relu(out.abs())).mul(kh * kw).pow(1.0 / norm_type)
 
 
+from rill.nn._embedding_bag import embedding_bag  # noqa: E402,F401
 from rill.nn import _poolnd  # noqa: E402
 from rill.nn._poolnd import (  # noqa: E402,F401  (3-D and adaptive max pooling: compositions)
     adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool3d, fold, lp_pool3d,

@@ -55,3 +55,4 @@ from rill.nn.modules.lazy import (  # noqa: F401
     LazyModuleMixin, UninitializedParameter,
 )
 from rill.nn.modules.fold import Fold, Unfold  # noqa: F401
+from rill.nn.modules.sparse import EmbeddingBag  # noqa: F401
