@@ -8,6 +8,8 @@ dilation for kernel depth i, so each i is one conv2d over the (batch * output de
 with the weight's depth slice i. A 3-D transposed convolution is the adjoint: each input depth plane, run
 through conv_transpose2d with depth slice i, lands at output depth d * stride + i * dilation (before the
 padding is cropped)."""
+import functools
+
 import rill
 from rill import _C
 
@@ -42,6 +44,7 @@ def _compute_dtype(*tensors):
 def with_float_compute(fn):
     """fn(input, weight, bias, ...) run on float32 for 16-bit inputs and float64 for integer inputs, the result
     cast back to the input's dtype (integers rounded, which is exact)."""
+    @functools.wraps(fn)
     def run(input, weight, bias=None, *args, **kwargs):
         if not isinstance(input, rill.Tensor) or not isinstance(weight, rill.Tensor):
             raise TypeError(f"{fn.__name__}(): argument 'input' and 'weight' must be Tensors, got "
@@ -56,7 +59,6 @@ def with_float_compute(fn):
         if result.is_floating_point:
             return out.to(result)
         return out.round().to(result)
-    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__name__, fn.__doc__
     return run
 
 

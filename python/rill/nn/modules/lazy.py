@@ -9,11 +9,10 @@ Parameter of the right shape (a new object: an optimizer built before the first 
 ones, which PyTorch also warns against), resets the parameters, and turns the module into its eager class
 (cls_to_become: LazyLinear becomes Linear). Loading a state dict materializes the parameters from the
 dict's shapes instead, so a lazy module loads a trained model's weights before any forward."""
+import rill
 from rill.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from rill.nn.modules.linear import Linear, _factory
 from rill.nn.parameter import Parameter
-
-import rill
 
 
 class UninitializedParameter(Parameter):
