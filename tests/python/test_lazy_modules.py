@@ -73,3 +73,25 @@ def test_lazy_in_sequential_trains():
     loss.backward()
     opt.step()
     assert model(x).pow(2).sum().item() < loss.item()
+
+
+@pytest.mark.parametrize("name,shape", [("LazyBatchNorm1d", (4, 3)), ("LazyBatchNorm1d", (2, 3, 5)),
+                                        ("LazyBatchNorm2d", (2, 3, 4, 4)), ("LazyBatchNorm3d", (2, 3, 2, 3, 2))])
+def test_lazy_batch_norm(name, shape):
+    m = getattr(rill.nn, name)(momentum=0.2).to(rill.float64)
+    t = getattr(torch.nn, name)(momentum=0.2).double()
+    assert m.has_uninitialized_params() and isinstance(m.running_mean, rill.nn.UninitializedBuffer)
+    x = torch.randn(*shape, dtype=torch.float64)
+    np.testing.assert_allclose(m(rill.tensor(x.numpy())).detach().numpy(), t(x).detach().numpy(), rtol=1e-10)
+    assert type(m) is getattr(rill.nn, name[4:]) and m.num_features == 3
+    for k, v in t.state_dict().items():
+        np.testing.assert_allclose(m.state_dict()[k].numpy(), v.numpy(), rtol=1e-10, err_msg=k)
+    loaded = getattr(rill.nn, name)()
+    loaded.load_state_dict({k: rill.tensor(v.numpy()) for k, v in t.state_dict().items()})
+    assert not loaded.has_uninitialized_params() and loaded.num_features == 3
+
+
+def test_lazy_batch_norm_without_affine_or_stats():
+    m = rill.nn.LazyBatchNorm2d(affine=False, track_running_stats=False)
+    assert m(rill.randn(2, 3, 2, 2)).shape == (2, 3, 2, 2)
+    assert m.weight is None and m.running_mean is None and type(m) is rill.nn.BatchNorm2d

@@ -51,8 +51,8 @@ from rill.nn.modules.transformer import (  # noqa: F401
     TransformerEncoderLayer,
 )
 from rill.nn.modules.lazy import (  # noqa: F401
-    LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear,
-    LazyModuleMixin, UninitializedParameter,
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+    LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin, UninitializedBuffer, UninitializedParameter,
 )
 from rill.nn.modules.fold import Fold, Unfold  # noqa: F401
 from rill.nn.modules.sparse import EmbeddingBag  # noqa: F401

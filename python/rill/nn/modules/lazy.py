@@ -1,9 +1,9 @@
-"""Lazy modules: LazyLinear, LazyConv1d/2d/3d and LazyConvTranspose1d/2d/3d, whose input size (in_features,
-in_channels) is read from the first input, as PyTorch's LazyModuleMixin.
+"""Lazy modules: LazyLinear, LazyConv1d/2d/3d, LazyConvTranspose1d/2d/3d and LazyBatchNorm1d/2d/3d, whose input
+size (in_features, in_channels, num_features) is read from the first input, as PyTorch's LazyModuleMixin.
 
 Note [Lazy parameters]
-Until the first forward a lazy module's weight and bias are UninitializedParameters: Parameters holding an
-empty tensor that only carries the dtype (module.to(dtype) converts it, and it stays uninitialized). The first
+Until the first forward a lazy module's weight and bias are UninitializedParameters (and a lazy batch norm's
+running statistics UninitializedBuffers): Parameters holding an empty tensor that only carries the dtype (module.to(dtype) converts it, and it stays uninitialized). The first
 call runs a forward pre-hook that reads the input's size, replaces each uninitialized parameter with a real
 Parameter of the right shape (a new object: an optimizer built before the first forward would hold the old
 ones, which PyTorch also warns against), resets the parameters, and turns the module into its eager class
@@ -12,7 +12,8 @@ dict's shapes instead, so a lazy module loads a trained model's weights before a
 import rill
 from rill.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from rill.nn.modules.linear import Linear, _factory
-from rill.nn.parameter import Parameter
+from rill.nn.modules.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from rill.nn.parameter import Buffer, Parameter
 
 
 class UninitializedParameter(Parameter):
@@ -39,6 +40,28 @@ class UninitializedParameter(Parameter):
         return Parameter(rill.empty(*shape, dtype=self.dtype), self.requires_grad)
 
 
+class UninitializedBuffer(Buffer):
+    """A buffer whose shape is not known yet (Note [Lazy parameters]); it carries only a dtype."""
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, data=None, persistent=True):
+        if data is None:
+            data = rill.empty(0, dtype=_factory(device, dtype))
+        return super().__new__(cls, data, persistent=persistent)
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, data=None, persistent=True):
+        pass
+
+    def __repr__(self):
+        return "<UninitializedBuffer>"
+
+    def __deepcopy__(self, memo):
+        return UninitializedBuffer(data=rill.empty(0, dtype=self.dtype))
+
+    def materialize(self, shape):
+        """A tensor of shape (uninitialized values) with this one's dtype."""
+        return rill.empty(*shape, dtype=self.dtype)
+
+
 class LazyModuleMixin:
     """Mixed in before a module class: parameters inferred from the first input (Note [Lazy parameters]).
     Subclasses define initialize_parameters(*args) and cls_to_become."""
@@ -51,14 +74,18 @@ class LazyModuleMixin:
 
     def has_uninitialized_params(self):
         """True while a parameter still waits for the first input."""
-        return any(isinstance(p, UninitializedParameter) for p in self._parameters.values())
+        return any(isinstance(p, UninitializedParameter) for p in self._parameters.values()) or any(
+            isinstance(b, UninitializedBuffer) for b in self._buffers.values())
 
     def initialize_parameters(self, *args, **kwargs):
         """Materialize the parameters for these inputs."""
         raise NotImplementedError(f"initialize_parameters is not implemented for {type(self).__name__}")
 
     def _materialize(self, name, shape):
-        self._parameters[name] = self._parameters[name].materialize(shape)
+        if name in self._parameters:
+            self._parameters[name] = self._parameters[name].materialize(shape)
+        else:
+            self._buffers[name] = self._buffers[name].materialize(shape)
 
     @staticmethod
     def _infer_parameters(module, args):
@@ -72,16 +99,19 @@ class LazyModuleMixin:
 
     def _apply(self, fn):
         lazy = {k: p.requires_grad for k, p in self._parameters.items() if isinstance(p, UninitializedParameter)}
+        lazy_buffers = [k for k, b in self._buffers.items() if isinstance(b, UninitializedBuffer)]
         super()._apply(fn)
         for k, requires_grad in lazy.items():  # the converted empty tensor keeps the new dtype
             self._parameters[k] = UninitializedParameter(requires_grad, data=self._parameters[k].detach())
+        for k in lazy_buffers:
+            self._buffers[k] = UninitializedBuffer(data=self._buffers[k])
         return self
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
-        for name, param in list(self._parameters.items()):
+        for name, value in list(self._parameters.items()) + list(self._buffers.items()):
             key = prefix + name
-            if isinstance(param, UninitializedParameter) and key in state_dict:
+            if isinstance(value, (UninitializedParameter, UninitializedBuffer)) and key in state_dict:
                 self._materialize(name, tuple(state_dict[key].shape))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
@@ -182,3 +212,46 @@ LazyConv3d = _lazy_conv("LazyConv3d", Conv3d, 3, False)
 LazyConvTranspose1d = _lazy_conv("LazyConvTranspose1d", ConvTranspose1d, 1, True)
 LazyConvTranspose2d = _lazy_conv("LazyConvTranspose2d", ConvTranspose2d, 2, True)
 LazyConvTranspose3d = _lazy_conv("LazyConvTranspose3d", ConvTranspose3d, 3, True)
+
+
+class _LazyNormBase(LazyModuleMixin):
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
+        self.cls_to_become.__init__(self, 0, eps, momentum, False, False, device, dtype)
+        self._initialize_hook = self.register_forward_pre_hook(LazyModuleMixin._infer_parameters)
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = rill.tensor(0, dtype=rill.int64)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = input.shape[1] if input.dim() > 1 else input.shape[0]
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            if isinstance(getattr(self, name), (UninitializedParameter, UninitializedBuffer)):
+                self._materialize(name, (self.num_features,))
+        self.reset_parameters()
+
+    def _on_materialized_from_state(self):
+        for name in ("weight", "running_mean"):
+            if getattr(self, name) is not None:
+                self.num_features = getattr(self, name).shape[0]
+
+
+def _lazy_norm(name, base):
+    return type(name, (_LazyNormBase, base), {"cls_to_become": base, "__module__": __name__,
+                                              "__doc__": f"A {base.__name__} whose num_features is the first "
+                                                         f"input's channel count."})
+
+
+LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", BatchNorm1d)
+LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", BatchNorm2d)
+LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", BatchNorm3d)
