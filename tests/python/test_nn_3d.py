@@ -255,3 +255,28 @@ def test_fold_bad_arguments():
         F.fold(rill.randn(1, 4, 5), (3, 3), 2)
     with pytest.raises(RuntimeError, match="at least one"):
         F.unfold(rill.randn(1, 1, 2, 2), 3)
+
+
+@pytest.mark.parametrize("n,shape,k,kwargs", [
+    (2, (2, 3, 9, 8), 3, dict(output_size=(3, 4))), (2, (3, 9, 9), (2, 3), dict(output_ratio=(0.5, 0.5))),
+    (2, (1, 1, 5, 5), 2, dict(output_size=1)), (3, (2, 2, 5, 6, 7), 2, dict(output_size=(2, 3, 4))),
+    (3, (2, 5, 6, 5), (2, 1, 2), dict(output_ratio=(0.5, 0.6, 0.7)))])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fractional_max_pool_with_given_samples(n, shape, k, kwargs, dtype):
+    """With PyTorch's _random_samples the windows, values, indices and gradients are PyTorch's."""
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(*shape, dtype=dtype, generator=g)
+    lead = shape[:2] if len(shape) == n + 2 else (1, shape[0])
+    u = torch.rand(*lead, n, dtype=dtype, generator=g)
+    name = f"fractional_max_pool{n}d"
+    check(lambda v: getattr(TF, name)(v, k, return_indices=True, _random_samples=u, **kwargs),
+          lambda v: getattr(F, name)(v, k, return_indices=True, _random_samples=to_rill(u), **kwargs), x)
+
+
+def test_fractional_max_pool_random_and_errors():
+    y, idx = rill.nn.FractionalMaxPool2d(2, output_ratio=0.5, return_indices=True)(rill.randn(2, 3, 8, 8))
+    assert y.shape == (2, 3, 4, 4) and idx.dtype == rill.int64
+    with pytest.raises(ValueError, match="output size, or a pooling ratio"):
+        rill.nn.FractionalMaxPool3d(2)
+    with pytest.raises(RuntimeError, match="too large"):
+        F.fractional_max_pool3d(rill.randn(1, 1, 5, 5, 5), 3, output_size=3)

@@ -386,3 +386,90 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     out = out.index_add(2, rill.tensor(flat, dtype=rill.int64), x.reshape(n, c, k[0] * k[1] * length))
     out = out.reshape(n, c, ph, pw)[:, :, p[0]:p[0] + out_hw[0], p[1]:p[1] + out_hw[1]]
     return out.squeeze(0) if unbatched else out
+
+
+def _fractional_intervals(sample, size, out, k, np_dtype):
+    """PyTorch's window starts of fractional max pooling along one dim, for one plane's sample u in [0, 1):
+    int((i + u) * alpha) - int(u * alpha) with alpha = (size - k) / (out - 1), in the input's precision, and
+    the last window flush with the end."""
+    if out == 1:
+        return np.array([size - k], dtype=np.int64)
+    alpha = np_dtype(size - k) / np_dtype(out - 1)
+    u = np_dtype(sample)
+    starts = [int(np_dtype(np_dtype(i) + u) * alpha) - int(u * alpha) for i in range(out - 1)]
+    return np.array(starts + [size - k], dtype=np.int64)
+
+
+def _fractional_max_pool(op, n, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):
+    x, lead = _batched(input, n, op)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"[{op}] \"{op}\" not implemented for '{input.dtype.name}'; convert the input with "
+                           f".float()")
+    spatial = tuple(x.shape[1:])
+    k = _tuple(kernel_size, n, "kernel_size", op)
+    if output_size is None:
+        if output_ratio is None:
+            raise ValueError(f"[{op}] requires specifying either an output_size or an output_ratio")
+        ratio = (output_ratio,) * n if isinstance(output_ratio, (int, float)) else tuple(output_ratio)
+        if len(ratio) == 1:
+            ratio = ratio * n
+        if not all(0 < r < 1 for r in ratio):
+            raise ValueError(f"[{op}] output_ratio must be between 0 and 1 (got {list(ratio)})")
+        out = tuple(int(spatial[j] * ratio[j]) for j in range(n))
+    else:
+        out = _tuple(output_size, n, "output_size", op)
+    for j in range(n):  # PyTorch's 3-D check is strict: the windows may not reach the last position
+        if out[j] + k[j] - 1 > spatial[j] - (n == 3) or out[j] <= 0 or k[j] <= 0:
+            raise RuntimeError(f"[{op}] out(): pool size {k[j]} too large relative to input size {spatial[j]} "
+                               f"for output size {out[j]} (dim {j})")
+    planes = x.shape[0]
+    channels = input.shape[-n - 1]
+    batch = planes // channels if channels else 0
+    if _random_samples is None:
+        samples = rill.rand(batch, channels, n, dtype=input.dtype if input.dtype != rill.bfloat16 else rill.float32)
+    else:
+        samples = _random_samples  # PyTorch reads the first batch rows (an unbatched input: the first)
+        if samples.dim() != 3 or tuple(samples.shape[1:]) != (channels, n) or samples.shape[0] < batch:
+            raise RuntimeError(f"[{op}] expected _random_samples of shape ({batch}, {channels}, {n}), got "
+                               f"{list(samples.shape)}")
+        samples = samples[:batch]
+    u = np.asarray(samples.float().tolist() if samples.dtype != rill.float64 else samples.tolist(),
+                   dtype=np.float64).reshape(planes, n)
+    np_dtype = np.float64 if input.dtype == rill.float64 else np.float32
+    # PyTorch reads the samples in the dim order W, H (2-D) and T, H, W (3-D)
+    order = [1, 0] if n == 2 else list(range(n))
+    flat = np.zeros((planes,) + out + k, dtype=np.int64)
+    for p in range(planes):
+        grids = []
+        for j in range(n):
+            starts = _fractional_intervals(u[p, order[j]], spatial[j], out[j], k[j], np_dtype)
+            grids.append(starts[:, None] + np.arange(k[j])[None, :])  # (out_j, k_j)
+        index = np.zeros(out + k, dtype=np.int64)
+        for j in range(n):
+            shape = [1] * (2 * n)
+            shape[j], shape[n + j] = out[j], k[j]
+            index = index * spatial[j] + grids[j].reshape(shape)
+        flat[p] = index
+    index = rill.tensor(flat.reshape(planes, -1), dtype=rill.int64)
+    windows = x.reshape(planes, -1).gather(1, index).reshape((planes,) + out + (math.prod(k),))
+    values, arg = windows.max(-1)
+    values = values.reshape(lead + out)
+    if not return_indices:
+        return values
+    chosen = index.reshape((planes,) + out + (math.prod(k),)).gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+    return values, chosen.reshape(lead + out)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """2-D fractional max pooling (Graham): windows of kernel_size at pseudo-random, increasing starts drawn per
+    plane from _random_samples (N, C, 2) in [0, 1) (drawn with rill.rand when None)."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """3-D fractional max pooling; _random_samples is (N, C, 3)."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)

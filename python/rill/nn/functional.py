@@ -994,7 +994,7 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 from rill.nn._embedding_bag import embedding_bag  # noqa: E402,F401
 from rill.nn import _poolnd  # noqa: E402
 from rill.nn._poolnd import (  # noqa: E402,F401  (3-D and adaptive max pooling: compositions)
-    adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool3d, fold, lp_pool3d,
-    max_pool3d, unfold,
+    adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool3d, fold,
+    fractional_max_pool2d, fractional_max_pool3d, lp_pool3d, max_pool3d, unfold,
 )
 from rill.nn._losses import *  # noqa: E402,F401,F403  (the losses: their own module, using the functions above)

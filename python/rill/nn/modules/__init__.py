@@ -43,7 +43,8 @@ from rill.nn.modules.activation import RReLU  # noqa: F401
 from rill.nn.modules.dropout import FeatureAlphaDropout  # noqa: F401
 from rill.nn.modules.pooling import LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: F401
 from rill.nn.modules.pooling import (  # noqa: F401
-    AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool3d, LPPool3d, MaxPool3d,
+    AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool3d, FractionalMaxPool2d,
+    FractionalMaxPool3d, LPPool3d, MaxPool3d,
 )
 from rill.nn.modules.normalization import BatchNorm3d  # noqa: F401
 from rill.nn.modules.transformer import (  # noqa: F401

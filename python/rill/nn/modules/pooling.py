@@ -223,3 +223,35 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     _fn = "adaptive_max_pool3d"
+
+
+class _FractionalMaxPoolNd(Module):
+    _fn, _dims = None, 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        self.kernel_size, self.output_size, self.output_ratio = kernel_size, output_size, output_ratio
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"FractionalMaxPool{self._dims}d requires specifying either an output size, or a "
+                             f"pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if output_ratio is not None:
+            ratios = (output_ratio,) * self._dims if isinstance(output_ratio, (int, float)) else output_ratio
+            if not all(0 < r < 1 for r in ratios):
+                raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.kernel_size, self.output_size, self.output_ratio,
+                                    self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _fn, _dims = "fractional_max_pool2d", 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _fn, _dims = "fractional_max_pool3d", 3
