@@ -870,3 +870,52 @@ CASES += [
          [(In((4, 4)),), (In((5, 3)),), (In((2, 3, 5)),)]),
     case("linalg_lu_pivots", lambda m, a: m.linalg.lu(a).P, [(In((4, 4)),), (In((5, 3)),)], differentiable=False),
 ]
+
+# --- nn: 3-D and 1-D transposed convolution, circular padding (rill/nn/_convnd.py, compositions of the 2-D ops)
+CASES += [
+    case("conv3d", lambda m, x, w, b: m.nn.functional.conv3d(x, w, b, stride=(1, 2, 1), padding=1),
+         [(In((2, 2, 3, 5, 4)), In((3, 2, 2, 2, 2)), In((3,)))]),
+    case("conv3d_groups_dilation_same", lambda m, x, w: m.nn.functional.conv3d(x, w, groups=2, dilation=(2, 1, 1),
+                                                                              padding="same"),
+         [(In((1, 4, 5, 4, 4)), In((2, 2, 2, 2, 3))), (In((4, 5, 4, 4)), In((2, 2, 2, 2, 3)))]),
+    case("conv_transpose1d", lambda m, x, w, b: m.nn.functional.conv_transpose1d(x, w, b, stride=2, padding=1,
+                                                                                  output_padding=1, dilation=2),
+         [(In((2, 4, 5)), In((4, 3, 3)), In((3,))), (In((4, 5)), In((4, 3, 3)), In((3,)))]),
+    case("conv_transpose3d", lambda m, x, w, b: m.nn.functional.conv_transpose3d(x, w, b, stride=(2, 1, 2),
+                                                                                  padding=(1, 0, 1), groups=2,
+                                                                                  output_padding=(1, 0, 0)),
+         [(In((2, 4, 3, 3, 2)), In((4, 1, 3, 2, 2)), In((2,)))]),
+    case("pad_circular", lambda m, x: m.nn.functional.pad(x, (2, 1, -1, 2), mode="circular"),
+         [(In((1, 2, 4, 5)),), (In((2, 4, 5)),)]),
+    case("pad_circular_3d", lambda m, x: m.nn.functional.pad(x, (1, 1, 0, 2, 1, 0), mode="circular"),
+         [(In((1, 2, 3, 3, 4)),)]),
+]
+
+# --- nn: 3-D pooling and adaptive max pooling (rill/nn/_poolnd.py, compositions)
+VOLUME = [(In((2, 3, 5, 6, 4)),), (In((3, 4, 4, 5)),)]
+CASES += [
+    case("max_pool3d", lambda m, x: m.nn.functional.max_pool3d(x, 2), VOLUME),
+    case("max_pool3d_pad_ceil_dilation", lambda m, x: m.nn.functional.max_pool3d(
+        x, (3, 2, 2), (2, 1, 2), 1, dilation=(1, 2, 1), ceil_mode=True), VOLUME[:1]),
+    case("max_pool3d_indices", lambda m, x: m.nn.functional.max_pool3d(x, 3, 2, 1, return_indices=True)[1],
+         VOLUME, differentiable=False),
+    case("avg_pool3d", lambda m, x: m.nn.functional.avg_pool3d(x, 3, 2, 1), VOLUME),
+    case("avg_pool3d_ceil_exclude_pad", lambda m, x: m.nn.functional.avg_pool3d(
+        x, (2, 3, 2), 2, (1, 1, 0), ceil_mode=True, count_include_pad=False), VOLUME[:1]),
+    case("avg_pool3d_divisor", lambda m, x: m.nn.functional.avg_pool3d(x, 2, 1, divisor_override=3), VOLUME[:1]),
+    case("adaptive_avg_pool3d", lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (3, None, 3)), VOLUME),
+    case("adaptive_max_pool1d", lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 3), [(In((2, 3, 7)),)]),
+    case("adaptive_max_pool2d", lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (3, 4)), [(In((2, 3, 7, 5)),)]),
+    case("adaptive_max_pool3d", lambda m, x: m.nn.functional.adaptive_max_pool3d(x, (2, 4, 3)), VOLUME),
+    case("adaptive_max_pool3d_indices",
+         lambda m, x: m.nn.functional.adaptive_max_pool3d(x, 3, return_indices=True)[1], VOLUME,
+         differentiable=False),
+]
+
+# --- nn: unfold / fold (rill/nn/_poolnd.py, index_select and index_add)
+CASES += [
+    case("unfold", lambda m, x: m.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+         [(In((2, 3, 5, 6)),), (In((3, 4, 5)),)]),
+    case("fold", lambda m, x: m.nn.functional.fold(x, (4, 5), 2, padding=1, stride=(1, 2)),
+         [(In((2, 8, 15)),), (In((4, 15)),)]),
+]

@@ -381,19 +381,28 @@ def test_errors(name):
     assert f"[{op}]" in str(r_err.value), str(r_err.value)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int64"])
-def test_unsupported_dtypes_raise_type_error(dtype):
-    x = rill.ones(1, 2, 5, 5, dtype=getattr(rill, dtype))
-    with pytest.raises(TypeError, match=r"\[conv2d\].*float32"):
-        F.conv2d(x, rill.ones(2, 2, 3, 3, dtype=getattr(rill, dtype)))
-    if dtype != "int64":
-        return  # pooling takes the 16-bit floats (op_cases.POOL_CASES)
-    with pytest.raises(TypeError, match=r"\[max_pool2d\]"):
-        F.max_pool2d(x, 2)
-    with pytest.raises(TypeError, match=r"\[avg_pool2d\]"):
-        F.avg_pool2d(x, 2)
+def test_bool_convolution_and_integer_adaptive_pooling_raise_type_error():
+    x = rill.ones(1, 2, 5, 5, dtype=rill.bool)
+    with pytest.raises(TypeError, match=r"\[convolution\].*bool"):
+        F.conv2d(x, rill.ones(2, 2, 3, 3, dtype=rill.bool))
     with pytest.raises(TypeError, match=r"\[adaptive_avg_pool2d\]"):
-        F.adaptive_avg_pool2d(x, 2)
+        F.adaptive_avg_pool2d(x.long(), 2)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "int32"])
+def test_integer_pooling_matches_torch(dtype):
+    """Integer max and average pooling (PyTorch's CPU kernels take them; rill composes them): average pooling
+    truncates the window sum divided by the divisor."""
+    a = np.random.default_rng(3).integers(0, 50, size=(2, 3, 7, 6))
+    x, t = rill.tensor(a).to(getattr(rill, dtype)), torch.tensor(a).to(getattr(torch, dtype))
+    for args in [(2,), (3, 2, 1), ((3, 2), (2, 1), (1, 0), 1, True)]:
+        r, e = F.max_pool2d(x, *args, return_indices=True), torch.nn.functional.max_pool2d(t, *args,
+                                                                                           return_indices=True)
+        assert r[0].tolist() == e[0].tolist() and r[1].tolist() == e[1].tolist()
+    if dtype != "int64":
+        return  # PyTorch's average pooling takes int64 only
+    for args in [(2,), (3, 2, 1), (3, 2, 1, True, False), (2, 1, 0, False, True, 3)]:
+        assert F.avg_pool2d(x, *args).tolist() == torch.nn.functional.avg_pool2d(t, *args).tolist()
 
 
 def test_backward_shape_errors():

@@ -210,6 +210,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("bias", bias)):
         if p is not None and p.numel() != c:
             raise RuntimeError(f"[batch_norm] {name} should contain {c} elements not {p.numel()}")
+    if training and count == 0 and input.numel() == 0 and c > 0:
+        # an empty batch, as PyTorch: an empty result, the running statistics untouched, zero gradients
+        y = input
+        if weight is not None:
+            y = y * _channel_view(weight, input.ndim)
+        return y if bias is None else y + _channel_view(bias, input.ndim)
     if training:
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
@@ -277,6 +283,8 @@ def _pad_constant(input, pad, value):
     body = input[tuple(crop)]
     if body.numel() > 0:
         out[tuple(place)] = body
+    elif input.requires_grad and rill.is_grad_enabled():
+        out = out + body.sum() * 0  # nothing to copy: still an output of the input, whose gradient is zeros
     return out
 
 
@@ -337,7 +345,38 @@ def pad(input, pad, mode="constant", value=None):
                                       f"in mode='{mode}': pad the last 1, 2 or 3 dims of an input with 1 or 2 "
                                       f"more dims (2 values for 2-D/3-D, 4 for 3-D/4-D, 6 for 4-D/5-D input)")
         return _pad_edges(input, pad, mode)
-    raise NotImplementedError(f"[pad] mode '{mode}' is not supported; use 'constant', 'reflect' or 'replicate'")
+    if mode == "circular":
+        if value is not None and value != 0:
+            raise RuntimeError("[pad] Padding mode \"circular\" doesn't take in value argument.")
+        return _pad_circular(input, pad)
+    raise NotImplementedError(f"[pad] mode '{mode}' is not supported; use 'constant', 'reflect', 'replicate' or "
+                              f"'circular'")
+
+
+def _pad_circular(input, pad):
+    """mode='circular', as PyTorch: negative pads crop first, then positive ones wrap around what is kept
+    (output position j reads kept position (j - left) mod kept); index_select carries the gradient back."""
+    dims = len(pad) // 2
+    if dims > 3 or not dims + 1 <= input.ndim <= dims + 2:
+        raise NotImplementedError(f"[pad] padding size {len(pad)} is not supported for a {input.ndim}-D input in "
+                                  f"mode='circular': pad the last 1, 2 or 3 dims of an input with 1 or 2 more dims")
+    out = input
+    for i in range(dims):
+        d = input.ndim - 1 - i
+        left, right, n = pad[2 * i], pad[2 * i + 1], input.shape[d]
+        if left > n or right > n:
+            raise RuntimeError(f"[pad] Padding value causes wrapping around more than once: padding ({left}, "
+                               f"{right}) of a dim of size {n}; use pads no larger than the dim")
+        size = n + left + right
+        if size < 0 or (size > 0 and n == 0):
+            raise RuntimeError(f"[pad] Negative padding value is resulting in an empty dimension: padding "
+                               f"({left}, {right}) of a dim of size {n}")
+        if left == 0 and right == 0:
+            continue
+        lo, kept = builtins.max(-left, 0), n - builtins.max(-left, 0) - builtins.max(-right, 0)
+        idx = rill.tensor([lo + (j - builtins.max(left, 0)) % kept for j in range(size)], dtype=rill.int64)
+        out = out.index_select(d, idx)
+    return out
 
 
 def _cubic_weights(t, a=-0.75):
@@ -501,20 +540,25 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 # ---------------------------------------------------------------------------------------------------------
-# convolution and pooling (inputs (N, C, H, W) or unbatched (C, H, W); conv1d: (N, C, L) or (C, L))
+# convolution and pooling (inputs (N, C, H, W) or unbatched (C, H, W); conv1d: (N, C, L) or (C, L)); 16-bit and
+# integer inputs computed in float32 / float64 (rill.nn._convnd.with_float_compute)
 # ---------------------------------------------------------------------------------------------------------
+from rill.nn._convnd import conv3d, conv_transpose1d, conv_transpose3d, with_float_compute  # noqa: E402,F401
 
 
+@with_float_compute
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution; padding is an int, a 1-tuple, 'valid' or 'same'."""
     return _C._conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@with_float_compute
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution; padding is an int, a pair, 'valid' or 'same' (stride 1 only)."""
     return _C._conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@with_float_compute
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution; weight is (in_channels, out_channels / groups, kH, kW)."""
     return _C._conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
@@ -525,6 +569,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     index of each maximum within its (H * W) input plane."""
     if stride is not None and not isinstance(stride, int) and len(stride) == 0:
         stride = None  # torch accepts stride=[] for "same as kernel_size"
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point and input.dtype != rill.bool:
+        return _poolnd.max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode,
+                                return_indices)
     return _C._max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, bool(return_indices))
 
 
@@ -533,6 +580,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """2-D average pooling; stride defaults to kernel_size."""
     if stride is not None and not isinstance(stride, int) and len(stride) == 0:
         stride = None
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point and input.dtype != rill.bool:
+        return _poolnd.avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                divisor_override)
     return _C._avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
@@ -976,4 +1026,10 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return (rill.sign(out) * relu(out.abs())).mul(kh * kw).pow(1.0 / norm_type)
 
 
+from rill.nn._embedding_bag import embedding_bag  # noqa: E402,F401
+from rill.nn import _poolnd  # noqa: E402
+from rill.nn._poolnd import (  # noqa: E402,F401  (3-D and adaptive max pooling: compositions)
+    adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, avg_pool3d, fold,
+    fractional_max_pool2d, fractional_max_pool3d, lp_pool3d, max_pool3d, unfold,
+)
 from rill.nn._losses import *  # noqa: E402,F401,F403  (the losses: their own module, using the functions above)

@@ -45,3 +45,11 @@ class Buffer(Tensor):
 
     def __init__(self, data=None, *, persistent=True):
         pass
+
+
+def __getattr__(name):
+    # torch.nn.parameter.UninitializedParameter's home; defined with the lazy modules (Note [Lazy parameters])
+    if name == "UninitializedParameter":
+        from rill.nn.modules.lazy import UninitializedParameter
+        return UninitializedParameter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

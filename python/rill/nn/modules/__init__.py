@@ -4,7 +4,9 @@ from rill.nn.modules.container import (  # noqa: F401
     ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential,
 )
 from rill.nn.modules.linear import Flatten, Identity, Linear, Unflatten  # noqa: F401
-from rill.nn.modules.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
+from rill.nn.modules.conv import (  # noqa: F401
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+)
 from rill.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
 from rill.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: F401
 from rill.nn.modules.activation import (  # noqa: F401
@@ -40,6 +42,18 @@ from rill.nn.modules.loss import MultiLabelMarginLoss, MultiMarginLoss, TripletM
 from rill.nn.modules.activation import RReLU  # noqa: F401
 from rill.nn.modules.dropout import FeatureAlphaDropout  # noqa: F401
 from rill.nn.modules.pooling import LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: F401
-from rill.nn.modules.transformer import (  # noqa: F401
-    MultiheadAttention, TransformerEncoder, TransformerEncoderLayer,
+from rill.nn.modules.pooling import (  # noqa: F401
+    AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool3d, FractionalMaxPool2d,
+    FractionalMaxPool3d, LPPool3d, MaxPool3d,
 )
+from rill.nn.modules.normalization import BatchNorm3d  # noqa: F401
+from rill.nn.modules.transformer import (  # noqa: F401
+    MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
+from rill.nn.modules.lazy import (  # noqa: F401
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+    LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, LazyModuleMixin, UninitializedBuffer, UninitializedParameter,
+)
+from rill.nn.modules.fold import Fold, Unfold  # noqa: F401
+from rill.nn.modules.sparse import EmbeddingBag  # noqa: F401

@@ -1,4 +1,4 @@
-"""Convolutions: Conv1d, Conv2d, ConvTranspose2d (forward through rill.nn.functional)."""
+"""Convolutions: Conv1d/2d/3d, ConvTranspose1d/2d/3d (forward through rill.nn.functional)."""
 import math
 
 import rill
@@ -17,7 +17,7 @@ def _ntuple(n):
     return parse
 
 
-_single, _pair = _ntuple(1), _ntuple(2)
+_single, _pair, _triple = _ntuple(1), _ntuple(2), _ntuple(3)
 
 
 class _ConvNd(Module):
@@ -118,21 +118,41 @@ class Conv2d(_ConvNd):
         return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
-class ConvTranspose2d(_ConvNd):
+class Conv3d(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         padding if isinstance(padding, str) else _triple(padding), _triple(dilation), False,
+                         _triple(0), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input):
+        input, padding = self._padded(input)
+        return F.conv3d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _dims, _fn = 2, "conv_transpose2d"
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride), _pair(padding),
-                         _pair(dilation), True, _pair(output_padding), groups, bias, padding_mode, device, dtype)
+        n = _ntuple(self._dims)
+        super().__init__(in_channels, out_channels, n(kernel_size), n(stride), n(padding), n(dilation), True,
+                         n(output_padding), groups, bias, padding_mode, device, dtype)
 
     def _output_padding(self, input, output_size):
         if output_size is None:
             return self.output_padding
-        output_size = list(output_size)[-2:]
+        k = self._dims
+        output_size = list(output_size)
+        if len(output_size) not in (k, input.ndim):
+            raise ValueError(f"ConvTranspose{k}D: for {input.ndim}D input, output_size must have {k} or "
+                             f"{input.ndim} elements (got {len(output_size)})")
+        output_size = output_size[-k:]
         out = []
-        for d in range(2):
-            in_size = input.shape[input.ndim - 2 + d]
+        for d in range(k):
+            in_size = input.shape[input.ndim - k + d]
             min_size = ((in_size - 1) * self.stride[d] - 2 * self.padding[d]
                         + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
             extra = output_size[d] - min_size
@@ -144,5 +164,17 @@ class ConvTranspose2d(_ConvNd):
 
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+        return getattr(F, self._fn)(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                    self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _dims, _fn = 1, "conv_transpose1d"
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _dims, _fn = 2, "conv_transpose2d"
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _dims, _fn = 3, "conv_transpose3d"

@@ -69,7 +69,7 @@ class Module:
 
     # --- calling ---
     def __call__(self, *args, **kwargs):
-        for hook in self._forward_pre_hooks.values():
+        for hook in list(self._forward_pre_hooks.values()):  # a hook may remove itself (lazy modules)
             r = hook(self, args)
             if r is not None:
                 args = r if isinstance(r, tuple) else (r,)

@@ -1,5 +1,5 @@
-"""MultiheadAttention, TransformerEncoderLayer and TransformerEncoder, composed from Linear, LayerNorm, Dropout
-and scaled_dot_product_attention (or softmax and matmul, for the attention weights or dropout), with PyTorch's
+"""MultiheadAttention, TransformerEncoderLayer/Encoder, TransformerDecoderLayer/Decoder and Transformer, composed
+from Linear, LayerNorm, Dropout and scaled_dot_product_attention (or softmax and matmul, for the attention weights or dropout), with PyTorch's
 parameter names (their state dicts load across)."""
 import copy
 import math
@@ -68,10 +68,10 @@ class MultiheadAttention(Module):
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
         if add_bias_kv:
-            raise NotImplementedError("[MultiheadAttention] add_bias_kv=True is not supported; build the module without it")
-        self.bias_k = self.bias_v = None
-        if add_zero_attn:
-            raise NotImplementedError("[MultiheadAttention] add_zero_attn=True is not supported; build the module without it")
+            self.bias_k = Parameter(rill.empty(1, 1, embed_dim, dtype=dtype))
+            self.bias_v = Parameter(rill.empty(1, 1, embed_dim, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
@@ -85,6 +85,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def _projections(self):
         e = self.embed_dim
@@ -115,9 +118,25 @@ class MultiheadAttention(Module):
         q = F.linear(query, wq, bq)
         k = F.linear(key, wk, bk)
         v = F.linear(value, wv, bv)
+        # add_bias_kv appends bias_k / bias_v as one more key and value, add_zero_attn a zero one per head; the
+        # masks get a column (not masked) for each.
+        extra = (self.bias_k is not None) + bool(self.add_zero_attn)
+        if extra and is_causal and attn_mask is None:
+            attn_mask = rill.arange(src_len).unsqueeze(0) > rill.arange(tgt_len).unsqueeze(1)
+        if self.bias_k is not None:
+            k = rill.cat([k, self.bias_k.expand(1, bsz, embed_dim)])
+            v = rill.cat([v, self.bias_v.expand(1, bsz, embed_dim)])
         q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
-        k = k.reshape(src_len, bsz * h, hd).transpose(0, 1)
-        v = v.reshape(src_len, bsz * h, hd).transpose(0, 1)
+        k = k.reshape(k.shape[0], bsz * h, hd).transpose(0, 1)
+        v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
+        if self.add_zero_attn:
+            k = rill.cat([k, rill.zeros((bsz * h, 1, hd), dtype=k.dtype)], dim=1)
+            v = rill.cat([v, rill.zeros((bsz * h, 1, hd), dtype=v.dtype)], dim=1)
+        if extra:
+            attn_mask = None if attn_mask is None else F.pad(_float_mask(attn_mask, q.dtype, "attn_mask"), (0, extra))
+            key_padding_mask = None if key_padding_mask is None else F.pad(
+                _float_mask(key_padding_mask, q.dtype, "key_padding_mask"), (0, extra))
+            src_len += extra
 
         # Without weights to return or dropout to draw, attention is one fused op (F.scaled_dot_product_attention).
         fused = not need_weights and not (self.dropout > 0.0 and self.training)
@@ -207,6 +226,26 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(x)
 
 
+def _generate_square_subsequent_mask(sz, device=None, dtype=None):
+    """The (sz, sz) float mask of a causal attention: -inf above the diagonal, 0 elsewhere."""
+    return rill.triu(rill.full((sz, sz), float("-inf"), dtype=dtype if dtype is not None else rill.float32),
+                     diagonal=1)
+
+
+def _detect_is_causal_mask(mask, is_causal=None, size=None):
+    """is_causal as given; when None, whether mask is exactly the causal mask (PyTorch's rule)."""
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        sz = size if size is not None else mask.shape[-2]
+        causal = _generate_square_subsequent_mask(sz, dtype=mask.dtype if mask.is_floating_point() else None)
+        if tuple(mask.shape) == tuple(causal.shape):
+            if mask.dtype == rill.bool:
+                make_causal = bool((mask == (causal != 0)).all().item())
+            else:
+                make_causal = bool((mask == causal).all().item())
+    return make_causal
+
+
 class TransformerEncoder(Module):
     """num_layers copies of encoder_layer, then an optional norm."""
 
@@ -218,8 +257,144 @@ class TransformerEncoder(Module):
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         out = src
+        batch_first = getattr(getattr(self.layers[0], "self_attn", None), "batch_first", False) if len(
+            self.layers) else False
+        seq_len = src.shape[1 if batch_first and src.dim() == 3 else 0]
+        is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
         for mod in self.layers:
-            out = mod(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+            out = mod(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=is_causal)
         if self.norm is not None:
             out = self.norm(out)
         return out
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, attention over the encoder's memory, then a feed-forward block, each with a residual and a
+    LayerNorm (before with norm_first=True, after by default)."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                            dtype=dtype)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                 batch_first=batch_first, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        if isinstance(activation, str):
+            activation = _get_activation_fn(activation)
+        self.activation = activation
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
+                           need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                is_causal=is_causal, need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
+
+class TransformerDecoder(Module):
+    """num_layers copies of decoder_layer, then an optional norm."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        batch_first = getattr(getattr(self.layers[0], "self_attn", None), "batch_first", False) if len(
+            self.layers) else False
+        seq_len = tgt.shape[1 if batch_first and tgt.dim() == 3 else 0]
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        out = tgt
+        for mod in self.layers:
+            out = mod(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
+
+
+class Transformer(Module):
+    """An encoder (num_encoder_layers TransformerEncoderLayers and a LayerNorm) and a decoder
+    (num_decoder_layers TransformerDecoderLayers and a LayerNorm); custom_encoder / custom_decoder replace them."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, dtype=dtype)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, dtype=dtype)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        is_batched = src.dim() == 3
+        if not self.batch_first and src.shape[1] != tgt.shape[1] and is_batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if self.batch_first and src.shape[0] != tgt.shape[0] and is_batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """The (sz, sz) causal mask: -inf above the diagonal, 0 elsewhere."""
+        return _generate_square_subsequent_mask(sz, device, dtype)
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
