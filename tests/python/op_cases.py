@@ -869,6 +869,8 @@ CASES += [
     case("linalg_lu_factor", lambda m, a: m.linalg.lu_factor(a).LU,
          [(In((4, 4)),), (In((5, 3)),), (In((2, 3, 5)),)]),
     case("linalg_lu_pivots", lambda m, a: m.linalg.lu(a).P, [(In((4, 4)),), (In((5, 3)),)], differentiable=False),
+    case("geqrf", lambda m, a: m.cat([t.flatten() for t in m.geqrf(a)]), [(In((5, 3)),), (In((2, 3, 4)),)],
+         differentiable=False),
 ]
 
 # --- nn: 3-D and 1-D transposed convolution, circular padding (rill/nn/_convnd.py, compositions of the 2-D ops)
