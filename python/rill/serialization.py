@@ -1,20 +1,24 @@
-"""rill.save / rill.load: tensors, state dicts and nested containers, in a file that holds no code.
+"""rill.save / rill.load: tensors, state dicts and nested containers.
 
-Format (version 1), little-endian:
+rill.save writes PyTorch's zip checkpoint format (archive/data.pkl, a protocol-2 pickle in which each tensor is
+torch._utils._rebuild_tensor_v2 over a storage kept in archive/data/<key>), so torch.load(f, weights_only=True)
+reads a rill state dict as rill reads PyTorch's. The pickle is written by rill's own pickler, which admits only
+tensors, parameters, numpy arrays, dtypes and dict/OrderedDict/list/tuple/number/str/bytes/None containers.
+
+rill.load reads those files and PyTorch's through an Unpickler whose find_class admits only a short whitelist
+(OrderedDict, the tensor-rebuild functions, storage and dtype names, rill's array rebuild, and what
+add_safe_globals adds), all mapped to rill code: torch is never imported and nothing in a file can run code.
+weights_only=False is the explicit opt-in PyTorch has for whole pickled objects: the file is fully unpickled,
+with torch.* names mapped to rill's classes at the same import paths (rill.nn.modules.linear.Linear, ...).
+
+It also reads rill's earlier format (version 1), little-endian:
 
     magic b"RILLSAVE" | u32 version | u64 header length | u32 crc32(header) | header | data
 
-The header is UTF-8 JSON: {"data_nbytes", "data_crc32", "root": node}; a node is one of
-none/bool/int/float/str, list/tuple/dict/odict (dict keys are nodes too), tensor
-({"dtype", "shape", "offset", "nbytes", "requires_grad", "param"}), ref (a tensor saved earlier in the
-same file: the same object comes back) or ndarray (a numpy array of one of those dtypes but bfloat16:
-{"dtype", "shape", "offset", "nbytes"}, loaded as a new writable array). Tensor data is stored contiguous (views are saved as their
-values), each blob 64-byte aligned. Loading parses JSON and numbers only: nothing in a file can name a
-Python object to build or call, and every size, offset and checksum is checked before use.
-
-rill.load also reads PyTorch's torch.save zip format (archive/data.pkl + archive/data/<key>) through an
-Unpickler whose find_class admits only a short whitelist (OrderedDict, torch's tensor-rebuild functions,
-storage and dtype names), all mapped to rill code; torch itself is never imported.
+whose header is UTF-8 JSON: {"data_nbytes", "data_crc32", "root": node}; a node is one of
+none/bool/int/float/str, list/tuple/dict/odict, tensor ({"dtype", "shape", "offset", "nbytes",
+"requires_grad", "param"}), ref (a tensor saved earlier in the same file) or ndarray. Every size, offset and
+checksum is checked before use.
 """
 import collections
 import io
@@ -141,24 +145,135 @@ class _Writer:
                         "dict/OrderedDict/list/tuple/int/float/str/bool/None containers of them (save a module's state_dict(), not the module)")
 
 
+class _Global:
+    """A name the checkpoint's pickle refers to (torch._utils._rebuild_tensor_v2, torch.FloatStorage, ...),
+    written as a GLOBAL opcode without importing its module."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):  # pickle's save_reduce wants a callable
+        raise TypeError(f"{self.module}.{self.name} is a name in a checkpoint, not a function")
+
+
+class _StorageRef:
+    def __init__(self, key, dtype, numel):
+        self.key, self.dtype, self.numel = key, dtype, numel
+
+
+class _TorchPickler(pickle._Pickler):
+    """Pickles tensors as torch.save does (a rebuild call over a storage that lives in its own zip entry), so
+    torch.load(weights_only=True) reads the file; numpy arrays as rill.serialization._rebuild_ndarray."""
+
+    def __init__(self, file, storages):
+        super().__init__(file, protocol=2)
+        self._storages = storages  # key -> bytes
+        self._keep = []
+
+    def save(self, obj, save_persistent_id=True):
+        if isinstance(obj, _C.dtype):  # a dtype value: torch.<name>, as torch pickles its dtypes
+            obj = _Global("torch", obj.name)
+        if isinstance(obj, _Global):
+            self.write(pickle.GLOBAL + obj.module.encode("utf-8") + b"\n" + obj.name.encode("utf-8") + b"\n")
+            return
+        super().save(obj, save_persistent_id)
+
+    def persistent_id(self, obj):
+        if isinstance(obj, _StorageRef):
+            names = {dtype: name for name, dtype in _TORCH_STORAGES.items() if name != "UntypedStorage"}
+            return ("storage", _Global("torch", names[obj.dtype]), obj.key, "cpu", obj.numel)
+        return None
+
+    def _storage(self, arr, dtype):
+        key = str(len(self._storages))
+        self._storages[key] = np.ascontiguousarray(arr).reshape(-1).tobytes()
+        return _StorageRef(key, dtype, int(arr.size))
+
+    def reducer_override(self, obj):
+        if isinstance(obj, Tensor):
+            from rill.nn.parameter import Parameter
+            self._keep.append(obj)  # ids stay unique while saving
+            arr = _tensor_bytes(obj)
+            shape = tuple(int(n) for n in obj.shape)
+            stride, acc = [], 1
+            for n in reversed(shape):
+                stride.append(acc)
+                acc *= n
+            rebuilt = (_Global("torch._utils", "_rebuild_tensor_v2"),
+                       (self._storage(arr, obj.dtype.name), 0, shape, tuple(reversed(stride)),
+                        bool(obj.requires_grad) and not isinstance(obj, Parameter), collections.OrderedDict()))
+            if isinstance(obj, Parameter):
+                return (_Global("torch._utils", "_rebuild_parameter"),
+                        (_Rebuilt(rebuilt), bool(obj.requires_grad), collections.OrderedDict()))
+            return rebuilt
+        if isinstance(obj, _Rebuilt):
+            return obj.reduced
+        if isinstance(obj, np.ndarray):
+            name = obj.dtype.name
+            if name not in _DTYPES or name == "bfloat16" or obj.dtype.kind not in "biuf":
+                raise TypeError(f"[save] can't save a numpy array of dtype {obj.dtype}: rill.save stores arrays of "
+                                "bool, uint8, int8, int16, int32, int64, float16, float32 and float64")
+            arr = np.asarray(obj, order="C").astype(_DTYPES[name], copy=False)
+            return (_Global("rill.serialization", "_rebuild_ndarray"),
+                    (self._storage(arr, name), tuple(int(n) for n in obj.shape)))
+        return NotImplemented
+
+
+class _Rebuilt:
+    """A tensor's rebuild call inside a parameter's."""
+
+    def __init__(self, reduced):
+        self.reduced = reduced
+
+
+def _check_savable(obj, depth=0):
+    """Raise TypeError for anything rill.save does not store (before writing a byte)."""
+    if depth > 200:
+        raise ValueError("[save] the object is nested more than 200 levels deep")
+    if obj is None or isinstance(obj, (bool, int, float, str, bytes, Tensor, np.ndarray, _C.dtype)):
+        return obj
+    if isinstance(obj, (np.integer, np.floating, np.bool_)):
+        return obj.item()
+    if isinstance(obj, dict):
+        out = collections.OrderedDict() if isinstance(obj, collections.OrderedDict) else {}
+        for k, v in obj.items():
+            out[_check_savable(k, depth + 1)] = _check_savable(v, depth + 1)
+        meta = getattr(obj, "_metadata", None)
+        if isinstance(meta, dict) and isinstance(out, collections.OrderedDict):
+            out._metadata = _check_savable(meta, depth + 1)
+        return out
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        return tuple(_check_savable(v, depth + 1) for v in obj)
+    if isinstance(obj, list):
+        return [_check_savable(v, depth + 1) for v in obj]
+    raise TypeError(f"[save] can't save an object of type {type(obj).__module__}.{type(obj).__qualname__}: "
+                    "rill.save stores tensors, numpy arrays and dict/OrderedDict/list/tuple/int/float/str/bool/None "
+                    "containers of them (save a module's state_dict(), not the module)")
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Write obj (tensors, state dicts, nested dict/list/tuple/number/str/None) to f, a path or a binary file."""
+    """Write obj (tensors, state dicts, numpy arrays, nested dict/list/tuple/number/str/None) to f, a path or a
+    binary file, in PyTorch's zip checkpoint format: torch.load(f, weights_only=True) reads what it holds but
+    numpy arrays (which torch.load refuses in weights_only mode, as it does its own)."""
     if pickle_module is not None:
-        raise ValueError("[save] pickle_module is not supported: rill's format holds no pickled objects")
-    w = _Writer()
-    root = w.node(obj)
-    data = b"".join(w.blobs)
-    header = json.dumps({"format": "rill", "data_nbytes": len(data), "data_crc32": zlib.crc32(data), "root": root},
-                        separators=(",", ":")).encode("utf-8")
-    prefix = _PREFIX.pack(_MAGIC, _VERSION, len(header), zlib.crc32(header))
+        raise ValueError("[save] pickle_module is not supported: rill writes only its own restricted pickles")
+    tree = _check_savable(obj)
+    storages = {}
+    buf = io.BytesIO()
+    pickler = _TorchPickler(buf, storages)
+    pickler.dump(tree)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("archive/data.pkl", buf.getvalue())
+        zf.writestr("archive/byteorder", b"little")
+        for key, raw in storages.items():
+            zf.writestr(f"archive/data/{key}", raw)
+        zf.writestr("archive/version", b"3\n")
+    data = out.getvalue()
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as fh:
-            fh.write(prefix)
-            fh.write(header)
             fh.write(data)
     else:
-        f.write(prefix)
-        f.write(header)
         f.write(data)
 
 
@@ -329,8 +444,10 @@ def _check_map_location(map_location):
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
-    """Read what rill.save (or torch.save, zip format) wrote. Never runs code from the file: weights_only is
-    accepted and always in effect. A truncated or corrupted file raises RuntimeError saying what is wrong."""
+    """Read what rill.save (or torch.save, zip format) wrote. weights_only=True (the default) never runs code from
+    the file: only tensors, containers and what add_safe_globals allows are built. weights_only=False fully
+    unpickles a trusted file (whole modules, any picklable object), torch.* names mapped to rill's. A truncated
+    or corrupted file raises RuntimeError saying what is wrong."""
     if pickle_module is not None:
         raise ValueError("[load] pickle_module is not supported: rill never unpickles arbitrary objects")
     _check_map_location(map_location)
@@ -343,7 +460,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     if bytes(buf[:8]) == _MAGIC:
         return _load_rill(buf, map_location)
     if bytes(buf[:4]) == b"PK\x03\x04":
-        return _load_torch_zip(bytes(buf))
+        return _load_torch_zip(bytes(buf), weights_only is not False)
     if len(buf) == 0:
         raise _bad("the file is empty")
     if len(buf) >= 2 and buf[0] == 0x80:
@@ -447,7 +564,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
-    if not isinstance(dtype, _TorchDtype):
+    if not isinstance(dtype, _C.dtype):
         raise _bad("corrupted torch checkpoint: bad dtype in _rebuild_tensor_v3")
     t = _rebuild_tensor(storage, storage_offset, size, stride, dtype.name)
     if requires_grad and t.is_floating_point():
@@ -462,11 +579,15 @@ def _rebuild_parameter(data, requires_grad, backward_hooks, *state):
     return Parameter(data, requires_grad=bool(requires_grad) and data.is_floating_point())
 
 
-class _TorchDtype(_Sealed):
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
+def _rebuild_ndarray(storage, shape):
+    """A numpy array rill.save wrote: its storage's values in shape (a new writable array)."""
+    if not isinstance(storage, _Storage):
+        raise _bad("corrupted checkpoint: an array refers to no storage")
+    shape = _checked_ints(shape, "array shape")
+    numel = int(np.prod(shape)) if shape else 1
+    if any(n < 0 for n in shape) or numel > storage.array.size:
+        raise _bad(f"corrupted checkpoint: an array of shape {shape} in a storage of {storage.array.size} elements")
+    return np.array(storage.array[:numel].reshape(shape)).astype(storage.array.dtype.newbyteorder("="))
 
 
 def _codecs_encode(obj, encoding="utf-8"):
@@ -491,24 +612,91 @@ def _allowed_globals():
     for storage, dtype in _TORCH_STORAGES.items():
         allowed[("torch", storage)] = allowed[("torch.storage", storage)] = (lambda d=dtype: _StorageType(d))
     for name, dtype in _TORCH_DTYPES.items():
-        allowed[("torch", name)] = (lambda d=dtype: _TorchDtype(d))
+        allowed[("torch", name)] = (lambda d=dtype: getattr(_C, d))  # a dtype value, or _rebuild_tensor_v3's
+    allowed[("rill.serialization", "_rebuild_ndarray")] = lambda: _AllowedCallable(_rebuild_ndarray)
     return allowed
 
 
 _ALLOWED = _allowed_globals()
 
 
+_USER_SAFE = {}  # (module, name) -> object, from add_safe_globals
+
+
+def add_safe_globals(safe_globals):
+    """Let rill.load (weights_only=True) build these classes or call these functions when a checkpoint names
+    them: each entry is the object, or (object, "module.name") for the name the file uses."""
+    for entry in safe_globals:
+        obj, name = entry if isinstance(entry, tuple) else (entry, None)
+        if name is None:
+            name = f"{obj.__module__}.{obj.__qualname__}"
+        module, _, attr = name.rpartition(".")
+        _USER_SAFE[(module, attr)] = obj
+
+
+def get_safe_globals():
+    """What add_safe_globals allowed, in order."""
+    return list(_USER_SAFE.values())
+
+
+def clear_safe_globals():
+    """Forget everything add_safe_globals allowed."""
+    _USER_SAFE.clear()
+
+
+class safe_globals:
+    """add_safe_globals for the duration of a with block."""
+
+    def __init__(self, safe_globals):
+        self._globals = safe_globals
+
+    def __enter__(self):
+        self._before = dict(_USER_SAFE)
+        add_safe_globals(self._globals)
+
+    def __exit__(self, *exc):
+        _USER_SAFE.clear()
+        _USER_SAFE.update(self._before)
+
+
+def _torch_path_in_rill(module, name):
+    """torch.nn.modules.linear.Linear -> rill.nn.modules.linear.Linear (None when rill has no such name)."""
+    import importlib
+    if module != "torch" and not module.startswith("torch."):
+        return None
+    try:
+        obj = importlib.import_module("rill" + module[len("torch"):])
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return obj
+    except (ImportError, AttributeError):
+        return None
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
-    def __init__(self, file, storages):
+    def __init__(self, file, storages, weights_only=True):
         super().__init__(file)
         self._storages = storages
+        self._weights_only = weights_only
 
     def find_class(self, module, name):
+        if (module, name) in _USER_SAFE:
+            return _USER_SAFE[(module, name)]
+        if not self._weights_only:
+            if (module, name) in _ALLOWED:
+                return _ALLOWED[(module, name)]()
+            mapped = _torch_path_in_rill(module, name)
+            if mapped is not None:
+                return mapped
+            if module == "torch" or module.startswith("torch."):
+                raise _bad(f"the checkpoint names '{module}.{name}', which rill does not have")
+            return super().find_class(module, name)
         try:
             return _ALLOWED[(module, name)]()
         except (KeyError, TypeError):
             raise _bad(f"refusing to load '{module}.{name}' from a torch checkpoint: only tensors, parameters and "
-                       "containers of them are allowed (loading never runs code from a file)") from None
+                       "containers of them are allowed (loading never runs code from a file); pass weights_only=False "
+                       "for a file you trust, or allow the name with rill.serialization.add_safe_globals") from None
 
     def persistent_load(self, pid):
         if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
@@ -521,7 +709,12 @@ class _RestrictedUnpickler(pickle.Unpickler):
         return self._storages(key, storage_type.dtype, numel)
 
 
-def _load_torch_zip(buf):
+def _zip_reason(e):
+    text = str(e)
+    return f"checksum mismatch: {text}" if "CRC" in text else text
+
+
+def _load_torch_zip(buf, weights_only=True):
     try:
         zf = zipfile.ZipFile(io.BytesIO(buf))
         names = zf.namelist()
@@ -544,7 +737,7 @@ def _load_torch_zip(buf):
         try:
             raw = zf.read(entry)
         except (zipfile.BadZipFile, zlib.error, EOFError) as e:
-            raise _bad(f"corrupted torch checkpoint: storage '{key}' can't be read ({e})") from None
+            raise _bad(f"corrupted checkpoint: storage '{key}' can't be read ({_zip_reason(e)})") from None
         carrier = _DTYPES[dtype]
         if len(raw) < numel * carrier.itemsize:
             raise _bad(f"truncated torch checkpoint: storage '{key}' has {len(raw)} bytes for {numel} {dtype} "
@@ -556,9 +749,9 @@ def _load_torch_zip(buf):
     try:
         data = zf.read(pkls[0])
     except (zipfile.BadZipFile, zlib.error, EOFError) as e:
-        raise _bad(f"corrupted torch checkpoint: data.pkl can't be read ({e})") from None
+        raise _bad(f"corrupted checkpoint: data.pkl can't be read ({_zip_reason(e)})") from None
     try:
-        return _RestrictedUnpickler(io.BytesIO(data), storage).load()
+        return _RestrictedUnpickler(io.BytesIO(data), storage, weights_only).load()
     except RuntimeError:
         raise
     except Exception as e:  # noqa: BLE001 - any malformed pickle is reported as a load error

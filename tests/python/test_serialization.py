@@ -129,19 +129,45 @@ def test_truncated_files_raise_clearly():
 
 
 def test_corrupted_bytes_raise_clearly():
-    raw = bytearray(_saved_bytes({"w": rill.randn(10, 10)}))
+    w = rill.randn(10, 10)
+    raw = bytearray(_saved_bytes({"w": w}))
     data_byte = bytearray(raw)
-    data_byte[-7] ^= 0xFF
+    data_byte[raw.index(w.numpy().tobytes()) + 7] ^= 0xFF  # inside the tensor's storage entry
     with pytest.raises(RuntimeError, match="checksum"):
         rill.load(io.BytesIO(bytes(data_byte)))
-    header_byte = bytearray(raw)
-    header_byte[40] ^= 0x01
+    pickle_byte = bytearray(raw)
+    pickle_byte[raw.index(b"_rebuild_tensor_v2")] ^= 0x01  # inside data.pkl
+    with pytest.raises(RuntimeError, match="checksum"):
+        rill.load(io.BytesIO(bytes(pickle_byte)))
+    legacy = bytearray(_with_header({"format": "rill", "data_nbytes": 0, "data_crc32": 0, "root": {"t": "none"}}))
+    header_byte = bytearray(legacy)
+    header_byte[30] ^= 0x01
     with pytest.raises(RuntimeError, match="checksum"):
         rill.load(io.BytesIO(bytes(header_byte)))
     with pytest.raises(RuntimeError, match="version"):
-        rill.load(io.BytesIO(bytes(raw[:8]) + struct.pack("<I", 99) + bytes(raw[12:])))
+        rill.load(io.BytesIO(bytes(legacy[:8]) + struct.pack("<I", 99) + bytes(legacy[12:])))
     with pytest.raises(RuntimeError, match="not a rill file"):
         rill.load(io.BytesIO(b"hello world, not a checkpoint"))
+
+
+def test_state_dicts_cross_to_torch_and_back(tmp_path):
+    import torch
+    m = rill.nn.Sequential(rill.nn.Linear(3, 4), rill.nn.BatchNorm1d(4))
+    rill.save(m.state_dict(), tmp_path / "rill.pt")
+    sd = torch.load(tmp_path / "rill.pt", weights_only=True)
+    t = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    t.load_state_dict(sd)
+    for k, v in m.state_dict().items():
+        np.testing.assert_array_equal(sd[k].numpy(), v.numpy())
+        assert str(sd[k].dtype).split(".")[-1] == v.dtype.name
+    torch.save(t.state_dict(), tmp_path / "torch.pt")
+    back = rill.load(tmp_path / "torch.pt")
+    for k, v in back.items():
+        np.testing.assert_array_equal(v.numpy(), sd[k].numpy())
+    mixed = {"h": rill.ones(2, dtype=rill.bfloat16), "dt": rill.float16, "n": [1, (2.5, "x"), None]}
+    rill.save(mixed, tmp_path / "mixed.pt")
+    tm = torch.load(tmp_path / "mixed.pt", weights_only=True)
+    assert tm["h"].dtype == torch.bfloat16 and tm["dt"] == torch.float16 and tm["n"] == [1, (2.5, "x"), None]
 
 
 @pytest.mark.parametrize("root", [
@@ -314,3 +340,36 @@ def test_numpy_arrays_round_trip(tmp_path, dtype):
 def test_saving_an_unsupported_numpy_array_raises_type_error(tmp_path, array):
     with pytest.raises(TypeError, match="numpy array of dtype"):
         rill.save({"x": array}, tmp_path / "x.pt")
+
+
+class _Point:
+    def __init__(self, x):
+        self.x = x
+
+
+def test_whole_pickled_modules_load_only_when_asked(tmp_path):
+    import torch
+    t = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU())
+    torch.save(t, tmp_path / "whole.pt")
+    with pytest.raises(RuntimeError, match="weights_only=False"):
+        rill.load(tmp_path / "whole.pt")
+    m = rill.load(tmp_path / "whole.pt", weights_only=False)
+    assert type(m) is rill.nn.Sequential and type(m[0]) is rill.nn.Linear
+    x = np.ones((1, 3), dtype=np.float32)
+    np.testing.assert_allclose(m(rill.tensor(x)).detach().numpy(), t(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+
+
+def test_safe_globals_admit_named_classes(tmp_path):
+    import torch
+    torch.save({"p": _Point(3)}, tmp_path / "point.pt")
+    with pytest.raises(RuntimeError, match="refusing"):
+        rill.load(tmp_path / "point.pt")
+    with rill.serialization.safe_globals([_Point]):
+        assert rill.load(tmp_path / "point.pt")["p"].x == 3
+    with pytest.raises(RuntimeError, match="refusing"):
+        rill.load(tmp_path / "point.pt")
+    rill.serialization.add_safe_globals([_Point])
+    try:
+        assert rill.load(tmp_path / "point.pt")["p"].x == 3
+    finally:
+        rill.serialization.clear_safe_globals()
