@@ -445,7 +445,7 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
     full-rank tall A and driver 'gelsd'/'gelss'), rank and singular values (for 'gelsy', 'gelsd', 'gelss')."""
     driver = "gelsy" if driver is None else driver
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     if A.dim() < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
     vector = B.dim() == A.dim() - 1
@@ -456,7 +456,7 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
                            f"input's dtype {A.dtype} and other's dtype {B.dtype}")
     m, n = A.shape[-2], A.shape[-1]
     if B.shape[-2] != m:
-        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
     A_, B_ = _broadcast_batch(A, B)
     U, S, Vh = svd(A_, full_matrices=False)
     eps = _eps(A.dtype)
@@ -523,7 +523,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     """The matrix norm 'fro', 'nuc', 2, -2, 1, -1, inf or -inf over the two dims."""
     x = A if dtype is None else A.to(dtype)
     if x.dim() < 2:
-        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     d0, d1 = (d % x.dim() for d in dim)
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
