@@ -88,6 +88,8 @@ def _with_memory_format(t, fmt, copied):
 
 
 def _contiguous(self, memory_format=contiguous_format):
+    if memory_format is contiguous_format:
+        return self._contiguous_row_major()
     return _with_memory_format(self, memory_format, False) if memory_format is not preserve_format else self
 
 
