@@ -68,11 +68,11 @@ def _result(name, fields):
 SlogdetResult = _result("linalg_slogdet", "sign logabsdet")
 EighResult = _result("linalg_eigh", "eigenvalues eigenvectors")
 SvdResult = _result("linalg_svd", "U S Vh")
-QrResult = _result("_linalg_qr", "Q R")
+QrResult = _result("_lapack_qr", "Q R")
 LuFactorResult = _result("linalg_lu_factor", "LU pivots")
-LuFactorExResult = _result("_linalg_lu_factor_ex", "LU pivots info")
+LuFactorExResult = _result("_lapack_lu_factor_ex", "LU pivots info")
 LuResult = _result("linalg_lu", "P L U")
-CholeskyExResult = _result("_linalg_cholesky_ex", "L info")
+CholeskyExResult = _result("_lapack_cholesky_ex", "L info")
 InvExResult = _result("linalg_inv_ex", "inverse info")
 SolveExResult = _result("linalg_solve_ex", "result info")
 LstsqResult = _result("linalg_lstsq", "solution residuals rank singular_values")
@@ -118,7 +118,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type {A.dtype} "
                            f"and B of type {B.dtype} instead")
     A_, B_ = _broadcast_batch(A, B)
-    X, info = _C._linalg_solve_ex(A_, B_, check_errors=check_errors)
+    X, info = _C._lapack_solve_ex(A_, B_, check_errors=check_errors)
     if not left:
         X = _mT(X)
     if vector:
@@ -147,7 +147,7 @@ def inv(A, *, out=None):
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """X with A X = B (left) or X A = B for a triangular A (only its upper or lower triangle is read)."""
     A_, B_ = _broadcast_batch(A, B)
-    return _out(out, _C._linalg_solve_triangular(A_, B_, upper=upper, left=left, unitriangular=unitriangular))
+    return _out(out, _C._lapack_solve_triangular(A_, B_, upper=upper, left=left, unitriangular=unitriangular))
 
 
 def matrix_power(A, n):
@@ -197,14 +197,14 @@ def tensorsolve(A, B, dims=None, *, out=None):
 def slogdet(A, *, out=None):
     """The sign and the log of the absolute value of A's determinant (0 and -inf for a singular A)."""
     _square(A, "torch.linalg.slogdet")
-    sign, logabsdet = _C._linalg_slogdet(A)
+    sign, logabsdet = _C._lapack_slogdet(A)
     return SlogdetResult(sign, logabsdet)
 
 
 def det(A, *, out=None):
     """A's determinant."""
     _square(A, "torch.linalg.det")
-    sign, logabsdet = _C._linalg_slogdet(A)
+    sign, logabsdet = _C._lapack_slogdet(A)
     return _out(out, sign * logabsdet.exp())
 
 
@@ -218,13 +218,13 @@ def logdet(A):
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """The Cholesky factor of a symmetric positive-definite A and the LAPACK info (k > 0: the order-k leading minor
     is not positive-definite)."""
-    L, info = _C._linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)
+    L, info = _C._lapack_cholesky_ex(A, upper=upper, check_errors=check_errors)
     return CholeskyExResult(_out(out, L), info)
 
 
 def cholesky(A, *, upper=False, out=None):
     """The Cholesky factor of a symmetric positive-definite A; raises when it is not positive-definite."""
-    return _out(out, _C._linalg_cholesky_ex(A, upper=upper, check_errors=True)[0])
+    return _out(out, _C._lapack_cholesky_ex(A, upper=upper, check_errors=True)[0])
 
 
 def _needs_vectors(A):
@@ -233,13 +233,13 @@ def _needs_vectors(A):
 
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric A, from its UPLO triangle."""
-    w, V = _C._linalg_eigh(A, UPLO, True)
+    w, V = _C._lapack_eigh(A, UPLO, True)
     return EighResult(w, V)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) of a symmetric A, from its UPLO triangle."""
-    return _out(out, _C._linalg_eigh(A, UPLO, _needs_vectors(A))[0])
+    return _out(out, _C._lapack_eigh(A, UPLO, _needs_vectors(A))[0])
 
 
 def _no_complex(name):
@@ -260,14 +260,14 @@ def eigvals(A, *, out=None):
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U diag(S) Vh with S descending (LAPACK gesdd; driver is accepted for PyTorch's CUDA-only choice)."""
     _check_driver(driver)
-    U, S, Vh = _C._linalg_svd(A, full_matrices, True)
+    U, S, Vh = _C._lapack_svd(A, full_matrices, True)
     return SvdResult(U, S, Vh)
 
 
 def svdvals(A, *, driver=None, out=None):
     """A's singular values, descending."""
     _check_driver(driver)
-    return _out(out, _C._linalg_svd(A, False, _needs_vectors(A))[1])
+    return _out(out, _C._lapack_svd(A, False, _needs_vectors(A))[1])
 
 
 def _check_driver(driver):
@@ -278,14 +278,14 @@ def _check_driver(driver):
 
 def qr(A, mode="reduced", *, out=None):
     """A = Q R with Q's columns orthonormal and R upper triangular (mode 'reduced', 'complete' or 'r')."""
-    Q, R = _C._linalg_qr(A, mode)
+    Q, R = _C._lapack_qr(A, mode)
     return QrResult(Q, R)
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """A's LU factorization with partial pivoting, packed (L below the diagonal, U on and above), LAPACK's
     1-based pivots and info."""
-    LU, pivots, info = _C._linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors)
+    LU, pivots, info = _C._lapack_lu_factor_ex(A, pivot=pivot, check_errors=check_errors)
     return LuFactorExResult(LU, pivots, info)
 
 
@@ -296,7 +296,7 @@ def lu_factor(A, *, pivot=True, out=None):
 
 
 def _permutation_matrix(pivots, m, dtype):
-    perm = _C._linalg_lu_permutation(pivots, m)
+    perm = _C._lapack_lu_permutation(pivots, m)
     return (rill.arange(m).unsqueeze(-1) == perm.unsqueeze(-2)).to(dtype)
 
 
@@ -348,7 +348,7 @@ _TorchGeqrf = _result("geqrf", "a tau")
 def geqrf(A, *, out=None):
     """LAPACK's compact QR of A: R on and above the diagonal of a, the Householder vectors below it, their scales
     in tau (torch.geqrf; not differentiable, as in PyTorch)."""
-    a, tau = _C._linalg_geqrf(A)
+    a, tau = _C._lapack_geqrf(A)
     return _TorchGeqrf(a, tau)
 
 
@@ -598,8 +598,16 @@ def cholesky_inverse(L, upper=False, *, out=None):
     return _out(out, cholesky_solve(_eye_like(L), L, upper))
 
 
-def _torch_cholesky(A, upper=False, *, out=None):
-    return cholesky(A, upper=upper, out=out)
+def _torch_cholesky(input, upper=False, *, out=None):
+    return cholesky(input, upper=upper, out=out)
+
+
+def _torch_cholesky_solve(input, input2, upper=False, *, out=None):
+    return cholesky_solve(input, input2, upper, out=out)
+
+
+def _torch_cholesky_inverse(input, upper=False, *, out=None):
+    return cholesky_inverse(input, upper, out=out)
 
 
 _TorchSlogdet = _result("slogdet", "sign logabsdet")
@@ -609,39 +617,39 @@ _TorchTriangularSolve = _result("triangular_solve", "solution cloned_coefficient
 _TorchLuUnpack = _result("lu_unpack", "P L U")
 
 
-def _torch_slogdet(A):
-    return _TorchSlogdet(*slogdet(A))
+def _torch_slogdet(input):
+    return _TorchSlogdet(*slogdet(input))
 
 
-def _torch_qr(A, some=True, *, out=None):
-    return _TorchQr(*qr(A, "reduced" if some else "complete"))
+def _torch_qr(input, some=True, *, out=None):
+    return _TorchQr(*qr(input, "reduced" if some else "complete"))
 
 
-def _torch_svd(A, some=True, compute_uv=True, *, out=None):
+def _torch_svd(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: V rather than Vh; zero-filled U and V when compute_uv is False."""
     if not compute_uv:
-        m, n = A.shape[-2], A.shape[-1]
-        return _TorchSvd(rill.zeros(*A.shape[:-2], m, m, dtype=A.dtype), svdvals(A),
-                         rill.zeros(*A.shape[:-2], n, n, dtype=A.dtype))
-    U, S, Vh = svd(A, full_matrices=not some)
+        m, n = input.shape[-2], input.shape[-1]
+        return _TorchSvd(rill.zeros(*input.shape[:-2], m, m, dtype=input.dtype), svdvals(input),
+                         rill.zeros(*input.shape[:-2], n, n, dtype=input.dtype))
+    U, S, Vh = svd(input, full_matrices=not some)
     return _TorchSvd(U, S, _mT(Vh))
 
 
-def _torch_pinverse(A, rcond=1e-15):
-    return pinv(A, rtol=rcond)
+def _torch_pinverse(input, rcond=1e-15):
+    return pinv(input, rtol=rcond)
 
 
-def _torch_inverse(A, *, out=None):
-    return inv(A, out=out)
+def _torch_inverse(input, *, out=None):
+    return inv(input, out=out)
 
 
-def _torch_lu(A, pivot=True, get_infos=False, *, out=None):
-    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+def _torch_lu(self, pivot=True, get_infos=False, *, out=None):
+    LU, pivots, info = lu_factor_ex(self, pivot=pivot)
     return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
-def _torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
-    return lu_solve(LU_data, LU_pivots, b, out=out)
+def _torch_lu_solve(input, LU_data, LU_pivots, *, out=None):
+    return lu_solve(LU_data, LU_pivots, input, out=out)
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
@@ -649,34 +657,50 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     return _TorchLuUnpack(*_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots))
 
 
-def _torch_triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
-    """torch.triangular_solve: X with op(A) X = b (op(A) = A^T when transpose), and a copy of A."""
+def _torch_triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """torch.triangular_solve: X with op(A) X = input (op(A) = A^T when transpose), and a copy of A."""
     coefficient = _mT(A) if transpose else A
-    X = solve_triangular(coefficient, b, upper=upper != transpose, unitriangular=unitriangular)
+    X = solve_triangular(coefficient, input, upper=upper != transpose, unitriangular=unitriangular)
     return _TorchTriangularSolve(X, A.clone())
 
 
-def _torch_matrix_power(A, n):
-    return matrix_power(A, n)
+def _torch_matrix_power(input, n):
+    return matrix_power(input, n)
 
 
-def _torch_matrix_exp(A):
-    return matrix_exp(A)
+def _torch_matrix_exp(input):
+    return matrix_exp(input)
 
 
-def _torch_det(A):
-    return det(A)
+def _torch_det(input):
+    return det(input)
+
+
+def _torch_logdet(input):
+    return logdet(input)
+
+
+def _torch_geqrf(input, *, out=None):
+    return geqrf(input)
+
+
+def _torch_orgqr(input, input2):
+    return householder_product(input, input2)
+
+
+def _torch_ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
+    return ormqr(input, input2, input3, left, transpose, out=out)
 
 
 _TORCH_LEVEL = {  # name: (function, also a Tensor method)
-    "det": (_torch_det, True), "logdet": (logdet, True), "slogdet": (_torch_slogdet, True),
+    "det": (_torch_det, True), "logdet": (_torch_logdet, True), "slogdet": (_torch_slogdet, True),
     "inverse": (_torch_inverse, True), "cholesky": (_torch_cholesky, True),
-    "cholesky_solve": (cholesky_solve, True), "cholesky_inverse": (cholesky_inverse, True),
+    "cholesky_solve": (_torch_cholesky_solve, True), "cholesky_inverse": (_torch_cholesky_inverse, True),
     "qr": (_torch_qr, True), "svd": (_torch_svd, True), "pinverse": (_torch_pinverse, True),
     "matrix_exp": (_torch_matrix_exp, True), "matrix_power": (_torch_matrix_power, True),
     "lu": (_torch_lu, True), "lu_solve": (_torch_lu_solve, True), "lu_unpack": (lu_unpack, False),
-    "triangular_solve": (_torch_triangular_solve, True), "geqrf": (geqrf, True), "ormqr": (ormqr, True),
-    "orgqr": (householder_product, True),
+    "triangular_solve": (_torch_triangular_solve, True), "geqrf": (_torch_geqrf, True),
+    "ormqr": (_torch_ormqr, True), "orgqr": (_torch_orgqr, True),
 }
 
 

@@ -34,12 +34,12 @@ Tensor diag_embed(const Tensor& v) {
 
 /** X with A X = B (equal batch dims). */
 Tensor solve(const Tensor& a, const Tensor& b) {
-  return eager::call(eager::op("_linalg_solve_ex"), {{a, b}}, {}, make_attrs({false}))[0];
+  return eager::call(eager::op("_lapack_solve_ex"), {{a, b}}, {}, make_attrs({false}))[0];
 }
 
 /** X with A X = B (left) or X A = B, A triangular. */
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left, bool unit = false) {
-  return eager::call1(eager::op("_linalg_solve_triangular"), {{a, b}}, {}, make_attrs({upper, left, unit}));
+  return eager::call1(eager::op("_lapack_solve_triangular"), {{a, b}}, {}, make_attrs({upper, left, unit}));
 }
 
 /** The part of a triangular op's gradient that reaches its input: the triangle it reads. */
@@ -177,7 +177,7 @@ Tensor lu_square_backward(const Tensor& l, const Tensor& u, const Tensor& gl, co
 std::vector<Tensor> lu_factor_backward(const GradContext& c) {
   const Tensor& lu = c.output(0);
   const int64_t m = lu.shape()[lu.ndim() - 2], n = lu.shape().back(), k = std::min(m, n);
-  const Tensor perm = eager::call1(eager::op("_linalg_lu_permutation"), {{c.output(1)}}, {}, make_attrs({m}));
+  const Tensor perm = eager::call1(eager::op("_lapack_lu_permutation"), {{c.output(1)}}, {}, make_attrs({m}));
   // P[r, i] = (r == perm[i]): A = P L U.
   const Tensor p = eager::to_dtype(
       eager::eq(eager::unsqueeze(eager::arange(0, m, 1, DType::kInt64), -1), eager::unsqueeze(perm, -2)), lu.dtype());
@@ -207,16 +207,16 @@ std::vector<Tensor> lu_factor_backward(const GradContext& c) {
 }  // namespace
 
 void register_linalg_rules() {
-  define_rule("_linalg_solve_ex", {"LinalgSolveExBackward0", solve_backward, kIn0, kOut0});
-  define_rule("_linalg_slogdet", {"LinalgSlogdetBackward0", slogdet_backward, kIn0, 0});
-  define_rule("_linalg_cholesky_ex", {"LinalgCholeskyExBackward0", cholesky_backward, 0, kOut0});
-  define_rule("_linalg_eigh", {"LinalgEighBackward0", eigh_backward, 0, kOut0 | kOut1});
-  define_rule("_linalg_svd", {"LinalgSvdBackward0", svd_backward, 0, kOut0 | kOut1 | kOut2});
-  define_rule("_linalg_qr", {"LinalgQrBackward0", qr_backward, 0, kOut0 | kOut1});
-  define_rule("_linalg_solve_triangular", {"LinalgSolveTriangularBackward0", solve_triangular_backward, kIn0, kOut0});
-  define_rule("_linalg_lu_factor_ex", {"LinalgLuFactorExBackward0", lu_factor_backward, 0, kOut0 | kOut1});
-  define_rule("_linalg_lu_permutation", {});
-  define_rule("_linalg_geqrf", {});  // not differentiable in PyTorch either
+  define_rule("_lapack_solve_ex", {"LinalgSolveExBackward0", solve_backward, kIn0, kOut0});
+  define_rule("_lapack_slogdet", {"LinalgSlogdetBackward0", slogdet_backward, kIn0, 0});
+  define_rule("_lapack_cholesky_ex", {"LinalgCholeskyExBackward0", cholesky_backward, 0, kOut0});
+  define_rule("_lapack_eigh", {"LinalgEighBackward0", eigh_backward, 0, kOut0 | kOut1});
+  define_rule("_lapack_svd", {"LinalgSvdBackward0", svd_backward, 0, kOut0 | kOut1 | kOut2});
+  define_rule("_lapack_qr", {"LinalgQrBackward0", qr_backward, 0, kOut0 | kOut1});
+  define_rule("_lapack_solve_triangular", {"LinalgSolveTriangularBackward0", solve_triangular_backward, kIn0, kOut0});
+  define_rule("_lapack_lu_factor_ex", {"LinalgLuFactorExBackward0", lu_factor_backward, 0, kOut0 | kOut1});
+  define_rule("_lapack_lu_permutation", {});
+  define_rule("_lapack_geqrf", {});  // not differentiable in PyTorch either
 }
 
 }  // namespace rill::autograd

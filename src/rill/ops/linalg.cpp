@@ -4,16 +4,16 @@
 // lstsq, matrix_exp, norms, ...) is composed from these in python/rill/linalg.py, so its gradients come
 // from these ops' rules (autograd/linalg.cpp).
 //
-//   _linalg_lu_factor_ex      A -> (LU, pivots int32, info int32)            getrf
-//   _linalg_solve_ex         A, B -> (X, info)                          A X = B, getrf + getrs
-//   _linalg_slogdet          A -> (sign, logabsdet)                         getrf
-//   _linalg_cholesky_ex       A -> (L, info)                                 potrf
-//   _linalg_eigh             A -> (eigenvalues, eigenvectors)               syevd
-//   _linalg_svd              A -> (U, S, Vh)                                gesdd
-//   _linalg_qr                A -> (Q, R)                                    geqrf + orgqr
-//   _linalg_solve_triangular  A, B -> X                                      trsm
-//   _linalg_geqrf            A -> (a, tau)                                  geqrf (torch.geqrf)
-//   _linalg_lu_permutation   pivots -> perm int64                           the row swaps as one permutation
+//   _lapack_lu_factor_ex      A -> (LU, pivots int32, info int32)            getrf
+//   _lapack_solve_ex         A, B -> (X, info)                          A X = B, getrf + getrs
+//   _lapack_slogdet          A -> (sign, logabsdet)                         getrf
+//   _lapack_cholesky_ex       A -> (L, info)                                 potrf
+//   _lapack_eigh             A -> (eigenvalues, eigenvectors)               syevd
+//   _lapack_svd              A -> (U, S, Vh)                                gesdd
+//   _lapack_qr                A -> (Q, R)                                    geqrf + orgqr
+//   _lapack_solve_triangular  A, B -> X                                      trsm
+//   _lapack_geqrf            A -> (a, tau)                                  geqrf (torch.geqrf)
+//   _lapack_lu_permutation   pivots -> perm int64                           the row swaps as one permutation
 #include "rill/ops/op_schema.h"
 
 namespace rill {
@@ -138,10 +138,10 @@ InferResult infer_solve_triangular(const InferContext& c) {
 
 InferResult infer_lu_permutation(const InferContext& c) {
   const TensorMeta& p = *c.inputs[0];
-  RILL_CHECK(p.ndim() >= 1 && p.dtype == DType::kInt32, Runtime, "[_linalg_lu_permutation] expected int32 pivots "
+  RILL_CHECK(p.ndim() >= 1 && p.dtype == DType::kInt32, Runtime, "[_lapack_lu_permutation] expected int32 pivots "
              "of at least 1 dim, got ", dtype_name(p.dtype), " of shape ", shape_str(p.shape));
   const int64_t m = c.attr<int64_t>("m");
-  RILL_CHECK(m >= p.shape.back(), Runtime, "[_linalg_lu_permutation] expected at most m = ", m, " pivots, got ",
+  RILL_CHECK(m >= p.shape.back(), Runtime, "[_lapack_lu_permutation] expected at most m = ", m, " pivots, got ",
              p.shape.back());
   Shape out(p.shape.begin(), p.shape.end() - 1);
   out.push_back(m);
@@ -152,25 +152,25 @@ InferResult infer_lu_permutation(const InferContext& c) {
 
 void register_linalg_ops() {
   const OpFlags k = {.function = true};
-  ops::define("_linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
+  ops::define("_lapack_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
               "(Tensor LU, Tensor pivots, Tensor info)", infer_lu_factor, k, "A's LU factorization with partial pivoting");
-  ops::define("_linalg_solve_ex(Tensor A, Tensor B, *, bool check_errors=False) -> (Tensor result, Tensor info)",
+  ops::define("_lapack_solve_ex(Tensor A, Tensor B, *, bool check_errors=False) -> (Tensor result, Tensor info)",
               infer_solve, k, "X with A X = B");
-  ops::define("_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)", infer_slogdet, k,
+  ops::define("_lapack_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)", infer_slogdet, k,
               "the sign and log of the absolute value of A's determinant");
-  ops::define("_linalg_cholesky_ex(Tensor A, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)",
+  ops::define("_lapack_cholesky_ex(Tensor A, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)",
               infer_cholesky, k, "the Cholesky factor of a symmetric positive-definite A");
-  ops::define("_linalg_eigh(Tensor A, str UPLO=\"L\", bool compute_v=True) -> (Tensor eigenvalues, Tensor eigenvectors)",
+  ops::define("_lapack_eigh(Tensor A, str UPLO=\"L\", bool compute_v=True) -> (Tensor eigenvalues, Tensor eigenvectors)",
               infer_eigh, k, "eigenvalues (ascending) and eigenvectors of a symmetric A");
-  ops::define("_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor Vh)",
+  ops::define("_lapack_svd(Tensor A, bool full_matrices=False, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor Vh)",
               infer_svd, k, "A's singular value decomposition");
-  ops::define("_linalg_qr(Tensor A, str mode=\"reduced\") -> (Tensor Q, Tensor R)", infer_qr, k,
+  ops::define("_lapack_qr(Tensor A, str mode=\"reduced\") -> (Tensor Q, Tensor R)", infer_qr, k,
               "A's QR decomposition");
-  ops::define("_linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False)"
+  ops::define("_lapack_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False)"
               " -> Tensor", infer_solve_triangular, k, "X with A X = B (or X A = B) for a triangular A");
-  ops::define("_linalg_geqrf(Tensor A) -> (Tensor a, Tensor tau)", infer_geqrf, k,
+  ops::define("_lapack_geqrf(Tensor A) -> (Tensor a, Tensor tau)", infer_geqrf, k,
               "LAPACK's compact QR: R and the Householder vectors in one matrix, and their scales");
-  ops::define("_linalg_lu_permutation(Tensor pivots, int m) -> Tensor", infer_lu_permutation, k,
+  ops::define("_lapack_lu_permutation(Tensor pivots, int m) -> Tensor", infer_lu_permutation, k,
               "perm with A = P L U for P[perm[i], i] = 1, from LAPACK's row swaps");
 }
 

@@ -75,7 +75,7 @@ void visit_float(DType d, F&& f) {
   else RILL_FAIL(Type, "[linalg] supports float32 and float64 tensors, got ", dtype_name(d));
 }
 
-// _linalg_lu_factor_ex(A) -> (LU, pivots, info): getrf, pivots 1-based as LAPACK and PyTorch give them.
+// _lapack_lu_factor_ex(A) -> (LU, pivots, info): getrf, pivots 1-based as LAPACK and PyTorch give them.
 void lu_factor_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
   const int64_t m = a.rows, n = a.cols, k = std::min(m, n);
@@ -103,7 +103,7 @@ void lu_factor_kernel(const KernelContext& c) {
   });
 }
 
-// _linalg_solve_ex(A, B) -> (X, info): A X = B through getrf and getrs.
+// _lapack_solve_ex(A, B) -> (X, info): A X = B through getrf and getrs.
 void solve_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta), rhs = matrices_of(*c.inputs[1].meta);
   const int64_t n = a.rows, k = rhs.cols;
@@ -132,7 +132,7 @@ void solve_kernel(const KernelContext& c) {
   });
 }
 
-// _linalg_slogdet(A) -> (sign, logabsdet): from the diagonal of A's LU factors and the parity of its pivots.
+// _lapack_slogdet(A) -> (sign, logabsdet): from the diagonal of A's LU factors and the parity of its pivots.
 void slogdet_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
   const int64_t n = a.rows;
@@ -168,7 +168,7 @@ void slogdet_kernel(const KernelContext& c) {
   });
 }
 
-// _linalg_cholesky_ex(A, upper) -> (L, info): potrf on the triangle named by upper, the other one zeroed.
+// _lapack_cholesky_ex(A, upper) -> (L, info): potrf on the triangle named by upper, the other one zeroed.
 void cholesky_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
   const int64_t n = a.rows;
@@ -196,7 +196,7 @@ void cholesky_kernel(const KernelContext& c) {
   });
 }
 
-// _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues ascending, eigenvectors as columns): syevd.
+// _lapack_eigh(A, UPLO, compute_v) -> (eigenvalues ascending, eigenvectors as columns): syevd.
 void eigh_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
   const int64_t n = a.rows;
@@ -233,7 +233,7 @@ void eigh_kernel(const KernelContext& c) {
   });
 }
 
-// _linalg_svd(A, full_matrices, compute_uv) -> (U, S descending, Vh): gesdd.
+// _lapack_svd(A, full_matrices, compute_uv) -> (U, S descending, Vh): gesdd.
 void svd_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
   const int64_t m = a.rows, n = a.cols, k = std::min(m, n);
@@ -303,7 +303,7 @@ void geqrf_in_place(int64_t m, int64_t n, T* buf, T* tau) {
   RILL_CHECK(info >= 0, Runtime, "[linalg.qr] LAPACK geqrf rejected argument ", -info);
 }
 
-// _linalg_geqrf(A) -> (a, tau): LAPACK's compact QR (torch.geqrf), R on and above a's diagonal, the Householder
+// _lapack_geqrf(A) -> (a, tau): LAPACK's compact QR (torch.geqrf), R on and above a's diagonal, the Householder
 // vectors below it.
 void geqrf_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
@@ -319,7 +319,7 @@ void geqrf_kernel(const KernelContext& c) {
   });
 }
 
-// _linalg_qr(A, mode) -> (Q, R): geqrf, then orgqr builds Q from the reflectors ('r': R only).
+// _lapack_qr(A, mode) -> (Q, R): geqrf, then orgqr builds Q from the reflectors ('r': R only).
 void qr_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
   const int64_t m = a.rows, n = a.cols, k = std::min(m, n);
@@ -355,7 +355,7 @@ void qr_kernel(const KernelContext& c) {
   });
 }
 
-// _linalg_solve_triangular(A, B, upper, left, unitriangular) -> X: trsm (no check for a zero diagonal: it gives
+// _lapack_solve_triangular(A, B, upper, left, unitriangular) -> X: trsm (no check for a zero diagonal: it gives
 // inf or nan, as in PyTorch).
 void solve_triangular_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta), rhs = matrices_of(*c.inputs[1].meta);
@@ -376,14 +376,14 @@ void solve_triangular_kernel(const KernelContext& c) {
   });
 }
 
-// _linalg_lu_permutation(pivots, m) -> perm: LAPACK's swaps (row i with row pivots[i] - 1, in order) applied to
+// _lapack_lu_permutation(pivots, m) -> perm: LAPACK's swaps (row i with row pivots[i] - 1, in order) applied to
 // 0..m-1, so that A[perm] = L U.
 void lu_permutation_kernel(const KernelContext& c) {
   const TensorMeta& p = *c.inputs[0].meta;
   const int64_t k = p.shape.back(), m = c.attr<int64_t>("m");
   const int64_t count = k ? p.numel / k : 0;
   const Strides dense = contiguous_strides(p.shape);
-  RILL_CHECK(p.strides == dense || k == 0, Runtime, "[_linalg_lu_permutation] expected dense pivots");
+  RILL_CHECK(p.strides == dense || k == 0, Runtime, "[_lapack_lu_permutation] expected dense pivots");
   const int32_t* piv = c.inputs[0].ptr<int32_t>();
   int64_t* perm = c.outputs[0].ptr<int64_t>();
   const int64_t batches = k ? count : c.outputs[0].meta->numel / std::max<int64_t>(1, m);
@@ -402,16 +402,16 @@ void lu_permutation_kernel(const KernelContext& c) {
 }  // namespace
 
 void register_linalg_kernels() {
-  ops::set_cpu_kernel("_linalg_lu_factor_ex", lu_factor_kernel);
-  ops::set_cpu_kernel("_linalg_solve_ex", solve_kernel);
-  ops::set_cpu_kernel("_linalg_slogdet", slogdet_kernel);
-  ops::set_cpu_kernel("_linalg_cholesky_ex", cholesky_kernel);
-  ops::set_cpu_kernel("_linalg_eigh", eigh_kernel);
-  ops::set_cpu_kernel("_linalg_svd", svd_kernel);
-  ops::set_cpu_kernel("_linalg_qr", qr_kernel);
-  ops::set_cpu_kernel("_linalg_geqrf", geqrf_kernel);
-  ops::set_cpu_kernel("_linalg_solve_triangular", solve_triangular_kernel);
-  ops::set_cpu_kernel("_linalg_lu_permutation", lu_permutation_kernel);
+  ops::set_cpu_kernel("_lapack_lu_factor_ex", lu_factor_kernel);
+  ops::set_cpu_kernel("_lapack_solve_ex", solve_kernel);
+  ops::set_cpu_kernel("_lapack_slogdet", slogdet_kernel);
+  ops::set_cpu_kernel("_lapack_cholesky_ex", cholesky_kernel);
+  ops::set_cpu_kernel("_lapack_eigh", eigh_kernel);
+  ops::set_cpu_kernel("_lapack_svd", svd_kernel);
+  ops::set_cpu_kernel("_lapack_qr", qr_kernel);
+  ops::set_cpu_kernel("_lapack_geqrf", geqrf_kernel);
+  ops::set_cpu_kernel("_lapack_solve_triangular", solve_triangular_kernel);
+  ops::set_cpu_kernel("_lapack_lu_permutation", lu_permutation_kernel);
 }
 
 }  // namespace rill::cpu
