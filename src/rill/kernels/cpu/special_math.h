@@ -81,13 +81,14 @@ inline double trigamma(double x, bool single = false) {
 
 /** The Hurwitz zeta function sum_{k >= 0} (q + k)^-s (s > 1; inf at s == 1 and at q a non-positive integer). */
 inline double zeta(double s, double q) {
-  if (std::isnan(s) || std::isnan(q)) return kNaN;
+  // The special cases in PyTorch's order (zeta(1, NaN) and zeta(NaN, -3) are inf there).
   if (s == 1) return kInf;
   if (s < 1) return kNaN;
   if (q <= 0) {
     if (q == std::floor(q)) return kInf;
     if (s != std::floor(s)) return kNaN;  // (q + k)^-s of a negative base
   }
+  if (std::isnan(s) || std::isnan(q)) return kNaN;
   // PyTorch's values at the infinities (NaN where its sum meets inf - inf).
   if (s == kInf) return q < 1 ? kInf : (q == 1 ? 1.0 : kNaN);
   if (q == kInf) return kNaN;
@@ -137,11 +138,12 @@ inline double polygamma(int64_t n, double x, bool single = false) {
 
 /** The regularised lower incomplete gamma function P(a, x), or the upper one Q(a, x) = 1 - P when upper. */
 inline double incomplete_gamma(double a, double x, bool upper) {
-  // The special cases in PyTorch's order (so x == 0 gives P = 0 even for a NaN a).
-  if (std::isnan(x) || a < 0 || x < 0) return kNaN;
+  // The special cases in PyTorch's order (so x == 0 gives P = 0 even for a NaN a, and an infinite a P = 0 for
+  // a NaN x).
+  if (a < 0 || x < 0) return kNaN;
   double p;
   if (a == 0) {
-    if (x == 0) return kNaN;
+    if (!(x > 0)) return kNaN;
     p = 1;
   } else if (x == 0) {
     p = 0;
@@ -150,7 +152,7 @@ inline double incomplete_gamma(double a, double x, bool upper) {
     p = 0;
   } else if (std::isinf(x)) {
     p = 1;
-  } else if (std::isnan(a)) {
+  } else if (std::isnan(a) || std::isnan(x)) {
     return kNaN;
   } else if (x < a + 1) {
     // P = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a + 1) ... (a + n))
@@ -264,6 +266,8 @@ inline double ndtri(double p) {
   if (std::isnan(p)) return p;
   if (p <= 0 || p >= 1) return p == 0 ? -kInf : (p == 1 ? kInf : kNaN);
   if (p > 0.5) return -ndtri(1 - p);  // 1 - p is exact here
+  // Near the middle, sqrt(2) erfinv(2p - 1) (2p - 1 exact for p >= 0.25) keeps relative accuracy as x -> 0.
+  if (p >= 0.25) return M_SQRT2 * erfinv(2 * p - 1);
   // Abramowitz and Stegun 26.2.23 (error below 4.5e-4), then Newton on ndtr(x) - p.
   const double t = std::sqrt(-2 * std::log(p));
   double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
