@@ -48,6 +48,8 @@ class OpCase:
     dtypes: tuple = FLOATS
     differentiable: bool = True
     finite_differences: bool = True   # False where the function has kinks at the test points (ties)
+    grad_rtol: float = 0.0            # a looser rtol for gradients where PyTorch's own formula is less accurate
+                                      # (its trigamma, digamma's gradient: 5e-10); finite differences still check
 
 
 def same(fn):
@@ -921,3 +923,70 @@ CASES += [
     case("fold", lambda m, x: m.nn.functional.fold(x, (4, 5), 2, padding=1, stride=(1, 2)),
          [(In((2, 8, 15)),), (In((4, 15)),)]),
 ]
+
+# --- special functions (ops/special.cpp) ------------------------------------------------------------------------
+def ranged(specs, low, high):
+    """specs with every input's values in [low, high)."""
+    return [tuple(In(i.shape, i.view, low=low, high=high) for i in s) for s in specs]
+
+
+def _degrees(specs):
+    """(x, n) pairs: x in [-1.5, 1.5), n an int64 degree in [0, 12)."""
+    return [(In(s[0].shape, s[0].view, low=-1.5, high=1.5), In(s[1].shape, integer=True, low=0, high=12))
+            for s in specs if s[1].view is None]
+
+
+_SPECIAL_NO_GRAD = [  # name, low, high; float32 only: PyTorch's float64 Bessel and Airy kernels are accurate to
+    # 1e-10 or so (bessel_j0, j1, y1 to 2e-7 near x = 5.5), so tests/python/test_special.py checks float64 against
+    # SciPy
+    ("airy_ai", -12.0, 4.0), ("bessel_j0", -4.5, 4.5), ("bessel_j1", -4.5, 4.5), ("bessel_y0", 0.1, 30.0),
+    ("bessel_y1", 0.1, 4.5), ("modified_bessel_i0", -40.0, 40.0), ("modified_bessel_i1", -40.0, 40.0),
+    ("modified_bessel_k0", 0.05, 30.0), ("modified_bessel_k1", 0.05, 30.0), ("scaled_modified_bessel_k0", 0.05, 50.0),
+    ("scaled_modified_bessel_k1", 0.05, 50.0), ("spherical_bessel_j0", -20.0, 20.0)]
+_POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+# Integer first operands (the incomplete gammas' a, zeta's s) carry no gradient: PyTorch has none for them.
+_INT_FIRST = [(In((3, 4), integer=True, low=1, high=6), In((3, 4), low=0.1, high=9.0)),
+              (In((3, 1), integer=True, low=1, high=6), In((4,), low=0.1, high=9.0))]
+
+CASES += [
+    case("digamma", lambda m, x: m.digamma(x) + x.digamma() * 0.5 + m.special.psi(x), ranged(UNARY, 0.2, 6.0),
+         dtypes=ALL_FLOATS, grad_rtol=1e-8),
+    case("digamma_negative", lambda m, x: m.special.digamma(x), ranged(UNARY[:2], -3.9, -3.1), grad_rtol=1e-8),
+    case("lgamma", lambda m, x: m.lgamma(x) + x.lgamma() + m.special.gammaln(x), ranged(UNARY, 0.2, 8.0),
+         dtypes=ALL_FLOATS),
+    case("lgamma_negative", lambda m, x: m.lgamma(x), ranged(UNARY[:2], -1.9, -1.1)),
+    # (no polygamma(1) values in float64: PyTorch's trigamma is accurate to 5e-10 only)
+    case("_polygamma", lambda m, x: m.polygamma(2, x) + x.polygamma(3) + m.special.polygamma(0, x) + m.polygamma(4, x),
+         ranged(UNARY, 0.3, 5.0), grad_rtol=1e-8),
+    case("polygamma_negative", lambda m, x: m.polygamma(2, x) + m.polygamma(3, x), ranged(UNARY[:2], -2.8, -2.2), grad_rtol=1e-8),
+    case("mvlgamma", lambda m, x: m.mvlgamma(x, 3) + x.mvlgamma(p=1) + m.special.multigammaln(x, 2),
+         ranged(UNARY, 1.2, 6.0), grad_rtol=1e-8),
+    case("erfinv", lambda m, x: m.erfinv(x) + x.erfinv() + m.special.erfinv(x * 0.5), ranged(UNARY, -0.95, 0.95),
+         dtypes=ALL_FLOATS),
+    case("igamma", lambda m, a, x: m.igamma(a, x) + a.igammac(x) * 2 + m.special.gammainc(a, x * 3), _INT_FIRST),
+    case("igammac", lambda m, a, x: m.igammac(a, x) + m.special.gammaincc(a, x * 0.5), _INT_FIRST),
+    case("igamma_float", lambda m, a, x: m.igamma(a, x) + m.igammac(a, x), ranged(BINARY[:2], 0.1, 12.0),
+         dtypes=ALL_FLOATS, differentiable=False),
+    case("special_zeta", lambda m, s, q: m.special.zeta(s + 1, q) + m.special.zeta(s + 1, 2.5), _INT_FIRST),
+    case("special_zeta_float", lambda m, s, q: m.special.zeta(s + 1.5, q) + m.special.zeta(3.0, q),
+         ranged(BINARY[:2], 0.2, 5.0), differentiable=False),
+    case("nextafter", lambda m, a, b: m.nextafter(a, b) + a.nextafter(b * 2), BINARY, dtypes=ALL_FLOATS),
+    case("frexp", lambda m, x: m.frexp(x)[0] + x.frexp().exponent + m.frexp(x * 1e3).mantissa, UNARY,
+         dtypes=ALL_FLOATS),
+    case("special_erfcx", lambda m, x: m.special.erfcx(x), ranged(UNARY, -3.0, 30.0)),
+    case("special_log_ndtr", lambda m, x: m.special.log_ndtr(x), ranged(UNARY, -20.0, 6.0)),
+    case("special_ndtri", lambda m, x: m.special.ndtri(x), ranged(UNARY, 0.01, 0.99)),
+    case("special_i1", lambda m, x: m.special.i1(x), ranged(UNARY, -12.0, 12.0)),
+    case("special_i1e", lambda m, x: m.special.i1e(x), ranged(UNARY, -40.0, 40.0)),
+    case("special_i0e", lambda m, x: m.special.i0e(x), ranged(UNARY, -40.0, 40.0)),
+    case("special_int_to_float", lambda m, x: m.digamma(x) + m.lgamma(x) + m.special.i1(x) + m.special.erfcx(x)
+         + m.special.bessel_j0(x) + m.special.legendre_polynomial_p(x * 0.1, 3),
+         [(In((3, 4), integer=True, low=1, high=9),)], dtypes=("int64",), differentiable=False),
+]
+CASES += [case(f"special_{name}", lambda m, x, name=name: getattr(m.special, name)(x), ranged(UNARY[:4], lo, hi),
+               dtypes=("float32",), differentiable=False) for name, lo, hi in _SPECIAL_NO_GRAD]
+CASES += [case(f"special_{name}", lambda m, x, n, name=name: getattr(m.special, name)(x, n) +
+               getattr(m.special, name)(x, 3), _degrees(BINARY[:3]), differentiable=False) for name in _POLYNOMIALS]

@@ -74,7 +74,7 @@ def missing_keywords(rill_fn, torch_name, method):
         for i, (n, kwarg_only) in enumerate(ov):
             if n in NOT_APPLICABLE:
                 continue
-            if i == 0 and n == "self":
+            if n == "self":  # PyTorch's functions call it input wherever it stands (polygamma(n, input))
                 if method:
                     continue
                 n = "input"

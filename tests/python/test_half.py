@@ -28,6 +28,9 @@ EXCLUDED = {
     # A precision stress test (layer_norm of x + 1000): PyTorch's float16 gradient is 100x further from the
     # float64 result than rill's; test_layer_norm_offset_against_float64 checks rill against float64 instead.
     "layer_norm_offset": "compared with float64 below",
+    # PyTorch has no float16/bfloat16 gradient of i1 and i1e (its i1_backward raises NotImplementedError); their
+    # 16-bit values are checked in test_special.py.
+    "special_i1": "no 16-bit gradient in PyTorch",
 }
 
 

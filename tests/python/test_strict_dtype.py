@@ -444,6 +444,14 @@ def test_training_step_under_strict(strict):
 CONVERTING_ROWS = {"mixed_dtypes", "cat_promote", "unary_int_to_float", "atan2_ints", "logsumexp_int", "clamp_ints",
                    "prod_zeros", "prod_zeros_dim0", "prod_zeros_all", "cumprod_zeros", "cumprod_zeros_dim0",
                    "any_all"}
+# The special functions' rows with integer operands (the incomplete gammas' a, zeta's s, the polynomials' degree n,
+# special_int_to_float) and frexp's mantissa + int32 exponent.
+CONVERTING_ROWS |= {"igamma", "igammac", "special_zeta", "frexp", "special_int_to_float"} | {
+    "special_" + kind for kind in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                                   "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+                                   "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                                   "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+                                   "laguerre_polynomial_l", "legendre_polynomial_p")}
 
 
 def _rows():

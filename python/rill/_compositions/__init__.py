@@ -74,6 +74,13 @@ def _unique_consecutive_method(self, return_inverse=False, return_counts=False, 
 _unique_consecutive_method.__doc__ = unique_consecutive.__doc__
 if not hasattr(Tensor, "unique_consecutive"):
     Tensor.unique_consecutive = _unique_consecutive_method
+if not hasattr(Tensor, "frexp"):
+    Tensor.frexp = frexp
+if not hasattr(Tensor, "polygamma"):
+    Tensor.polygamma = lambda self, n: polygamma(n, self)
+    Tensor.polygamma.__doc__ = "The n-th derivative of digamma."
+    Tensor.polygamma_ = lambda self, n: self._polygamma_(n)
+    Tensor.polygamma_.__doc__ = "In-place polygamma."
 for _name in _METHODS:
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, globals()[_name])

@@ -1,6 +1,7 @@
 """Pointwise compositions: predicates (isnan, isclose, ...), pointwise functions (deg2rad, xlogy, hypot, ...),
 trigonometric and hyperbolic functions, bit shifts."""
 import builtins
+import collections
 import math
 
 import rill
@@ -288,6 +289,32 @@ def i0(input):
         term = term * quarter / (k * k)
         total = total + term
     return total
+
+
+_frexp_result = collections.namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def frexp(input, *, out=None):
+    """(mantissa, exponent) with input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1), the exponent int32."""
+    mantissa, exponent = rill._frexp(input)
+    if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError("frexp(): out= must be a tuple of two tensors (mantissa, exponent)")
+        if out[1].dtype != rill.int32:
+            raise RuntimeError(f"torch.frexp() expects exponent to have int dtype but got {out[1].dtype}")
+        for dst, src in zip(out, (mantissa, exponent)):
+            dst.copy_(src)
+        return _frexp_result(*out)
+    return _frexp_result(mantissa, exponent)
+
+
+def polygamma(n, input, *, out=None):
+    """The n-th derivative of digamma (n >= 0), by rill's _polygamma op (input first, for its method form)."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' must be an int, got {type(n).__name__}")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"polygamma(): argument 'input' must be a Tensor, got {type(input).__name__}")
+    return rill._polygamma(input, n, out=out)
 
 
 def ldexp(input, other):

@@ -24,6 +24,7 @@ const GradRule* find_rule(const OpSchema& op) {
   static std::once_flag once;
   std::call_once(once, [] {
     register_elementwise_rules();
+    register_special_rules();
     register_reduce_rules();
     register_matmul_rules();
     register_copy_rules();

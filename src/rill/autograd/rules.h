@@ -84,6 +84,7 @@ const GradRule* find_rule(const OpSchema& op);
 
 /** Per-family registration, called once by find_rule. */
 void register_elementwise_rules();
+void register_special_rules();
 void register_reduce_rules();
 void register_matmul_rules();
 void register_copy_rules();

@@ -52,6 +52,19 @@ Tensor le(const Tensor& a, Scalar b) { return binary_scalar(schema<"le_scalar">(
 Tensor gt(const Tensor& a, Scalar b) { return binary_scalar(schema<"gt_scalar">(), a, b); }
 Tensor ge(const Tensor& a, Scalar b) { return binary_scalar(schema<"ge_scalar">(), a, b); }
 Tensor neg(const Tensor& x) { return unary(schema<"neg">(), x); }
+Tensor lgamma(const Tensor& x) { return unary(schema<"lgamma">(), x); }
+Tensor digamma(const Tensor& x) { return unary(schema<"digamma">(), x); }
+Tensor polygamma(int64_t n, const Tensor& x) {
+  std::vector<AttrValue> attrs;
+  attrs.emplace_back(n);
+  return call1(schema<"_polygamma">(), std::span<const Tensor>(&x, 1), {}, make_attrs(std::move(attrs)));
+}
+Tensor erfinv(const Tensor& x) { return unary(schema<"erfinv">(), x); }
+Tensor special_i0e(const Tensor& x) { return unary(schema<"special_i0e">(), x); }
+Tensor special_i1e(const Tensor& x) { return unary(schema<"special_i1e">(), x); }
+Tensor special_i1(const Tensor& x) { return unary(schema<"special_i1">(), x); }
+Tensor special_modified_bessel_i0(const Tensor& x) { return unary(schema<"special_modified_bessel_i0">(), x); }
+Tensor special_zeta(const Tensor& s, const Tensor& q) { return binary(schema<"special_zeta">(), s, q); }
 Tensor abs(const Tensor& x) { return unary(schema<"abs">(), x); }
 Tensor sign(const Tensor& x) { return unary(schema<"sign">(), x); }
 Tensor exp(const Tensor& x) { return unary(schema<"exp">(), x); }

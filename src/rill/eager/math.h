@@ -48,6 +48,18 @@ Tensor ge(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, Scalar b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
+/** Special functions (ops/special.cpp). */
+Tensor lgamma(const Tensor& x);
+Tensor digamma(const Tensor& x);
+/** The n-th derivative of digamma. */
+Tensor polygamma(int64_t n, const Tensor& x);
+Tensor erfinv(const Tensor& x);
+/** exp(-|x|) I0(x), exp(-|x|) I1(x), I0(x) (the modified Bessel functions of the first kind). */
+Tensor special_i0e(const Tensor& x);
+Tensor special_i1e(const Tensor& x);
+Tensor special_i1(const Tensor& x);
+Tensor special_modified_bessel_i0(const Tensor& x);
+Tensor special_zeta(const Tensor& s, const Tensor& q);
 /** The gradient of an activation (ops/elementwise.h's kActivationOps: silu, gelu, ...) at x, by its own backward
  * op `<activation>_backward(grad, x)` with the forward call's numbers and attrs. */
 Tensor activation_backward(const OpSchema& activation, const Tensor& grad, const Tensor& x,

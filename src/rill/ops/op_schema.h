@@ -161,6 +161,7 @@ size_t infer_cache_size();
 
 /** Per-family registration functions, called by ops::register_all(). */
 void register_elementwise_ops();
+void register_special_ops();
 void register_reduce_ops();
 void register_matmul_ops();
 void register_creation_ops();

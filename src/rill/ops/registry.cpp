@@ -76,6 +76,7 @@ void register_all() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_elementwise_ops();
+    register_special_ops();
     register_reduce_ops();
     register_matmul_ops();
     register_creation_ops();

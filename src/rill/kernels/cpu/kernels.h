@@ -5,6 +5,8 @@
 namespace rill::cpu {
 
 void register_elementwise_kernels();
+/** The special functions (special.cpp). */
+void register_special_kernels();
 /** The activations (activation.cpp); called by register_elementwise_kernels(). */
 void register_activation_kernels();
 /** cumsum, cumprod (scan.cpp); called by register_reduce_kernels(). */

@@ -11,6 +11,7 @@ void register_cpu_kernels() {
   std::call_once(once, [] {
     ops::register_all();
     register_elementwise_kernels();
+    register_special_kernels();
     register_reduce_kernels();
     register_matmul_kernels();
     register_creation_kernels();
