@@ -233,3 +233,81 @@ def test_validate_args():
         D.MultivariateNormal(rill.zeros(3), rill.eye(2))
     with pytest.raises(TypeError):
         D.Normal("a", 1.0)
+
+
+def test_exponential():
+    r, t = pair(rng.uniform(0.5, 2, size=(3,)))
+    rd, td = D.Exponential(r), TD.Exponential(t)
+    check_stats(rd, td, pair(rng.uniform(0, 3, size=(2, 3))))
+    v = pair([0.1, 1.0, 2.0])
+    close(rd.cdf(v[0]), td.cdf(v[1]))
+    close(rd.icdf(v[0] / 3), td.icdf(v[1] / 3))
+    s = D.Exponential(rill.tensor(2.0, dtype=rill.float64)).sample((N,))
+    assert float(s.min()) >= 0
+    mean_close(s, 0.5, 0.5)
+    rate = rill.tensor(2.0, requires_grad=True)
+    D.Exponential(rate).rsample((5,)).sum().backward()
+    assert rate.grad is not None and float(rate.grad) < 0
+    with pytest.raises(ValueError, match="support"):
+        rd.log_prob(rill.tensor([-1.0, 1.0, 1.0], dtype=rill.float64))
+
+
+def test_laplace():
+    (rl, tl), (rs, ts) = pair(rng.normal(size=(3,))), pair(rng.uniform(0.5, 2, size=(3,)))
+    rd, td = D.Laplace(rl, rs), TD.Laplace(tl, ts)
+    check_stats(rd, td, pair(rng.normal(size=(2, 3))))
+    v = pair(rng.normal(size=(3,)))
+    close(rd.cdf(v[0]), td.cdf(v[1]))
+    u = pair([0.1, 0.5, 0.9])
+    close(rd.icdf(u[0]), td.icdf(u[1]))
+    mean_close(D.Laplace(rill.tensor(1.0, dtype=rill.float64), rill.tensor(2.0, dtype=rill.float64)).sample((N,)),
+               1.0, 2 * math.sqrt(2))
+
+
+def test_one_hot_categorical():
+    r, t = pair(rng.uniform(0.1, 1, size=(2, 4)))
+    rd, td = D.OneHotCategorical(r), TD.OneHotCategorical(t)
+    vals = np.eye(4)[rng.integers(0, 4, size=(3, 2))]
+    check_stats(rd, td, pair(vals))
+    s = rd.sample((5,))
+    assert s.shape == (5, 2, 4) and bool((s.sum(-1) == 1).all())
+    assert tuple(rd.enumerate_support().shape) == tuple(td.enumerate_support().shape)
+    q = pair(rng.uniform(0.1, 1, size=(2, 4)))
+    close(D.kl_divergence(rd, D.OneHotCategorical(q[0])), TD.kl_divergence(td, TD.OneHotCategorical(q[1])))
+    with pytest.raises(ValueError, match="support"):
+        rd.log_prob(rill.tensor([[1.0, 1.0, 0.0, 0.0]] * 2, dtype=rill.float64))
+
+
+def test_independent():
+    (rl, tl), (rs, ts) = pair(rng.normal(size=(2, 3))), pair(rng.uniform(0.5, 2, size=(2, 3)))
+    rd, td = D.Independent(D.Normal(rl, rs), 1), TD.Independent(TD.Normal(tl, ts), 1)
+    check_stats(rd, td, pair(rng.normal(size=(4, 2, 3))))
+    assert rd.rsample((5,)).shape == (5, 2, 3) and rd.has_rsample
+    (ql, tql), (qs, tqs) = pair(rng.normal(size=(2, 3))), pair(rng.uniform(0.5, 2, size=(2, 3)))
+    close(D.kl_divergence(rd, D.Independent(D.Normal(ql, qs), 1)),
+          TD.kl_divergence(td, TD.Independent(TD.Normal(tql, tqs), 1)))
+    m = pair(rng.normal(size=(3,)))
+    close(D.Independent(D.Bernoulli(logits=m[0]), 1).log_prob(rill.tensor([1.0, 0.0, 1.0], dtype=rill.float64)),
+          TD.Independent(TD.Bernoulli(logits=m[1]), 1).log_prob(torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)))
+    with pytest.raises(ValueError, match="reinterpreted_batch_ndims"):
+        D.Independent(D.Normal(rl, rs), 3)
+
+
+def test_expand():
+    (rl, tl), (rs, ts) = pair(rng.normal(size=(3,))), pair(rng.uniform(0.5, 2, size=(3,)))
+    rd, td = D.Normal(rl, rs).expand((2, 3)), TD.Normal(tl, ts).expand((2, 3))
+    check_stats(rd, td, pair(rng.normal(size=(2, 3))))
+    assert rd.sample((4,)).shape == (4, 2, 3)
+    p = pair(rng.uniform(0.1, 1, size=(4,)))
+    rc, tc = D.Categorical(p[0]).expand((3,)), TD.Categorical(p[1]).expand((3,))
+    close(rc.entropy(), tc.entropy())
+    assert rc.sample().shape == (3,)
+    cov = pair(_spd(2))
+    rm = D.MultivariateNormal(rill.zeros(2, dtype=rill.float64), cov[0]).expand((5,))
+    tm = TD.MultivariateNormal(torch.zeros(2, dtype=torch.float64), cov[1]).expand((5,))
+    check_stats(rm, tm, pair(rng.normal(size=(5, 2))))
+    ri = D.Independent(D.Normal(rl, rs), 1).expand((4,))
+    ti = TD.Independent(TD.Normal(tl, ts), 1).expand((4,))
+    check_stats(ri, ti, pair(rng.normal(size=(4, 3))))
+    with pytest.raises(RuntimeError):
+        D.Normal(rl, rs).expand((4,))

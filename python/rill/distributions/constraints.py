@@ -36,6 +36,24 @@ class _GreaterThan(Constraint):
         return f"GreaterThan(lower_bound={self.lower_bound})"
 
 
+class _GreaterThanEq(Constraint):
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return value >= self.lower_bound
+
+    def __repr__(self):
+        return f"GreaterThanEq(lower_bound={self.lower_bound})"
+
+
+class _OneHot(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        return rill.all((value == 0) | (value == 1), dim=-1) & (value.sum(-1) == 1)
+
+
 class _Interval(Constraint):
     """lower <= value <= upper (or < upper when half_open)."""
 
@@ -97,6 +115,9 @@ class _PositiveDefinite(Constraint):
 real = _Real()
 boolean = _Boolean()
 positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+one_hot = _OneHot()
+greater_than_eq = _GreaterThanEq
 unit_interval = _Interval(0.0, 1.0)
 simplex = _Simplex()
 real_vector = _RealVector()

@@ -130,6 +130,20 @@ class Distribution:
     def enumerate_support(self, expand=True):
         raise NotImplementedError(f"{type(self).__name__} does not implement enumerate_support")
 
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with its parameters expanded (not copied) to batch_shape."""
+        batch_shape = rill.Size(batch_shape)
+        new = _instance if _instance is not None else type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for name in self.arg_constraints:
+            value = self.__dict__.get(name)
+            if isinstance(value, rill.Tensor):
+                trailing = tuple(value.shape[len(self._batch_shape):])
+                new.__dict__[name] = value.expand(tuple(batch_shape) + trailing)
+        rill.broadcast_shapes(tuple(self._batch_shape), tuple(batch_shape))  # raises unless expandable
+        new._batch_shape = batch_shape
+        return new
+
     def _extended_shape(self, sample_shape=()):
         if isinstance(sample_shape, int):
             sample_shape = (sample_shape,)

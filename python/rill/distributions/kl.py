@@ -1,6 +1,8 @@
 """kl_divergence(p, q) = KL(p || q), dispatched on the pair of types through a registry (register_kl)."""
 import rill
-from rill.distributions.discrete import Bernoulli, Categorical
+from rill.distributions.continuous import Exponential, Laplace
+from rill.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from rill.distributions.independent import Independent, _sum_rightmost
 from rill.distributions.multivariate_normal import MultivariateNormal, _half_log_det, _solve_lower
 from rill.distributions.normal import Normal, Uniform
 
@@ -94,3 +96,28 @@ def _kl_mvn_mvn(p, q):
     term2 = M.pow(2).sum(-1).sum(-1)
     term3 = _solve_lower(Lq, q.loc - p.loc).pow(2).sum(-1)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehot_onehot(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    rate_ratio = q.rate / p.rate
+    return rate_ratio - 1 - rill.log(rate_ratio)
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    return -rill.log(scale_ratio) + loc_abs_diff / q.scale + scale_ratio * rill.exp(-loc_abs_diff / p.scale) - 1
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("KL between Independent distributions with different reinterpreted_batch_ndims")
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
