@@ -41,7 +41,8 @@ class Normal(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return -((value - self.loc) ** 2) / (2 * self.variance) - rill.log(self.scale) - math.log(math.sqrt(2 * math.pi))
+        log_norm = math.log(math.sqrt(2 * math.pi))
+        return -((value - self.loc) ** 2) / (2 * self.variance) - rill.log(self.scale) - log_norm
 
     def cdf(self, value):
         if self._validate_args:

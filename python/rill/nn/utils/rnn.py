@@ -11,7 +11,8 @@ import rill
 def _lengths_list(lengths, name):
     if isinstance(lengths, rill.Tensor):
         if lengths.dim() != 1:
-            raise ValueError(f"{name}: lengths must be a 1-D tensor or a list of ints, got shape {tuple(lengths.shape)}")
+            raise ValueError(f"{name}: lengths must be a 1-D tensor or a list of ints, "
+                             f"got shape {tuple(lengths.shape)}")
         return [int(v) for v in lengths.tolist()]
     try:
         return [int(v) for v in lengths]
