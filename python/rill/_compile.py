@@ -4,8 +4,8 @@ import warnings
 _warned = False
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
-            disable=False):
+def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=None, options=None, name=None,
+            disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
     """Return model unchanged (or, called without one, a decorator that does); warns once that rill's graph
     mode is rill.nn.Graph, which compiles a module's forward and training step for the runtime."""
     global _warned
@@ -14,7 +14,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         def decorator(fn):
             return compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
-                           disable=disable)
+                           name=name, disable=disable, recompile_limit=recompile_limit,
+                           isolate_recompiles=isolate_recompiles, shapes_spec=shapes_spec)
         return decorator
     if not callable(model):
         raise TypeError(f"rill.compile: expected a module or a callable, got {type(model).__name__}")
