@@ -8,3 +8,5 @@ from rill.distributions.independent import Independent  # noqa: F401
 from rill.distributions.kl import kl_divergence, register_kl  # noqa: F401
 from rill.distributions.multivariate_normal import MultivariateNormal  # noqa: F401
 from rill.distributions.normal import Normal, Uniform  # noqa: F401
+from rill.distributions import transforms  # noqa: F401
+from rill.distributions.transformed_distribution import LogNormal, TransformedDistribution  # noqa: F401
