@@ -1,6 +1,5 @@
 """Distribution: the base of rill.distributions (shapes, argument validation, sample from rsample)."""
 import rill
-from rill.distributions import constraints
 
 _validate_default = True
 

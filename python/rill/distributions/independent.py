@@ -1,5 +1,4 @@
 """Independent: reinterpret a distribution's rightmost batch dims as event dims (log_prob sums over them)."""
-import rill
 from rill.distributions.distribution import Distribution
 
 

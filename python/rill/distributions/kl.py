@@ -1,10 +1,14 @@
 """kl_divergence(p, q) = KL(p || q), dispatched on the pair of types through a registry (register_kl)."""
 import rill
-from rill.distributions.continuous import Exponential, Laplace
-from rill.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from rill.distributions.bernoulli import Bernoulli
+from rill.distributions.categorical import Categorical
+from rill.distributions.exponential import Exponential
 from rill.distributions.independent import Independent, _sum_rightmost
+from rill.distributions.laplace import Laplace
 from rill.distributions.multivariate_normal import MultivariateNormal, _half_log_det, _solve_lower
-from rill.distributions.normal import Normal, Uniform
+from rill.distributions.normal import Normal
+from rill.distributions.one_hot_categorical import OneHotCategorical
+from rill.distributions.uniform import Uniform
 
 _KL_REGISTRY = {}
 _KL_CACHE = {}

@@ -1,5 +1,6 @@
 """Conversions between probabilities and logits shared by the discrete distributions."""
 import rill
+from rill.distributions.distribution import broadcast_all  # noqa: F401  (torch.distributions.utils.broadcast_all)
 
 
 def _eps(dtype):
@@ -25,3 +26,9 @@ def logits_to_probs(logits, is_binary=False):
 def clamp_probs(probs):
     eps = _eps(probs.dtype)
     return rill.clamp(probs, min=eps, max=1 - eps)
+
+
+def one_of(probs, logits, name):
+    """Raise ValueError unless exactly one of probs and logits is given."""
+    if (probs is None) == (logits is None):
+        raise ValueError(f"{name}: either `probs` or `logits` must be specified, but not both.")
