@@ -59,6 +59,10 @@ from rill import nn, optim, utils  # noqa: F401
 from rill.nn.functional import softmax, log_softmax  # noqa: F401  (torch.softmax, torch.log_softmax)
 from rill import backends, cuda, onnx  # noqa: F401
 from rill import masked, signal, special  # noqa: F401  (what CPU scripts check before choosing a device)
+from rill._finfo import finfo, iinfo  # noqa: F401
+from rill import distributions  # noqa: F401
+from rill._compile import compile  # noqa: F401,A001  (torch.compile)
+from rill import jit  # noqa: F401
 from rill._legacy import (  # noqa: F401
     FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, ByteTensor, CharTensor, ShortTensor, IntTensor,
     LongTensor, BoolTensor,
