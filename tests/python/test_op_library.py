@@ -135,9 +135,9 @@ def test_errors_match_pytorch(expr):
     assert_same_error(lambda: eval(expr, {"m": rill, "g": g}), lambda: eval(expr, {"m": torch, "g": g}))
 
 
-def test_nuclear_norm_is_not_supported():
-    with pytest.raises(NotImplementedError, match="nuc"):
-        rill.norm(rill.ones(2, 2), p="nuc")
+def test_nuclear_norm_is_the_sum_of_singular_values():
+    x = [[3.0, 0.0], [4.0, 5.0]]
+    assert abs(rill.norm(rill.tensor(x), p="nuc").item() - torch.norm(torch.tensor(x), p="nuc").item()) < 1e-5
 
 
 def test_floor_divide_backward_raises_like_pytorch():
