@@ -57,7 +57,7 @@ from rill._strict import set_strict_dtype, is_strict_dtype, strict_dtype  # noqa
 from rill.serialization import save, load  # noqa: F401
 from rill import nn, optim, utils  # noqa: F401
 from rill.nn.functional import softmax, log_softmax  # noqa: F401  (torch.softmax, torch.log_softmax)
-from rill import backends, cuda, onnx  # noqa: F401
+from rill import backends, cuda, fft, onnx  # noqa: F401
 from rill import masked, signal, special  # noqa: F401  (what CPU scripts check before choosing a device)
 from rill._finfo import finfo, iinfo  # noqa: F401
 from rill import distributions  # noqa: F401

@@ -464,6 +464,59 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     return out.movedim(-1, d) if input.dim() else out.reshape(())
 
 
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of input with src's elements reduced ('sum', 'prod', 'mean', 'amax' or 'amin') into the positions
+    index names along dim (together with input's own values there when include_self), as torch.scatter_reduce.
+    Each line along dim is reduced through a (len(index), len(input)) mask, as index_reduce does."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if index.dtype != rill.int64:
+        raise RuntimeError(f"scatter_reduce(): Expected dtype int64 for index, got {index.dtype}")
+    if input.dim() == 0:
+        return scatter_reduce(input.reshape(1), 0, index.reshape(-1), src.reshape(-1), reduce,
+                              include_self=include_self).reshape(())
+    d = _dim(dim, input.dim())
+    if index.dim() != input.dim() or src.dim() != input.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if index.numel() == 0:
+        return input.clone()
+    for k in range(input.dim()):
+        if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
+            raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than self {list(input.shape)} "
+                               f"apart from dimension {d} and to be smaller size than src {list(src.shape)}")
+    n = input.shape[d]
+    if bool(((index < 0) | (index >= n)).any()):
+        raise RuntimeError(f"index out of bounds for dimension {d} with size {n}")
+    block = tuple(slice(0, index.shape[k]) if k != d else slice(None) for k in range(input.dim()))
+    x = input[block].movedim(d, -1)
+    idx = index.movedim(d, -1)
+    s = src[tuple(slice(0, m) for m in index.shape)].movedim(d, -1).to(input.dtype)
+    mask = idx.unsqueeze(-1) == rill.arange(n)
+    touched = mask.any(-2)
+    fill = {"sum": 0, "mean": 0, "prod": 1, "amax": _lowest_of(x.dtype),
+            "amin": -_lowest_of(x.dtype) if x.is_floating_point() else _highest_of(x.dtype)}[reduce]
+    spread = rill.where(mask, s.unsqueeze(-1), rill.full((), fill, dtype=x.dtype))
+    if reduce in ("sum", "mean"):
+        total = spread.sum(-2) + (x if include_self else 0)
+        if reduce == "sum":
+            out = total
+        else:
+            count = mask.sum(-2).to(x.dtype) + (1 if include_self else 0)
+            out = total / count.clamp_min(1) if x.is_floating_point() else rill.floor_divide(total,
+                                                                                             count.clamp_min(1))
+    elif reduce == "prod":
+        out = spread.prod(-2) * (x if include_self else 1)
+    else:
+        candidates = rill.cat([x.unsqueeze(-2), spread], -2) if include_self else spread
+        out = getattr(candidates, reduce)(-2)
+    out = rill.where(touched, out.to(x.dtype), x).movedim(-1, d)
+    if all(index.shape[k] == input.shape[k] for k in range(input.dim()) if k != d):
+        return out
+    result = input.clone()
+    result[block] = out
+    return result
+
+
 def _lowest_of(dtype):
     return -_inf if dtype.is_floating_point else {rill.uint8: 0, rill.int8: -128, rill.int16: -2 ** 15,
                                                   rill.int32: -2 ** 31, rill.int64: -2 ** 63, rill.bool: 0}[dtype]
