@@ -77,6 +77,9 @@ int = int32
 long = int64
 
 __version__ = "0.1.0"
+from rill import _torch_level  # noqa: E402
+
+_torch_level.install()  # torch.* spellings beside rill.nn.functional and the Tensor methods
 
 import atexit as _atexit
 

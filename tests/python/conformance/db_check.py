@@ -246,6 +246,9 @@ def rill_function(name):
         obj = getattr(obj, part, None)
         if obj is None:
             break
+    if obj is not None and name.endswith("_") and "." not in name and callable(obj):
+        fn = obj  # an in-place function (rill.zero_): on a copy, as the OpInfo's lambda does
+        return lambda x, *args, **kwargs: fn(x.clone(), *args, **kwargs)
     if obj is not None:
         return obj if callable(obj) else None
     if "." not in name and not hasattr(torch.Tensor, name) and hasattr(torch.Tensor, name + "_") and hasattr(

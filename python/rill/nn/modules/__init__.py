@@ -32,6 +32,7 @@ from rill.nn.modules.normalization import LocalResponseNorm, RMSNorm  # noqa: F4
 from rill.nn.modules.linear import Bilinear  # noqa: F401
 from rill.nn.modules.distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from rill.nn.modules.pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle  # noqa: F401
+from rill.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from rill.nn.modules.padding import (  # noqa: F401
     CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d,
     ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
