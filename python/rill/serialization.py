@@ -37,7 +37,6 @@ from rill._C import Tensor
 _MAGIC = b"RILLSAVE"
 _VERSION = 1
 _PREFIX = struct.Struct("<8sIQI")  # magic, version, header length, header crc32
-_ALIGN = 64
 
 # dtype name -> (numpy dtype used for the raw bytes, itemsize)
 _DTYPES = {
@@ -68,82 +67,6 @@ def _tensor_from_array(arr, name):
 
 
 # ----------------------------------------------------------------------------------------------- save
-
-class _Writer:
-    def __init__(self):
-        self.blobs = []
-        self.nbytes = 0
-        self.memo = {}
-
-    def tensor(self, t):
-        key = id(t)
-        if key in self.memo:
-            return {"t": "ref", "id": self.memo[key]}
-        from rill.nn.parameter import Parameter
-        offset, nbytes = self.blob(_tensor_bytes(t))
-        ref = len(self.memo)
-        self.memo[key] = ref
-        self._keep = getattr(self, "_keep", [])
-        self._keep.append(t)  # ids stay unique while saving
-        return {"t": "tensor", "id": ref, "dtype": t.dtype.name, "shape": list(t.shape), "offset": offset,
-                "nbytes": nbytes, "requires_grad": bool(t.requires_grad), "param": isinstance(t, Parameter)}
-
-    def ndarray(self, a):
-        name = a.dtype.name
-        if name not in _DTYPES or name == "bfloat16" or a.dtype.kind not in "biuf":
-            raise TypeError(f"[save] can't save a numpy array of dtype {a.dtype}: rill.save stores arrays of "
-                            "bool, uint8, int8, int16, int32, int64, float16, float32 and float64")
-        offset, nbytes = self.blob(np.asarray(a, order="C").astype(_DTYPES[name], copy=False))
-        return {"t": "ndarray", "dtype": name, "shape": list(a.shape), "offset": offset, "nbytes": nbytes}
-
-    def blob(self, arr):
-        """Append arr's bytes, 64-byte aligned; returns (offset, nbytes)."""
-        pad = (-self.nbytes) % _ALIGN
-        if pad:
-            self.blobs.append(b"\0" * pad)
-            self.nbytes += pad
-        offset = self.nbytes
-        raw = arr.tobytes()
-        self.blobs.append(raw)
-        self.nbytes += len(raw)
-        return offset, len(raw)
-
-    def node(self, obj, depth=0):
-        if depth > 200:
-            raise ValueError("[save] the object is nested more than 200 levels deep")
-        if obj is None:
-            return {"t": "none"}
-        if isinstance(obj, bool):
-            return {"t": "bool", "v": obj}
-        if isinstance(obj, int):
-            return {"t": "int", "v": str(obj)}
-        if isinstance(obj, float):
-            return {"t": "float", "v": obj.hex()}
-        if isinstance(obj, str):
-            return {"t": "str", "v": obj}
-        if isinstance(obj, Tensor):
-            return self.tensor(obj)
-        if isinstance(obj, np.ndarray):
-            return self.ndarray(obj)
-        if isinstance(obj, (np.integer, np.floating, np.bool_)):
-            return self.node(obj.item(), depth)
-        if isinstance(obj, _C.dtype):
-            return {"t": "dtype", "v": obj.name}
-        if isinstance(obj, dict):
-            kind = "odict" if isinstance(obj, collections.OrderedDict) else "dict"
-            out = {"t": kind, "items": [[self.node(k, depth + 1), self.node(v, depth + 1)] for k, v in obj.items()]}
-            meta = getattr(obj, "_metadata", None)
-            if isinstance(meta, dict):
-                out["metadata"] = self.node(meta, depth + 1)
-            return out
-        if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-            return {"t": "tuple", "items": [self.node(v, depth + 1) for v in obj]}
-        if isinstance(obj, list):
-            return {"t": "list", "items": [self.node(v, depth + 1) for v in obj]}
-        raise TypeError(f"[save] can't save an object of type {type(obj).__module__}.{type(obj).__qualname__}: "
-                        "rill.save stores tensors, numpy arrays and "
-                        "dict/OrderedDict/list/tuple/int/float/str/bool/None containers of them (save a module's state_dict(), not the module)")
-
 
 class _Global:
     """A name the checkpoint's pickle refers to (torch._utils._rebuild_tensor_v2, torch.FloatStorage, ...),

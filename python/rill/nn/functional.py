@@ -9,8 +9,6 @@ import builtins
 import math
 import warnings
 
-import numpy as np
-
 import rill
 from rill import _C
 from rill._C import Tensor
@@ -379,101 +377,7 @@ def _pad_circular(input, pad):
     return out
 
 
-def _cubic_weights(t, a=-0.75):
-    """The four weights of Keys' cubic convolution (PyTorch's a = -0.75) for taps at -1, 0, 1, 2 from floor(src)."""
-    def near(x):  # |x| <= 1
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-
-    def far(x):  # 1 < |x| < 2
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-    return far(t + 1), near(t), near(1 - t), far(2 - t)
-
-
-def _interp_matrix(out_size, in_size, scale, mode, align_corners):
-    """(out_size, in_size) float64 matrix: row i holds the weights output position i gives each input (PyTorch's
-    source-index rules: scale is 1 / scale_factor when the caller's factor is used, else in_size / out_size)."""
-    m = np.zeros((out_size, in_size))
-    rows = np.arange(out_size)
-    ratio = (in_size / out_size) if scale is None else 1.0 / scale
-    if mode in ("nearest", "nearest-exact"):
-        offset = 0.5 if mode == "nearest-exact" else 0.0
-        src = np.minimum(np.floor((rows + offset) * ratio).astype(np.int64), in_size - 1)
-        m[rows, src] = 1.0
-        return m
-    if mode == "area":  # adaptive average pooling: [floor(i * in / out), ceil((i + 1) * in / out))
-        for i in range(out_size):
-            lo, hi = (i * in_size) // out_size, -((-(i + 1) * in_size) // out_size)
-            m[i, lo:hi] = 1.0 / (hi - lo)
-        return m
-    if align_corners:
-        src = rows * ((in_size - 1) / (out_size - 1) if out_size > 1 else 0.0)
-    else:
-        src = (rows + 0.5) * ratio - 0.5
-    if mode == "bicubic":
-        base = np.floor(src).astype(np.int64)
-        for offset, w in zip((-1, 0, 1, 2), _cubic_weights(src - base)):
-            np.add.at(m, (rows, np.clip(base + offset, 0, in_size - 1)), w)
-        return m
-    src = np.maximum(src, 0.0)
-    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
-    i1 = np.minimum(i0 + 1, in_size - 1)
-    l1 = src - i0
-    np.add.at(m, (rows, i0), 1.0 - l1)
-    np.add.at(m, (rows, i1), l1)
-    return m
-
-
-_INTERPOLATE_MODES = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": (1, 2, 3), "linear": (1,),
-                      "bilinear": (2,), "bicubic": (2,), "trilinear": (3,)}
-
-
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dims of a 3-D (N, C, W), 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input: mode 'nearest',
-    'nearest-exact' or 'area' for any of them, 'linear' (3-D), 'bilinear' or 'bicubic' (4-D), 'trilinear'
-    (5-D), to size or by scale_factor. Computed as products with one interpolation matrix per spatial dim, so
-    the gradient is their transpose; integer inputs are computed in float64 and rounded as PyTorch does."""
-    spatial = input.ndim - 2
-    if mode not in _INTERPOLATE_MODES:
-        raise NotImplementedError(f"Input Error: got mode '{mode}'; expected one of {', '.join(_INTERPOLATE_MODES)}")
-    if spatial not in _INTERPOLATE_MODES[mode]:
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
-                                  f"{' or '.join(str(d + 2) + 'D' for d in _INTERPOLATE_MODES[mode])} input")
-    if antialias:
-        raise NotImplementedError("[interpolate] antialias=True is not supported; resize without it (or low-pass "
-                                  "filter the input first)")
-    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
-        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear "
-                         "| bicubic | trilinear")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("only one of size or scale_factor should be defined")
-    in_sizes = list(input.shape[2:])
-    if size is not None:
-        sizes = [size] * spatial if isinstance(size, int) else list(size)
-        if len(sizes) != spatial:
-            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
-                             f"with spatial dimensions of {in_sizes} and output size of {sizes}.")
-        scales = [None] * spatial
-    else:
-        scales = [scale_factor] * spatial if isinstance(scale_factor, (int, float)) else list(scale_factor)
-        if len(scales) != spatial:
-            raise ValueError("Input and scale_factor must have the same number of spatial dimensions")
-        sizes = [int(math.floor(n * s)) for n, s in zip(in_sizes, scales)]
-        if recompute_scale_factor or mode == "area":
-            scales = [None] * spatial
-    if any(s <= 0 for s in sizes):
-        raise RuntimeError(f"[interpolate] output sizes should be greater than 0, got {sizes}")
-    integer = not input.dtype.is_floating_point
-    # integers in float64, 16-bit floats in float32: one rounding at the end, as PyTorch's kernels
-    x = input.double() if integer else input.float() if input.dtype in (rill.float16, rill.bfloat16) else input
-    info = np.iinfo(str(input.dtype).split(".")[-1]) if integer else None
-    # last dim first; integers are rounded half up and saturated after each pass, as PyTorch's separable kernels
-    for d in reversed(range(spatial)):
-        mat = rill.tensor(_interp_matrix(sizes[d], in_sizes[d], scales[d], mode, bool(align_corners)).T).to(x.dtype)
-        x = (x.movedim(d + 2, -1) @ mat).movedim(-1, d + 2)
-        if integer:
-            x = rill.clamp(rill.floor(x + 0.5), info.min, info.max)
-    return x.to(input.dtype).contiguous()
+from rill.nn._interpolate import interpolate  # noqa: E402,F401  (resizing, in its own module)
 
 
 # ---------------------------------------------------------------------------------------------------------
