@@ -181,3 +181,12 @@ class RReLU(Module):
 
     def extra_repr(self):
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+def __getattr__(name):
+    """torch.nn.modules.activation also holds MultiheadAttention (rill defines it with the transformer layers), so a
+    pickle naming torch's path finds it here."""
+    if name == "MultiheadAttention":
+        from rill.nn.modules.transformer import MultiheadAttention
+        return MultiheadAttention
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -178,3 +178,12 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 class ConvTranspose3d(_ConvTransposeNd):
     _dims, _fn = 3, "conv_transpose3d"
+
+
+def __getattr__(name):
+    """torch.nn.modules.conv also holds the lazy convolutions (rill defines them in lazy.py), so a pickle naming
+    torch's path finds them here."""
+    if name.startswith("LazyConv"):
+        from rill.nn.modules import lazy
+        return getattr(lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -113,3 +113,12 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+def __getattr__(name):
+    """torch.nn.modules.linear also holds LazyLinear (rill defines it in lazy.py), so a pickle naming torch's path
+    finds it here."""
+    if name == "LazyLinear":
+        from rill.nn.modules.lazy import LazyLinear
+        return LazyLinear
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
