@@ -55,6 +55,7 @@ from rill import _random  # noqa: E402
 _random.install(_random.rill)
 from rill._strict import set_strict_dtype, is_strict_dtype, strict_dtype  # noqa: F401
 from rill.serialization import save, load  # noqa: F401
+from rill.safetensors import load_file, save_file  # noqa: F401  (safetensors files; the package is imported on use)
 from rill import nn, optim, utils  # noqa: F401
 from rill.nn.functional import softmax, log_softmax  # noqa: F401  (torch.softmax, torch.log_softmax)
 from rill import backends, cuda, fft, onnx  # noqa: F401
