@@ -59,6 +59,12 @@ from rill.safetensors import load_file, save_file  # noqa: F401  (safetensors fi
 from rill import nn, optim, utils  # noqa: F401
 from rill.nn.functional import softmax, log_softmax  # noqa: F401  (torch.softmax, torch.log_softmax)
 from rill import backends, cuda, fft, onnx  # noqa: F401
+from rill import amp, cpu  # noqa: F401
+from rill.amp import autocast  # noqa: F401
+from rill.amp.autocast_mode import (  # noqa: F401
+    get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_available, is_autocast_cpu_enabled, is_autocast_enabled,
+    set_autocast_dtype, set_autocast_enabled,
+)
 from rill import masked, signal, special  # noqa: F401  (what CPU scripts check before choosing a device)
 from rill._finfo import finfo, iinfo  # noqa: F401
 from rill import distributions  # noqa: F401

@@ -8,6 +8,7 @@
 #include "bind.h"
 #include "rill/autograd/engine.h"
 #include "rill/autograd/node.h"
+#include "rill/eager/autocast.h"
 
 namespace rill::py {
 namespace {
@@ -223,6 +224,12 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
 
   m.def("is_grad_enabled", &eager::grad_enabled, "True when ops record the autograd graph on this thread.");
   m.def("_set_grad_enabled", &eager::set_grad_enabled, nb::arg("mode"));
+  m.def("_autocast_state", []() {
+    const eager::AutocastState& s = eager::autocast_state();
+    return std::make_pair(s.enabled, s.dtype);
+  }, "(enabled, dtype) of CPU autocast on this thread (Note [Autocast]).");
+  m.def("_set_autocast_state", [](bool enabled, DType dtype) { eager::set_autocast_state({enabled, dtype}); },
+        nb::arg("enabled"), nb::arg("dtype"));
   m.def("_run_backward", [](const std::vector<Tensor>& tensors, const std::vector<std::optional<Tensor>>& grads,
                             bool retain_graph, const std::vector<Tensor>& inputs) {
     ag::backward(tensors, tensors_or_undefined(grads), retain_graph, inputs);

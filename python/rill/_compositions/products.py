@@ -7,6 +7,7 @@ import numbers
 
 import rill
 from rill._C import Tensor
+from rill.amp.autocast_mode import _lower_precision_policy
 from rill._compositions._common import _dim, _opmath
 
 
@@ -117,6 +118,7 @@ def trace(input):
     return input.diagonal().sum()
 
 
+@_lower_precision_policy
 @_opmath
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2)."""
@@ -136,6 +138,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
 
 
+@_lower_precision_policy
 @_opmath
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (batch1 @ batch2), batched."""
@@ -143,6 +146,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum(input, _matmul(batch1, batch2), beta, alpha)
 
 
+@_lower_precision_policy
 @_opmath
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (the sum over the batch of batch1 @ batch2)."""

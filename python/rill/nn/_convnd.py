@@ -12,6 +12,7 @@ import functools
 
 import rill
 from rill import _C
+from rill.amp.autocast_mode import _lower_precision_policy
 
 _FLOAT16 = (rill.float16, rill.bfloat16)
 
@@ -73,7 +74,7 @@ def _check_3d(op, input, weight, what_weight):
 def _bias_3d(out, bias):
     return out if bias is None else out + bias.reshape(1, -1, 1, 1, 1)
 
-
+@_lower_precision_policy
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution: input (N, C, D, H, W) or (C, D, H, W), weight (O, C / groups, kD, kH, kW); padding is
     an int, 3 values, 'valid' or 'same' (stride 1 only)."""
@@ -136,7 +137,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = _bias_3d(out, bias)
     return out.squeeze(0) if unbatched else out
 
-
+@_lower_precision_policy
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """1-D transposed convolution: input (N, C_in, L) or (C_in, L), weight (C_in, C_out / groups, kW)."""
     op = "conv_transpose1d"
@@ -153,7 +154,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                one(dilation, "dilation"))
     return out.squeeze(-2)
 
-
+@_lower_precision_policy
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-D transposed convolution: input (N, C_in, D, H, W) or (C_in, D, H, W), weight
     (C_in, C_out / groups, kD, kH, kW)."""

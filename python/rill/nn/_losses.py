@@ -6,6 +6,7 @@ import math
 import warnings
 
 import rill
+from rill.amp.autocast_mode import _float32_policy
 from rill.nn.functional import _channel_view, _nn, _opmath, logsigmoid, pairwise_distance
 
 
@@ -38,6 +39,7 @@ def _check_same_size(name, input, target):
                       "ensure they have the same size.", stacklevel=3)
 
 
+@_float32_policy
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-input[n, target[n]] (times weight[target[n]]), reduced; targets equal to ignore_index count for
     nothing (mean divides by the summed weights of the other targets)."""
@@ -45,6 +47,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _nn.nll_loss(input, target, weight, _REDUCTIONS[reduction], ignore_index)[0]
 
 
+@_float32_policy
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """nll_loss(log_softmax(input, class dim), target) for class-index targets; for probability targets
@@ -86,6 +89,7 @@ def _weighted(loss, weight):
     return loss if weight is None else loss * weight
 
 
+@_float32_policy
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target)^2, reduced."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -94,6 +98,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(_weighted(d * d, weight), reduction)
 
 
+@_float32_policy
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, reduced."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -101,6 +106,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(_weighted((input - target).abs(), weight), reduction)
 
 
+@_float32_policy
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 * d^2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target), reduced."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -113,6 +119,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(rill.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
 
 
+@_float32_policy
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(target * log(input) + (1 - target) * log(1 - input)), each log clamped at -100 as in PyTorch."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -125,6 +132,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(_weighted(loss, weight), reduction)
 
 
+@_float32_policy
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target) computed stably from the logits:
@@ -144,6 +152,7 @@ def _loss(loss, size_average, reduce, reduction):
 
 
 @_opmath
+@_float32_policy
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, delta (|d| - delta / 2) elsewhere, d = input - target."""
     d = (input - target).abs()
@@ -151,6 +160,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _loss(loss if weight is None else loss * weight, None, None, reduction)
 
 
+@_float32_policy
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target * (log target - input) (input holds log-probabilities); 'batchmean' divides the sum by the batch."""
     loss = rill.exp(target) * (target - input) if log_target else rill.xlogy(target, target) - target * input
@@ -159,6 +169,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _loss(loss, size_average, reduce, reduction)
 
 
+@_float32_policy
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target * (input1 - input2) + margin)."""
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
@@ -167,6 +178,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _loss((-target * (input1 - input2) + margin).clamp_min(0), size_average, reduce, reduction)
 
 
+@_float32_policy
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """input where target is 1, max(0, margin - input) where target is -1."""
     zero = rill.zeros((), dtype=input.dtype)
@@ -174,12 +186,14 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _loss(loss, size_average, reduce, reduction)
 
 
+@_float32_policy
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
     return _loss(rill.log1p(rill.exp(-target * input)), size_average, reduce, reduction)
 
 
 @_opmath
+@_float32_policy
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where target is -1."""
     if input1.dim() not in (1, 2) or input1.shape != input2.shape:
@@ -194,6 +208,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 
 
 @_opmath
+@_float32_policy
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)), d the pairwise p-distance."""
@@ -208,6 +223,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _loss((margin + d_pos - d_neg).clamp_min(0), size_average, reduce, reduction)
 
 
+@_float32_policy
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     """exp(input) - target * input (log_input), or input - target * log(input + eps); full adds Stirling's term."""
@@ -259,6 +275,7 @@ def pdist(input, p=2):
     return rill._compositions._pnorm(input.index_select(0, rows) - input.index_select(0, cols), p, -1)
 
 
+@_float32_policy
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """The mean over classes j != target of max(0, margin - x[target] + x[j]) ** p (times weight[target])."""
@@ -276,6 +293,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _loss(loss if input.dim() > 1 else loss.reshape(()), size_average, reduce, reduction)
 
 
+@_float32_policy
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Sum over the target classes j (target's entries up to the first -1) and the other classes i of
     max(0, 1 - (x[j] - x[i])), divided by the number of classes."""

@@ -12,6 +12,7 @@ import warnings
 import rill
 from rill import _C
 from rill._C import Tensor
+from rill.amp.autocast_mode import _lower_precision_policy
 
 _nn = _C._nn
 
@@ -407,6 +408,7 @@ def _fused_attention_applies(query, key, value, attn_mask, dropout_p):
     return len(mask) <= len(scores) and all(m in (1, s) for m, s in zip(reversed(mask), reversed(scores)))
 
 
+@_lower_precision_policy
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, scale = 1/sqrt(E) by default; a bool attn_mask keeps the
@@ -450,18 +452,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 from rill.nn._convnd import conv3d, conv_transpose1d, conv_transpose3d, with_float_compute  # noqa: E402,F401
 
 
+@_lower_precision_policy
 @with_float_compute
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution; padding is an int, a 1-tuple, 'valid' or 'same'."""
     return _C._conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@_lower_precision_policy
 @with_float_compute
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution; padding is an int, a pair, 'valid' or 'same' (stride 1 only)."""
     return _C._conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@_lower_precision_policy
 @with_float_compute
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution; weight is (in_channels, out_channels / groups, kH, kW)."""
@@ -623,6 +628,7 @@ def softshrink(input, lambd=0.5):
     return rill.where(input > lambd, input - lambd, rill.where(input < -lambd, input + lambd, 0.0))
 
 
+@_lower_precision_policy
 def prelu(input, weight):
     """x where x > 0, weight * x elsewhere; weight has one value or one per channel (dim 1)."""
     if weight.numel() == 1:

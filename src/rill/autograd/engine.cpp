@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "rill/eager/autocast.h"
 #include "rill/eager/grad_mode.h"
 #include "rill/autograd/node.h"
 #include "rill/eager/functional.h"
@@ -158,6 +159,7 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root
 
 void backward(std::span<const Tensor> tensors, std::span<const Tensor> grads, bool retain_graph,
               std::span<const Tensor> inputs) {
+  eager::AutocastGuard no_autocast({});  // Note [Autocast]: backward ops keep the forward's dtypes
   std::vector<Edge> roots;
   std::vector<Tensor> root_grads;
   make_roots(tensors, grads, roots, root_grads);
@@ -174,6 +176,7 @@ void backward(std::span<const Tensor> tensors, std::span<const Tensor> grads, bo
 
 std::vector<Tensor> grad(std::span<const Tensor> outputs, std::span<const Tensor> inputs,
                          std::span<const Tensor> grad_outputs, bool retain_graph, bool allow_unused) {
+  eager::AutocastGuard no_autocast({});  // Note [Autocast]: backward ops keep the forward's dtypes
   std::vector<Edge> roots;
   std::vector<Tensor> root_grads;
   make_roots(outputs, grad_outputs, roots, root_grads);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "rill/eager/autocast.h"
 #include "rill/eager/grad_mode.h"
 #include "rill/eager/trace.h"
 #include "rill/kernels/registry.h"
@@ -133,6 +134,9 @@ const OpSchema& op(std::string_view name) {
 std::vector<Tensor> call(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                          AttrsSym attrs) {
   check_arity(op, inputs, scalars);
+  std::vector<Tensor> autocast;
+  if (autocast_state().enabled) [[unlikely]]
+    inputs = autocast_inputs(op, inputs, autocast);  // Note [Autocast]
   const InferResult& r = infer(op, inputs, scalars, attrs);
   std::vector<Tensor> converted;
   std::span<const Tensor> args = convert_inputs(inputs, r, converted);
@@ -147,6 +151,9 @@ std::vector<Tensor> call(const OpSchema& op, std::span<const Tensor> inputs, std
 
 Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs) {
   check_arity(op, inputs, scalars);
+  std::vector<Tensor> autocast;
+  if (autocast_state().enabled) [[unlikely]]
+    inputs = autocast_inputs(op, inputs, autocast);  // Note [Autocast]
   const InferResult& r = infer(op, inputs, scalars, attrs);
   RILL_ASSERT(r.outputs.size() == 1, "[", op.name, "] call1 on an op with ", r.outputs.size(), " outputs");
   std::vector<Tensor> converted;

@@ -1,6 +1,7 @@
 // eager::matmul: torch.matmul's 1-D cases mapped onto the "matmul" op (ndim >= 2,
 // broadcast batches) with views: a 1-D left operand becomes a row [1, k], a 1-D
 // right operand a column [k, 1], and the added dim is removed from the result.
+#include "rill/eager/autocast.h"
 #include "rill/eager/functional.h"
 
 namespace rill::eager {
@@ -8,6 +9,8 @@ namespace rill::eager {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   static const OpSchema& mm = op("matmul");
   RILL_CHECK(a.defined() && b.defined(), Value, "[matmul] got an undefined tensor");
+  if (autocast_state().enabled) [[unlikely]]  // Note [Autocast]
+    return autocast_lower([](const Tensor& x, const Tensor& y) { return matmul(x, y); }, a, b);
   const int64_t da = a.ndim(), db = b.ndim();
   RILL_CHECK(da >= 1 && db >= 1, Runtime,
              "[matmul] both arguments to matmul need to be at least 1D, but they are ", da,

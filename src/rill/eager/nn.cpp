@@ -1,6 +1,7 @@
 // The nn ops in the functional API (schemas and attrs in ops/nn.cpp): each
 // function makes its inputs dense, as the kernels expect, builds the attrs and
 // calls the op. Argument checks that need more than metas live here too.
+#include "rill/eager/autocast.h"
 #include "rill/eager/functional.h"
 
 #include "rill/eager/math.h"
@@ -67,6 +68,9 @@ std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, con
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   static const OpSchema& lin = op("linear");
+  if (autocast_state().enabled) [[unlikely]]  // Note [Autocast]
+    return autocast_lower([](const Tensor& a, const Tensor& w, const Tensor& b) { return linear(a, w, b); }, x, weight,
+                          bias);
   const bool fused = weight.ndim() == 2 && x.ndim() >= 1 && x.dtype() == weight.dtype() &&
                      (!bias.defined() || bias.dtype() == x.dtype()) &&
                      (x.dtype() == DType::kFloat32 || x.dtype() == DType::kFloat64);
