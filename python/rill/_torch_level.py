@@ -246,6 +246,14 @@ def typename(obj):
     return type(obj).__qualname__ if module in ("builtins", None) else f"{module}.{type(obj).__qualname__}"
 
 
+def _safe_softmax(input, dim, dtype=None):
+    """softmax along dim, with 0 (not NaN) along the rows that are -inf throughout (fully masked attention)."""
+    masked = (input == -math.inf).all(dim, keepdim=True)
+    zero = rill.zeros((), dtype=input.dtype)
+    out = rill.nn.functional.softmax(rill.where(masked, zero, input), dim, dtype=dtype)
+    return rill.where(masked, rill.zeros((), dtype=out.dtype), out)
+
+
 _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm", "rrelu", "swapaxes",
           "swapdims", "adjoint", "t", "select", "detach", "is_complex", "is_signed", "is_nonzero",
           "is_same_size", "is_inference", "range", "vander", "chain_matmul", "frobenius_norm", "nuclear_norm",
@@ -253,7 +261,7 @@ _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "gr
           "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
           "set_float32_matmul_precision", "get_float32_matmul_precision", "set_warn_always",
           "is_warn_always_enabled", "get_default_device", "set_default_device", "get_num_interop_threads",
-          "set_num_interop_threads", "set_flush_denormal", "typename")
+          "set_num_interop_threads", "set_flush_denormal", "typename", "_safe_softmax")
 
 
 # --- torch.nn.functional forms ------------------------------------------------------------------------------

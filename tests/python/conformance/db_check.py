@@ -241,6 +241,8 @@ def rill_function(name):
     called or read on the input, as the OpInfo's own lambda does on torch's."""
     if name.startswith("__") and name.endswith("__"):
         return getattr(rill.Tensor, name, None)
+    if name.startswith("torch.ops.aten.") and name.endswith(".default"):  # an aten overload: rill.<its name>
+        name = name[len("torch.ops.aten."):-len(".default")]
     obj = rill
     for part in name.split("."):
         obj = getattr(obj, part, None)
