@@ -60,6 +60,10 @@ RANDOM_OPS = {
 # after the input)}. Unless the sample asks for a stable sort, rill's indices are right when
 # they pick the same values as PyTorch's.
 TIE_INDICES = {"sort": (1, 0), "argsort": (None, 0), "topk": (1, 1), "kthvalue": (1, 1), "msort": (None, None)}
+# Ops whose OpInfo lambda builds the input from factors (a @ b.mT) before calling the function, and whose
+# outputs are defined only up to signs: rill's counterpart takes the same factors, and both results are
+# compared after the sample's output_process_fn_grad (U @ V^H and S, the same for any signs).
+FACTORED_INPUT = {"svd_lowrank", "pca_lowrank"}
 # Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input)).
 INPUT_SECOND = {"polygamma", "special.polygamma"}
 # Modules whose outputs are random in training mode: only shape and dtype are compared.
@@ -285,6 +289,9 @@ def call_torch(fn, sample, inplace=False):
 def check_op_sample(op, rill_fn, method, inplace, sample, tols, random):
     """Compare function, method and in-place results of one sample (values only)."""
     expected = call_torch(op.op, sample)
+    if op.name in FACTORED_INPUT:
+        expected = sample.output_process_fn_grad(expected)
+        rill_fn = (lambda fn: lambda *a, **k: sample.output_process_fn_grad(fn(*a, **k)))(rill_fn)
     random = random or sample.kwargs.get("dropout_p", 0) > 0  # scaled_dot_product_attention with dropout
     leaves = {}
     args = to_rill((sample.input, sample.args, sample.kwargs), leaves)
@@ -452,6 +459,8 @@ def check_op_grad(op, rill_fn, sample, tols):
 def check_op(op, samples_per_dtype=SAMPLES_PER_DTYPE, grad_samples=GRAD_SAMPLES):
     """None if rill agrees with PyTorch on the op's samples, else "missing" or "fails: <reason>"."""
     rill_fn = rill_function(op.name) if op.op is not None else None
+    if rill_fn is not None and op.name in FACTORED_INPUT:
+        rill_fn = (lambda fn: lambda a, b, **kwargs: fn(a @ b.mT, **kwargs))(rill_fn)
     if rill_fn is not None and op.name in INPUT_SECOND:
         rill_fn = (lambda fn: lambda x, first, *args, **kwargs: fn(first, x, *args, **kwargs))(rill_fn)
     method = variant_name(op.method_variant, op.name.split(".")[-1]) if op.method_variant else None
