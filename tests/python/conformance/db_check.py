@@ -64,6 +64,8 @@ TIE_INDICES = {"sort": (1, 0), "argsort": (None, 0), "topk": (1, 1), "kthvalue":
 # outputs are defined only up to signs: rill's counterpart takes the same factors, and both results are
 # compared after the sample's output_process_fn_grad (U @ V^H and S, the same for any signs).
 FACTORED_INPUT = {"svd_lowrank", "pca_lowrank"}
+# Ops taking dropout_p positionally: {name: its position among the arguments after the input}.
+DROPOUT_ARG = {"nn.functional.multi_head_attention_forward": 9}
 # Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input)).
 INPUT_SECOND = {"polygamma", "special.polygamma"}
 # Modules whose outputs are random in training mode: only shape and dtype are compared.
@@ -292,7 +294,7 @@ def check_op_sample(op, rill_fn, method, inplace, sample, tols, random):
     if op.name in FACTORED_INPUT:
         expected = sample.output_process_fn_grad(expected)
         rill_fn = (lambda fn: lambda *a, **k: sample.output_process_fn_grad(fn(*a, **k)))(rill_fn)
-    random = random or sample.kwargs.get("dropout_p", 0) > 0  # scaled_dot_product_attention with dropout
+    random = random or draws_dropout(op, sample)
     leaves = {}
     args = to_rill((sample.input, sample.args, sample.kwargs), leaves)
     if rill_fn is not None:
@@ -415,9 +417,16 @@ def indices_up_to_ties(op_name, sample, actual, expected):
     return [want if i == position else a for i, a in enumerate(actual)]
 
 
+def draws_dropout(op, sample):
+    """Whether the sample asks for random dropout (scaled_dot_product_attention, multi_head_attention_forward)."""
+    if op.name in DROPOUT_ARG:
+        return sample.args[DROPOUT_ARG[op.name]] > 0 and sample.kwargs.get("training", True)
+    return sample.kwargs.get("dropout_p", 0) > 0
+
+
 def check_op_grad(op, rill_fn, sample, tols):
     """Compare the gradients of the summed floating outputs with respect to every input tensor."""
-    if sample.kwargs.get("dropout_p", 0) > 0:
+    if draws_dropout(op, sample):
         raise Unsupported("random dropout mask")
     try:
         out = sample.output_process_fn_grad(op.op(sample.input, *sample.args, **sample.kwargs))
