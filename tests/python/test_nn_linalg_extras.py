@@ -126,3 +126,19 @@ def test_multi_head_attention_forward_bad_static_k():
     with pytest.raises(ValueError):
         RF.multi_head_attention_forward(q, q, q, 4, 2, w, b, None, None, False, 0.0, rill.zeros(4, 4), None,
                                         static_k=rill.zeros(3, 3, 2))
+
+
+@pytest.mark.parametrize("padding,dilation,ceil_mode", [(0, 1, False), (1, 1, True), (0, (1, 2), True)])
+def test_max_pool2d_with_indices_backward(padding, dilation, ceil_mode):
+    x, tx = pair((2, 3, 6, 7), 30)
+    (g, tg) = pair(tuple(TF.max_pool2d(tx, 3, 2, padding, dilation, ceil_mode).shape), 31)
+    _, idx = RF.max_pool2d(x, 3, 2, padding, dilation, ceil_mode, return_indices=True)
+    _, tidx = TF.max_pool2d(tx, 3, 2, padding, dilation, ceil_mode, return_indices=True)
+    got = rill.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [padding] * 2, dilation, ceil_mode, idx)
+    want = torch.ops.aten.max_pool2d_with_indices_backward(tg, tx, [3, 3], [2, 2], [padding] * 2,
+                                                           [dilation] * 2 if isinstance(dilation, int)
+                                                           else list(dilation), ceil_mode, tidx)
+    assert_close(got, want)
+    with pytest.raises(ValueError):
+        rill.max_pool2d_with_indices_backward(g[:, :, :1], x, [3, 3], [2, 2], [padding] * 2, dilation, ceil_mode,
+                                              idx[:, :, :1])

@@ -64,6 +64,16 @@ TIE_INDICES = {"sort": (1, 0), "argsort": (None, 0), "topk": (1, 1), "kthvalue":
 # outputs are defined only up to signs: rill's counterpart takes the same factors, and both results are
 # compared after the sample's output_process_fn_grad (U @ V^H and S, the same for any signs).
 FACTORED_INPUT = {"svd_lowrank", "pca_lowrank"}
+# Ops whose OpInfo op is a wrapper that builds the arguments of the op it names: the same wrapper in rill's
+# terms.
+def _max_pool2d_backward(x, kernel_size=(), stride=(), padding=(0,), dilation=(1,), ceil_mode=False, **kwargs):
+    out, indices = rill.nn.functional.max_pool2d(x, kernel_size, stride or None, padding, dilation, ceil_mode,
+                                                 return_indices=True)
+    return rill.max_pool2d_with_indices_backward(rill.ones_like(out), x, kernel_size, stride or kernel_size,
+                                                 padding, dilation, ceil_mode, indices)
+
+
+OPINFO_WRAPPERS = {"max_pool2d_with_indices_backward": _max_pool2d_backward}
 # Ops taking dropout_p positionally: {name: its position among the arguments after the input}.
 DROPOUT_ARG = {"nn.functional.multi_head_attention_forward": 9}
 # Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input)).
@@ -468,6 +478,8 @@ def check_op_grad(op, rill_fn, sample, tols):
 def check_op(op, samples_per_dtype=SAMPLES_PER_DTYPE, grad_samples=GRAD_SAMPLES):
     """None if rill agrees with PyTorch on the op's samples, else "missing" or "fails: <reason>"."""
     rill_fn = rill_function(op.name) if op.op is not None else None
+    if rill_fn is not None and op.name in OPINFO_WRAPPERS:
+        rill_fn = OPINFO_WRAPPERS[op.name]
     if rill_fn is not None and op.name in FACTORED_INPUT:
         rill_fn = (lambda fn: lambda a, b, **kwargs: fn(a @ b.mT, **kwargs))(rill_fn)
     if rill_fn is not None and op.name in INPUT_SECOND:
