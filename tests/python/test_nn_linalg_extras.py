@@ -142,3 +142,39 @@ def test_max_pool2d_with_indices_backward(padding, dilation, ceil_mode):
     with pytest.raises(ValueError):
         rill.max_pool2d_with_indices_backward(g[:, :, :1], x, [3, 3], [2, 2], [padding] * 2, dilation, ceil_mode,
                                               idx[:, :, :1])
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("concatenated", [False, True])
+def test_ctc_loss(reduction, concatenated):
+    T, N, C, S = 12, 3, 5, 4
+    raw = torch.tensor(np.random.default_rng(40).standard_normal((T, N, C)))
+    lp = raw.log_softmax(2).detach().requires_grad_(True)
+    r = rill.tensor(lp.detach().numpy(), requires_grad=True)
+    targets = np.random.default_rng(41).integers(1, C, (N, S))
+    targets[0, 1] = targets[0, 0]  # a repeated label needs a blank between
+    in_lens, tgt_lens = [12, 9, 3], [4, 0, 3]  # an empty target; a target too long for its input: inf
+    if concatenated:
+        flat = np.concatenate([targets[i, :tgt_lens[i]] for i in range(N)])
+        tt, rt = torch.tensor(flat), rill.tensor(flat)
+    else:
+        tt, rt = torch.tensor(targets), rill.tensor(targets)
+    for zero_infinity in (False, True):
+        want = TF.ctc_loss(lp, tt, torch.tensor(in_lens), torch.tensor(tgt_lens), reduction=reduction, zero_infinity=zero_infinity)
+        got = RF.ctc_loss(r, rt, rill.tensor(in_lens), tgt_lens, reduction=reduction, zero_infinity=zero_infinity)
+        assert_close(got.detach(), want.detach())
+        if zero_infinity:
+            got.sum().backward()
+            want.sum().backward()
+            assert_close(r.grad, lp.grad)
+
+
+def test_ctc_loss_module_and_bad_input():
+    lp = rill.randn(6, 2, 4, dtype=rill.float64).log_softmax(2)
+    loss = rill.nn.CTCLoss(blank=3)(lp, rill.tensor([[0, 1], [2, 2]]), [6, 6], [2, 2])
+    want = torch.nn.CTCLoss(blank=3)(torch.tensor(lp.numpy()), torch.tensor([[0, 1], [2, 2]]), [6, 6], [2, 2])
+    assert_close(loss, want)
+    with pytest.raises(ValueError):
+        RF.ctc_loss(lp, rill.tensor([[0, 1], [2, 2]]), [6, 7], [2, 2])
+    with pytest.raises(ValueError):
+        RF.ctc_loss(lp, rill.tensor([[0, 1], [2, 2]]), [6, 6], [2, 2], blank=4)
