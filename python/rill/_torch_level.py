@@ -276,6 +276,10 @@ def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, pa
     return rill.where(rill.zeros((), dtype=rill.bool), input, grad)
 
 
+from rill.nn import _grid_sample  # noqa: E402
+
+grid_sampler_2d, grid_sampler_3d = _grid_sample.grid_sampler_2d, _grid_sample.grid_sampler_3d
+
 _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm", "rrelu", "swapaxes",
           "swapdims", "adjoint", "t", "select", "detach", "is_complex", "is_signed", "is_nonzero",
           "is_same_size", "is_inference", "range", "vander", "chain_matmul", "frobenius_norm", "nuclear_norm",
@@ -284,7 +288,7 @@ _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "gr
           "set_float32_matmul_precision", "get_float32_matmul_precision", "set_warn_always",
           "is_warn_always_enabled", "get_default_device", "set_default_device", "get_num_interop_threads",
           "set_num_interop_threads", "set_flush_denormal", "typename", "_safe_softmax",
-          "max_pool2d_with_indices_backward")
+          "max_pool2d_with_indices_backward", "grid_sampler_2d", "grid_sampler_3d")
 
 
 # --- torch.nn.functional forms ------------------------------------------------------------------------------

@@ -178,3 +178,35 @@ def test_ctc_loss_module_and_bad_input():
         RF.ctc_loss(lp, rill.tensor([[0, 1], [2, 2]]), [6, 7], [2, 2])
     with pytest.raises(ValueError):
         RF.ctc_loss(lp, rill.tensor([[0, 1], [2, 2]]), [6, 6], [2, 2], blank=4)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_2d(mode, padding_mode, align_corners):
+    x, tx = pair((2, 3, 5, 6), 50)
+    g, tg = pair((2, 4, 7, 2), 51)
+    g, tg = g * 1.3, tg * 1.3  # some points outside [-1, 1]
+    x.requires_grad_(True)
+    tx.requires_grad_(True)
+    got = RF.grid_sample(x, g, mode, padding_mode, align_corners)
+    want = TF.grid_sample(tx, tg, mode, padding_mode, align_corners)
+    assert_close(got.detach(), want.detach())
+    got.sum().backward()
+    want.sum().backward()
+    assert_close(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_3d_and_affine_grid(padding_mode):
+    x, tx = pair((1, 2, 3, 4, 5), 52)
+    theta, ttheta = pair((1, 3, 4), 53)
+    grid = RF.affine_grid(theta, (1, 2, 3, 4, 2), align_corners=False)
+    tgrid = TF.affine_grid(ttheta, (1, 2, 3, 4, 2), align_corners=False)
+    assert_close(grid, tgrid)
+    assert_close(RF.grid_sample(x, grid, padding_mode=padding_mode, align_corners=False),
+                 TF.grid_sample(tx, tgrid, padding_mode=padding_mode, align_corners=False))
+    with pytest.raises(ValueError):
+        RF.grid_sample(x, grid, mode="bicubic")
+    with pytest.raises(ValueError):
+        RF.grid_sample(x, grid[..., :2])
