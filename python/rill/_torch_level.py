@@ -279,6 +279,7 @@ def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, pa
 from rill.nn import _grid_sample  # noqa: E402
 
 grid_sampler_2d, grid_sampler_3d = _grid_sample.grid_sampler_2d, _grid_sample.grid_sampler_3d
+_upsample_bilinear2d_aa = rill.nn._interpolate._upsample_bilinear2d_aa
 
 _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm", "rrelu", "swapaxes",
           "swapdims", "adjoint", "t", "select", "detach", "is_complex", "is_signed", "is_nonzero",
@@ -288,7 +289,8 @@ _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "gr
           "set_float32_matmul_precision", "get_float32_matmul_precision", "set_warn_always",
           "is_warn_always_enabled", "get_default_device", "set_default_device", "get_num_interop_threads",
           "set_num_interop_threads", "set_flush_denormal", "typename", "_safe_softmax",
-          "max_pool2d_with_indices_backward", "grid_sampler_2d", "grid_sampler_3d")
+          "max_pool2d_with_indices_backward", "grid_sampler_2d", "grid_sampler_3d",
+          "_upsample_bilinear2d_aa")
 
 
 # --- torch.nn.functional forms ------------------------------------------------------------------------------

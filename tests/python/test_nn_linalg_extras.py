@@ -210,3 +210,20 @@ def test_grid_sample_3d_and_affine_grid(padding_mode):
         RF.grid_sample(x, grid, mode="bicubic")
     with pytest.raises(ValueError):
         RF.grid_sample(x, grid[..., :2])
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kwargs", [{"size": (3, 5)}, {"size": (13, 31)}, {"scale_factor": (1.7, 0.45)},
+                                    {"size": (4, 6), "align_corners": True}])
+def test_interpolate_antialias(mode, kwargs):
+    x, tx = pair((2, 3, 10, 20), 60)
+    assert_close(RF.interpolate(x, mode=mode, antialias=True, **kwargs),
+                 TF.interpolate(tx, mode=mode, antialias=True, **kwargs))
+
+
+def test_upsample_bilinear2d_aa_scales():
+    x, tx = pair((1, 2, 10, 20), 61)
+    assert_close(rill._upsample_bilinear2d_aa(x, [4, 9], False, scales_h=0.45, scales_w=0.5),
+                 torch.ops.aten._upsample_bilinear2d_aa(tx, [4, 9], False, 0.45, 0.5))
+    with pytest.raises(ValueError):
+        RF.interpolate(x, size=(3, 3), mode="nearest", antialias=True)
