@@ -70,6 +70,7 @@ from rill._finfo import finfo, iinfo  # noqa: F401
 from rill import distributions  # noqa: F401
 from rill._compile import compile  # noqa: F401,A001  (torch.compile)
 from rill import jit  # noqa: F401
+from rill._lowrank import pca_lowrank, svd_lowrank  # noqa: F401
 from rill._legacy import (  # noqa: F401
     FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, ByteTensor, CharTensor, ShortTensor, IntTensor,
     LongTensor, BoolTensor,

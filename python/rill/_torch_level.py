@@ -246,6 +246,41 @@ def typename(obj):
     return type(obj).__qualname__ if module in ("builtins", None) else f"{module}.{type(obj).__qualname__}"
 
 
+def _safe_softmax(input, dim, dtype=None):
+    """softmax along dim, with 0 (not NaN) along the rows that are -inf throughout (fully masked attention)."""
+    masked = (input == -math.inf).all(dim, keepdim=True)
+    zero = rill.zeros((), dtype=input.dtype)
+    out = rill.nn.functional.softmax(rill.where(masked, zero, input), dim, dtype=dtype)
+    return rill.where(masked, rill.zeros((), dtype=out.dtype), out)
+
+
+def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """aten's max_pool2d backward: each grad_output element added at the input position its index (flat
+    within the H * W plane, as max_pool2d(return_indices=True) gives) names; the pooling arguments are
+    checked against grad_output's shape."""
+    if input.dim() not in (3, 4) or grad_output.dim() != input.dim():
+        raise ValueError("max_pool2d_with_indices_backward: input must be (C, H, W) or (N, C, H, W) and "
+                         f"grad_output of as many dimensions, got {input.dim()} and {grad_output.dim()}")
+    if tuple(indices.shape) != tuple(grad_output.shape):
+        raise ValueError(f"max_pool2d_with_indices_backward: indices {tuple(indices.shape)} must have "
+                         f"grad_output's shape {tuple(grad_output.shape)}")
+    pooled = rill.nn.functional.max_pool2d(input.detach(), kernel_size, stride or None, padding, dilation,
+                                           ceil_mode)
+    if tuple(pooled.shape) != tuple(grad_output.shape):
+        raise ValueError(f"max_pool2d_with_indices_backward: grad_output {tuple(grad_output.shape)} does not "
+                         f"match the pooling's output shape {tuple(pooled.shape)}")
+    lead = tuple(input.shape[:-2])
+    grad = rill.zeros((*lead, input.shape[-2] * input.shape[-1]), dtype=grad_output.dtype)
+    grad = grad.scatter_add(-1, indices.flatten(-2), grad_output.flatten(-2)).reshape(tuple(input.shape))
+    # differentiable in input with derivative zero, as in PyTorch (the indices fix where grad_output goes)
+    return rill.where(rill.zeros((), dtype=rill.bool), input, grad)
+
+
+from rill.nn import _grid_sample  # noqa: E402
+
+grid_sampler_2d, grid_sampler_3d = _grid_sample.grid_sampler_2d, _grid_sample.grid_sampler_3d
+_upsample_bilinear2d_aa = rill.nn._interpolate._upsample_bilinear2d_aa
+
 _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm", "rrelu", "swapaxes",
           "swapdims", "adjoint", "t", "select", "detach", "is_complex", "is_signed", "is_nonzero",
           "is_same_size", "is_inference", "range", "vander", "chain_matmul", "frobenius_norm", "nuclear_norm",
@@ -253,7 +288,9 @@ _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "gr
           "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
           "set_float32_matmul_precision", "get_float32_matmul_precision", "set_warn_always",
           "is_warn_always_enabled", "get_default_device", "set_default_device", "get_num_interop_threads",
-          "set_num_interop_threads", "set_flush_denormal", "typename")
+          "set_num_interop_threads", "set_flush_denormal", "typename", "_safe_softmax",
+          "max_pool2d_with_indices_backward", "grid_sampler_2d", "grid_sampler_3d",
+          "_upsample_bilinear2d_aa")
 
 
 # --- torch.nn.functional forms ------------------------------------------------------------------------------

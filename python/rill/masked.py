@@ -160,3 +160,24 @@ def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
     """input divided by the ord-norm of its unmasked elements along dim (at least eps)."""
     x, m = _prepare(input, mask, dtype)
     return x / norm(x, ord, dim, keepdim=True, mask=m).clamp_min(eps)
+
+
+def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
+    """log(exp(input) + exp(other)), each side's masked elements counted as -inf."""
+    x, mx = _prepare(input, input_mask, None)
+    y, my = _prepare(other, other_mask, None)
+    out = rill.logaddexp(_filled(x, mx, -math.inf), _filled(y, my, -math.inf))
+    return out.to(input.dtype if dtype is None else dtype)
+
+
+def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
+    """The median of the unmasked elements along dim (NaN where all are masked; an integer input must have
+    no fully masked row)."""
+    floating = input.is_floating_point()
+    x, m = _prepare(input if floating else input.to(rill.float32), mask, None)
+    out = rill.nanmedian(_filled(x, m, math.nan), dim % max(x.dim(), 1), keepdim).values
+    if floating:
+        return out
+    if bool(rill.isnan(out).any()):
+        raise ValueError("masked.median: an integer input needs at least one unmasked element per row")
+    return out.to(input.dtype if dtype is None else dtype)

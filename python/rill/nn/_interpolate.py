@@ -51,6 +51,41 @@ def _interp_matrix(out_size, in_size, scale, mode, align_corners):
     return m
 
 
+def _aa_filter(mode):
+    if mode == "bilinear":
+        return lambda x: np.maximum(1.0 - np.abs(x), 0.0)
+    a = -0.5  # PyTorch's antialiased bicubic uses Keys' a = -0.5
+
+    def cubic(x):
+        x = np.abs(x)
+        near = ((a + 2) * x - (a + 3)) * x * x + 1
+        far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+    return cubic
+
+
+def _aa_matrix(out_size, in_size, scale, mode, align_corners):
+    """(out_size, in_size) antialiased weights: the filter stretched by the downscaling ratio (a low-pass
+    filter), its taps normalized to sum to 1 (PyTorch's separable antialias kernels)."""
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = (in_size / out_size) if scale is None or scale <= 0 else 1.0 / scale
+    half = 1.0 if mode == "bilinear" else 2.0
+    support = half * ratio if ratio >= 1.0 else half
+    invscale = 1.0 / ratio if ratio >= 1.0 else 1.0
+    filt = _aa_filter(mode)
+    m = np.zeros((out_size, in_size))
+    for i in range(out_size):
+        center = ratio * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), in_size)
+        w = filt((np.arange(lo, hi) - center + 0.5) * invscale)
+        total = w.sum()
+        m[i, lo:hi] = w / total if total != 0 else w
+    return m
+
+
 _INTERPOLATE_MODES = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": (1, 2, 3), "linear": (1,),
                       "bilinear": (2,), "bicubic": (2,), "trilinear": (3,)}
 
@@ -58,8 +93,8 @@ _INTERPOLATE_MODES = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims of a 3-D (N, C, W), 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input: mode 'nearest',
-    'nearest-exact' or 'area' for any of them, 'linear' (3-D), 'bilinear' or 'bicubic' (4-D), 'trilinear'
-    (5-D), to size or by scale_factor. Computed as products with one interpolation matrix per spatial dim, so
+    'nearest-exact' or 'area' for any of them, 'linear' (3-D), 'bilinear' or 'bicubic' (4-D, antialiased with
+    antialias=True), 'trilinear' (5-D), to size or by scale_factor. Computed as products with one interpolation matrix per spatial dim, so
     the gradient is their transpose; integer inputs are computed in float64 and rounded as PyTorch does."""
     spatial = input.ndim - 2
     if mode not in _INTERPOLATE_MODES:
@@ -67,9 +102,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if spatial not in _INTERPOLATE_MODES[mode]:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                   f"{' or '.join(str(d + 2) + 'D' for d in _INTERPOLATE_MODES[mode])} input")
-    if antialias:
-        raise NotImplementedError("[interpolate] antialias=True is not supported; resize without it (or low-pass "
-                                  "filter the input first)")
+    if antialias and mode not in ("bilinear", "bicubic"):
+        raise ValueError(f"[interpolate] antialias=True needs mode 'bilinear' or 'bicubic' on a 4-D input, got "
+                         f"mode '{mode}'")
     if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear "
                          "| bicubic | trilinear")
@@ -97,7 +132,35 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     info = np.iinfo(str(input.dtype).split(".")[-1]) if integer else None
     # last dim first; integers are rounded half up and saturated after each pass, as PyTorch's separable kernels
     for d in reversed(range(spatial)):
-        mat = rill.tensor(_interp_matrix(sizes[d], in_sizes[d], scales[d], mode, bool(align_corners)).T).to(x.dtype)
+        build = _aa_matrix if antialias else _interp_matrix
+        mat = rill.tensor(build(sizes[d], in_sizes[d], scales[d], mode, bool(align_corners)).T).to(x.dtype)
+        x = (x.movedim(d + 2, -1) @ mat).movedim(-1, d + 2)
+        if integer:
+            x = rill.clamp(rill.floor(x + 0.5), info.min, info.max)
+    return x.to(input.dtype).contiguous()
+
+
+def _upsample_bilinear2d_aa(input, output_size=None, align_corners=False, scale_factors=None, scales_h=None,
+                            scales_w=None):
+    """aten's antialiased bilinear resize of an (N, C, H, W) input to output_size, or by scale_factors
+    ([h, w]; scales_h/scales_w give the scales that go with an output_size)."""
+    if input.dim() != 4:
+        raise ValueError(f"_upsample_bilinear2d_aa: input must be (N, C, H, W), got {tuple(input.shape)}")
+    if output_size is None:
+        if scale_factors is None:
+            raise ValueError("_upsample_bilinear2d_aa: give output_size or scale_factors")
+        return interpolate(input, scale_factor=list(scale_factors), mode="bilinear", align_corners=align_corners,
+                           antialias=True)
+    scales = [scales_h, scales_w] if scale_factors is None else list(scale_factors)
+    if scales == [None, None]:
+        return interpolate(input, size=list(output_size), mode="bilinear", align_corners=align_corners,
+                           antialias=True)
+    integer = not input.dtype.is_floating_point
+    x = input.double() if integer else input.float() if input.dtype in (rill.float16, rill.bfloat16) else input
+    info = np.iinfo(str(input.dtype).split(".")[-1]) if integer else None
+    for d in (1, 0):
+        mat = rill.tensor(_aa_matrix(int(output_size[d]), input.shape[2 + d], scales[d], "bilinear",
+                                     bool(align_corners)).T).to(x.dtype)
         x = (x.movedim(d + 2, -1) @ mat).movedim(-1, d + 2)
         if integer:
             x = rill.clamp(rill.floor(x + 0.5), info.min, info.max)

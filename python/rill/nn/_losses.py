@@ -321,4 +321,43 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
         d_neg = rill.minimum(d_neg, d(positive, negative))
     return _loss((margin + d_pos - d_neg).clamp_min(0), None, None, reduction)
 
-__all__ = ["nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "huber_loss", "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss", "pdist", "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target): linear_weight is (C, in_features) or
+    (C, d_1, ..., d_K, in_features) for a K-dimensional loss. options (torch's LinearCrossEntropyOptions)
+    chooses how PyTorch chunks the batch to save memory; rill computes the same values in one pass, with
+    float16/bfloat16 logits accumulated in float32 as PyTorch's chunked path does."""
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"linear_cross_entropy: expected input with 1 or 2 dimensions, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError("linear_cross_entropy: expected linear_weight with at least 2 dimensions, got "
+                           f"{linear_weight.dim()}")
+    in_features = input.shape[-1]
+    if linear_weight.shape[-1] != in_features:
+        raise RuntimeError("linear_cross_entropy: input and linear_weight must share their last dimension "
+                           f"(in_features), got {in_features} and {linear_weight.shape[-1]}")
+    classes = tuple(linear_weight.shape[:-1])  # (C, d_1, ..., d_K)
+    if linear_bias is not None and tuple(linear_bias.shape) != classes:
+        raise RuntimeError(f"linear_cross_entropy: expected linear_bias of shape {classes}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if len(classes) > 1 and input.dim() == 1:
+        raise RuntimeError("linear_cross_entropy: a K-dimensional loss needs a batched input (N, in_features), "
+                           f"got shape {tuple(input.shape)}")
+    low = input.dtype in (rill.float16, rill.bfloat16)
+    if options is not None and low and len(classes) == 1 and label_smoothing == 0.0 and target.dtype == rill.int64:
+        out = linear_cross_entropy(input.float(), linear_weight.float(), target, reduction=reduction,
+                                   linear_bias=None if linear_bias is None else linear_bias.float(),
+                                   weight=None if weight is None else weight.float(), ignore_index=ignore_index)
+        return out.to(input.dtype)
+    logits = input @ linear_weight.reshape(-1, in_features).mT
+    logits = logits.reshape(*input.shape[:-1], *classes)
+    if linear_bias is not None:
+        logits = logits + linear_bias
+    probabilities = tuple(target.shape) == tuple(logits.shape)
+    if probabilities and ignore_index is not None:
+        raise RuntimeError("linear_cross_entropy: ignore_index cannot be given when target holds probabilities")
+    return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None else ignore_index,
+                         reduction=reduction, label_smoothing=label_smoothing)
+
+
+__all__ = ["nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "huber_loss", "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss", "pdist", "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss", "linear_cross_entropy"]

@@ -943,3 +943,6 @@ from rill.nn._poolnd import (  # noqa: E402,F401  (3-D and adaptive max pooling:
     fractional_max_pool2d, fractional_max_pool3d, lp_pool3d, max_pool3d, unfold,
 )
 from rill.nn._losses import *  # noqa: E402,F401,F403  (the losses: their own module, using the functions above)
+from rill.nn._attention import multi_head_attention_forward  # noqa: E402,F401
+from rill.nn._ctc import ctc_loss  # noqa: E402,F401
+from rill.nn._grid_sample import affine_grid, grid_sample  # noqa: E402,F401

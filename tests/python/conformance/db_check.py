@@ -60,6 +60,22 @@ RANDOM_OPS = {
 # after the input)}. Unless the sample asks for a stable sort, rill's indices are right when
 # they pick the same values as PyTorch's.
 TIE_INDICES = {"sort": (1, 0), "argsort": (None, 0), "topk": (1, 1), "kthvalue": (1, 1), "msort": (None, None)}
+# Ops whose OpInfo lambda builds the input from factors (a @ b.mT) before calling the function, and whose
+# outputs are defined only up to signs: rill's counterpart takes the same factors, and both results are
+# compared after the sample's output_process_fn_grad (U @ V^H and S, the same for any signs).
+FACTORED_INPUT = {"svd_lowrank", "pca_lowrank"}
+# Ops whose OpInfo op is a wrapper that builds the arguments of the op it names: the same wrapper in rill's
+# terms.
+def _max_pool2d_backward(x, kernel_size=(), stride=(), padding=(0,), dilation=(1,), ceil_mode=False, **kwargs):
+    out, indices = rill.nn.functional.max_pool2d(x, kernel_size, stride or None, padding, dilation, ceil_mode,
+                                                 return_indices=True)
+    return rill.max_pool2d_with_indices_backward(rill.ones_like(out), x, kernel_size, stride or kernel_size,
+                                                 padding, dilation, ceil_mode, indices)
+
+
+OPINFO_WRAPPERS = {"max_pool2d_with_indices_backward": _max_pool2d_backward}
+# Ops taking dropout_p positionally: {name: its position among the arguments after the input}.
+DROPOUT_ARG = {"nn.functional.multi_head_attention_forward": 9}
 # Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input)).
 INPUT_SECOND = {"polygamma", "special.polygamma"}
 # Modules whose outputs are random in training mode: only shape and dtype are compared.
@@ -241,6 +257,8 @@ def rill_function(name):
     called or read on the input, as the OpInfo's own lambda does on torch's."""
     if name.startswith("__") and name.endswith("__"):
         return getattr(rill.Tensor, name, None)
+    if name.startswith("torch.ops.aten.") and name.endswith(".default"):  # an aten overload: rill.<its name>
+        name = name[len("torch.ops.aten."):-len(".default")]
     obj = rill
     for part in name.split("."):
         obj = getattr(obj, part, None)
@@ -283,7 +301,10 @@ def call_torch(fn, sample, inplace=False):
 def check_op_sample(op, rill_fn, method, inplace, sample, tols, random):
     """Compare function, method and in-place results of one sample (values only)."""
     expected = call_torch(op.op, sample)
-    random = random or sample.kwargs.get("dropout_p", 0) > 0  # scaled_dot_product_attention with dropout
+    if op.name in FACTORED_INPUT:
+        expected = sample.output_process_fn_grad(expected)
+        rill_fn = (lambda fn: lambda *a, **k: sample.output_process_fn_grad(fn(*a, **k)))(rill_fn)
+    random = random or draws_dropout(op, sample)
     leaves = {}
     args = to_rill((sample.input, sample.args, sample.kwargs), leaves)
     if rill_fn is not None:
@@ -406,9 +427,16 @@ def indices_up_to_ties(op_name, sample, actual, expected):
     return [want if i == position else a for i, a in enumerate(actual)]
 
 
+def draws_dropout(op, sample):
+    """Whether the sample asks for random dropout (scaled_dot_product_attention, multi_head_attention_forward)."""
+    if op.name in DROPOUT_ARG:
+        return sample.args[DROPOUT_ARG[op.name]] > 0 and sample.kwargs.get("training", True)
+    return sample.kwargs.get("dropout_p", 0) > 0
+
+
 def check_op_grad(op, rill_fn, sample, tols):
     """Compare the gradients of the summed floating outputs with respect to every input tensor."""
-    if sample.kwargs.get("dropout_p", 0) > 0:
+    if draws_dropout(op, sample):
         raise Unsupported("random dropout mask")
     try:
         out = sample.output_process_fn_grad(op.op(sample.input, *sample.args, **sample.kwargs))
@@ -450,6 +478,10 @@ def check_op_grad(op, rill_fn, sample, tols):
 def check_op(op, samples_per_dtype=SAMPLES_PER_DTYPE, grad_samples=GRAD_SAMPLES):
     """None if rill agrees with PyTorch on the op's samples, else "missing" or "fails: <reason>"."""
     rill_fn = rill_function(op.name) if op.op is not None else None
+    if rill_fn is not None and op.name in OPINFO_WRAPPERS:
+        rill_fn = OPINFO_WRAPPERS[op.name]
+    if rill_fn is not None and op.name in FACTORED_INPUT:
+        rill_fn = (lambda fn: lambda a, b, **kwargs: fn(a @ b.mT, **kwargs))(rill_fn)
     if rill_fn is not None and op.name in INPUT_SECOND:
         rill_fn = (lambda fn: lambda x, first, *args, **kwargs: fn(first, x, *args, **kwargs))(rill_fn)
     method = variant_name(op.method_variant, op.name.split(".")[-1]) if op.method_variant else None

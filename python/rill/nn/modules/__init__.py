@@ -40,6 +40,7 @@ from rill.nn.modules.padding import (  # noqa: F401
 )
 from rill.nn.modules.normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from rill.nn.modules.loss import MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa: F401
+from rill.nn.modules.loss import CTCLoss, LinearCrossEntropyLoss  # noqa: F401
 from rill.nn.modules.activation import RReLU  # noqa: F401
 from rill.nn.modules.dropout import FeatureAlphaDropout  # noqa: F401
 from rill.nn.modules.pooling import LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: F401

@@ -2,7 +2,6 @@
 from Linear, LayerNorm, Dropout and scaled_dot_product_attention (or softmax and matmul, for the attention weights or dropout), with PyTorch's
 parameter names (their state dicts load across)."""
 import copy
-import math
 
 import rill
 from rill.nn import init
@@ -17,18 +16,6 @@ from rill.nn.parameter import Parameter
 
 class NonDynamicallyQuantizableLinear(Linear):
     """A Linear; the name is PyTorch's, so reprs match."""
-
-
-def _float_mask(mask, dtype, name):
-    """A boolean mask (True = masked out) as an additive float mask; a float mask as it is."""
-    if mask is None:
-        return None
-    if mask.dtype == rill.bool:
-        return rill.where(mask, rill.full(tuple(mask.shape), float("-inf"), dtype=dtype),
-                          rill.zeros(*mask.shape, dtype=dtype))
-    if not mask.is_floating_point():
-        raise TypeError(f"only bool and floating types of {name} are supported")
-    return mask
 
 
 class MultiheadAttention(Module):
@@ -89,91 +76,20 @@ class MultiheadAttention(Module):
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
 
-    def _projections(self):
-        e = self.embed_dim
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            ws = (w[0:e], w[e:2 * e], w[2 * e:3 * e])
-        else:
-            ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
-        b = self.in_proj_bias
-        bs = (None, None, None) if b is None else (b[0:e], b[e:2 * e], b[2 * e:3 * e])
-        return ws, bs
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         is_batched = query.dim() == 3
         if self.batch_first and is_batched:
             query, key, value = (x.transpose(0, 1) for x in (query, key, value))
-        if not is_batched:
-            query, key, value = (x.unsqueeze(1) for x in (query, key, value))
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        tgt_len, bsz, embed_dim = query.shape
-        src_len = key.shape[0]
-        if embed_dim != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {embed_dim}")
-        h, hd = self.num_heads, self.head_dim
-        (wq, wk, wv), (bq, bk, bv) = self._projections()
-        q = F.linear(query, wq, bq)
-        k = F.linear(key, wk, bk)
-        v = F.linear(value, wv, bv)
-        # add_bias_kv appends bias_k / bias_v as one more key and value, add_zero_attn a zero one per head; the
-        # masks get a column (not masked) for each.
-        extra = (self.bias_k is not None) + bool(self.add_zero_attn)
-        if extra and is_causal and attn_mask is None:
-            attn_mask = rill.arange(src_len).unsqueeze(0) > rill.arange(tgt_len).unsqueeze(1)
-        if self.bias_k is not None:
-            k = rill.cat([k, self.bias_k.expand(1, bsz, embed_dim)])
-            v = rill.cat([v, self.bias_v.expand(1, bsz, embed_dim)])
-        q = q.reshape(tgt_len, bsz * h, hd).transpose(0, 1)
-        k = k.reshape(k.shape[0], bsz * h, hd).transpose(0, 1)
-        v = v.reshape(v.shape[0], bsz * h, hd).transpose(0, 1)
-        if self.add_zero_attn:
-            k = rill.cat([k, rill.zeros((bsz * h, 1, hd), dtype=k.dtype)], dim=1)
-            v = rill.cat([v, rill.zeros((bsz * h, 1, hd), dtype=v.dtype)], dim=1)
-        if extra:
-            attn_mask = None if attn_mask is None else F.pad(_float_mask(attn_mask, q.dtype, "attn_mask"), (0, extra))
-            key_padding_mask = None if key_padding_mask is None else F.pad(
-                _float_mask(key_padding_mask, q.dtype, "key_padding_mask"), (0, extra))
-            src_len += extra
-
-        # Without weights to return or dropout to draw, attention is one fused op (F.scaled_dot_product_attention).
-        fused = not need_weights and not (self.dropout > 0.0 and self.training)
-        causal = fused and is_causal and attn_mask is None and key_padding_mask is None
-        if is_causal and attn_mask is None and not causal:
-            attn_mask = rill.arange(src_len).unsqueeze(0) > rill.arange(tgt_len).unsqueeze(1)
-        mask = _float_mask(attn_mask, q.dtype, "attn_mask")
-        if mask is not None and mask.dim() == 3:
-            mask = mask.reshape(bsz, h, tgt_len, src_len).reshape(bsz * h, tgt_len, src_len)
-        if key_padding_mask is not None:
-            kpm = _float_mask(key_padding_mask, q.dtype, "key_padding_mask")
-            kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, h, 1, src_len).reshape(bsz * h, 1, src_len)
-            mask = kpm if mask is None else mask + kpm
-
-        if fused:
-            out = F.scaled_dot_product_attention(q, k, v, mask, is_causal=causal, scale=math.sqrt(1.0 / float(hd)))
-        else:
-            scores = (q * math.sqrt(1.0 / float(hd))).matmul(k.transpose(-2, -1))
-            if mask is not None:
-                scores = scores + mask
-            attn = F.softmax(scores, dim=-1)
-            if self.dropout > 0.0 and self.training:
-                attn = F.dropout(attn, p=self.dropout)
-            out = attn.matmul(v)  # (N*H, L, hd)
-        out = out.transpose(0, 1).contiguous().reshape(tgt_len * bsz, embed_dim)
-        out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape(tgt_len, bsz, embed_dim)
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+            self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
         if self.batch_first and is_batched:
             out = out.transpose(0, 1)
-        if not is_batched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        weights = attn.reshape(bsz, h, tgt_len, src_len)
-        if average_attn_weights:
-            weights = weights.mean(1)
-        if not is_batched:
-            weights = weights.squeeze(0)
         return out, weights
 
 
