@@ -4,6 +4,7 @@ batched over the samples. Its gradient comes from autograd through the recursion
 import math
 
 import rill
+from rill.amp.autocast_mode import _float32_policy
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -53,6 +54,7 @@ def _logsumexp(x, dim):
     return rill.where(positive, out, rill.full((), -math.inf, dtype=x.dtype))
 
 
+@_float32_policy
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """The negative log-likelihood of each target under log_probs (T, N, C) or (T, C), summed over every
     alignment; reduction "mean" divides each by its target length before averaging. zero_infinity sets
