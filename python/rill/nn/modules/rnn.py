@@ -145,9 +145,11 @@ class RNNBase(Module):
 
     def forward(self, input, hx=None):
         name = type(self).__name__
+        from rill.nn.utils.rnn import PackedSequence  # here: rill.nn.utils imports the modules
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         if not isinstance(input, rill.Tensor):
-            raise TypeError(f"[{name}] expected a Tensor as input, got {type(input).__name__} (rill has no "
-                            "PackedSequence: pad the batch and pass a Tensor)")
+            raise TypeError(f"[{name}] expected a Tensor or a PackedSequence as input, got {type(input).__name__}")
         if input.dim() not in (2, 3):
             raise ValueError(f"[{name}] Expected input to be 2D or 3D, got {input.dim()}D tensor instead")
         batched = input.dim() == 3
@@ -189,6 +191,70 @@ class RNNBase(Module):
         elif self.batch_first:
             output = output.transpose(0, 1)
         return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+
+    def _forward_packed(self, packed, hx):
+        """forward on a PackedSequence: at time step t the first batch_sizes[t] sequences (sorted longest first)
+        are live; a sequence's final state is the one after its last element (the reverse direction starts each
+        sequence from h0 at that element). hx and the returned states are in the caller's batch order."""
+        name = type(self).__name__
+        data, sorted_indices, unsorted_indices = packed.data, packed.sorted_indices, packed.unsorted_indices
+        if data.dim() != 2 or data.shape[1] != self.input_size:
+            raise RuntimeError(f"[{name}] packed input data must be (total, input_size={self.input_size}), got "
+                               f"{tuple(data.shape)}")
+        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        offsets = [0]
+        for b in sizes:
+            offsets.append(offsets[-1] + b)
+        batch = sizes[0]
+        if hx is not None and sorted_indices is not None:
+            hx = tuple(h.index_select(1, sorted_indices) for h in hx) if self.mode == "LSTM" \
+                else hx.index_select(1, sorted_indices)
+        h0, c0 = self._initial_state(hx, batch, data.dtype, True)
+        step = _STEPS[self.mode]
+        directions = 2 if self.bidirectional else 1
+        h_n, c_n = [], []
+        layer_input = data
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                w_ih, b_ih, w_hh, b_hh, w_hr = self._weights(layer, direction)
+                gi = F.linear(layer_input, w_ih, b_ih)
+                index = layer * directions + direction
+                h_init, c_init = h0[index], (c0[index] if c0 is not None else None)
+                out = [None] * len(sizes)
+                if direction == 0:
+                    h, c = h_init, c_init
+                    for t, b in enumerate(sizes):
+                        nh, nc = step(gi[offsets[t]:offsets[t + 1]], h[:b], c[:b] if c is not None else None,
+                                      w_hh, b_hh, w_hr)
+                        out[t] = nh
+                        h = nh if b == batch else rill.cat([nh, h[b:]], 0)  # finished sequences keep their state
+                        if c is not None:
+                            c = nc if b == batch else rill.cat([nc, c[b:]], 0)
+                else:
+                    h = c = None
+                    live = 0
+                    for t in reversed(range(len(sizes))):
+                        b = sizes[t]
+                        if b > live:  # sequences whose last element is at t start here from h0
+                            h = h_init[live:b] if h is None else rill.cat([h, h_init[live:b]], 0)
+                            if c_init is not None:
+                                c = c_init[live:b] if c is None else rill.cat([c, c_init[live:b]], 0)
+                            live = b
+                        h, c = step(gi[offsets[t]:offsets[t + 1]], h, c, w_hh, b_hh, w_hr)
+                        out[t] = h
+                outputs.append(rill.cat(out, 0))
+                h_n.append(h)
+                c_n.append(c)
+            layer_input = outputs[0] if directions == 1 else rill.cat(outputs, 1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, training=True)
+        h_n = rill.stack(h_n, 0)
+        c_n = rill.stack(c_n, 0) if self.mode == "LSTM" else None
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
+        return packed._with_data(layer_input), ((h_n, c_n) if self.mode == "LSTM" else h_n)
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
