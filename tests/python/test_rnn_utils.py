@@ -88,5 +88,4 @@ def test_errors():
         R.pad_sequence([rill.zeros(2, 3), rill.zeros(2, 4)])
     with pytest.raises(TypeError):
         R.pad_packed_sequence(rill.zeros(2))
-    with pytest.raises(TypeError, match="PackedSequence"):
-        rill.nn.LSTM(3, 4)(pk)
+    assert isinstance(rill.nn.LSTM(3, 4)(pk)[0], R.PackedSequence)  # test_rnn_packed.py checks the values
