@@ -43,7 +43,7 @@ from rill import nn  # noqa: F401  (rill.nn.functional)
 from rill._creation import (  # noqa: F401
     tensor, as_tensor, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
     is_tensor, numel, reshape, transpose, permute, flatten, squeeze, unsqueeze, narrow, clone,
-    get_default_dtype, is_floating_point, negative, absolute,
+    get_default_dtype, set_default_dtype, set_default_tensor_type, is_floating_point, negative, absolute,
 )
 from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)
 from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where the op library lacks them)

@@ -8,7 +8,7 @@ from rill._C import Tensor
 
 
 def _infer_dtype(data):
-    """PyTorch's rule for Python data: bools -> bool, ints -> int64, any float -> float32."""
+    """PyTorch's rule for Python data: bools -> bool, ints -> int64, any float -> the default dtype."""
     if isinstance(data, (str, bytes)):
         raise TypeError(f"[tensor] invalid data type '{type(data).__name__}'; expected numbers, nested lists of "
                         "numbers, or an array")
@@ -23,7 +23,7 @@ def _infer_dtype(data):
     if arr.dtype == np.uint64 or (arr.dtype == object and all(isinstance(v, int) for v in arr.flat)):
         raise ValueError("[tensor] overflow: an integer in data does not fit in int64")
     if arr.dtype.kind == "f":
-        return arr, _C.float32
+        return arr, _C.get_default_dtype()
     # RuntimeError, as PyTorch raises for data whose dtype it can't infer (None, objects, dicts)
     raise RuntimeError(f"[tensor] could not infer dtype of {type(data).__name__} (numpy dtype {arr.dtype}); "
                        "expected numbers, nested lists of numbers, or an array")
@@ -111,7 +111,33 @@ def numel(input):
 
 
 def get_default_dtype():
-    return _C.float32
+    """The default floating dtype: float32 unless set_default_dtype changed it."""
+    return _C.get_default_dtype()
+
+
+def set_default_dtype(d):
+    """Make d (rill.float32, float64, float16 or bfloat16) the dtype of Python floats, of factory functions without
+    a dtype and of float-valued ops on integers, process-wide, as torch.set_default_dtype."""
+    if not isinstance(d, _C.dtype):
+        raise TypeError(f"set_default_dtype expects a rill.dtype, got {type(d).__name__}")
+    _C.set_default_dtype(d)
+
+
+_TENSOR_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+                 "BFloat16Tensor": "bfloat16"}
+
+
+def set_default_tensor_type(t):
+    """torch.set_default_tensor_type: rill.FloatTensor / DoubleTensor (or their names, 'torch.DoubleTensor') set the
+    default dtype; CPU tensors are the only kind."""
+    name = t if isinstance(t, str) else getattr(t, "__name__", type(t).__name__)
+    short = name.rsplit(".", 1)[-1]
+    if short not in _TENSOR_TYPES:
+        raise TypeError(f"set_default_tensor_type: only the floating-point CPU tensor types are supported "
+                        f"({', '.join(_TENSOR_TYPES)}), got {name}")
+    if isinstance(t, str) and "cuda" in name:
+        raise TypeError(f"set_default_tensor_type: {name} is a CUDA type; this build of rill has CPU tensors only")
+    _C.set_default_dtype(getattr(_C, _TENSOR_TYPES[short]))
 
 
 def reshape(input, shape):

@@ -104,11 +104,11 @@ def tensor_repr(t):
     prefix = "tensor("
     indent = len(prefix)
     suffixes = []
-    default_dtype = t.dtype in (_C.float32, _C.int64, _C.bool)
+    default_dtype = t.dtype in (_C.get_default_dtype(), _C.int64, _C.bool)
     if t.numel() == 0:
         if t.ndim != 1:
             suffixes.append("size=" + str(tuple(t._shape)))
-        if t.dtype != _C.float32:
+        if t.dtype != _C.get_default_dtype():
             suffixes.append("dtype=" + repr(t.dtype))
         body = "[]"
     else:

@@ -123,6 +123,9 @@ void init_dtype(nb::module_& m) {
   m.def("_strict_dtype_setting", []() { return strict_dtype_setting(); },
         "The calling thread's own setting: 1 on, 0 off, -1 follows the process default.");
   m.def("_set_strict_dtype_setting", [](int s) { set_strict_dtype_setting(s); }, nb::arg("setting"));
+  m.def("get_default_dtype", &default_float, "The default floating dtype (float32 unless set_default_dtype changed it).");
+  m.def("set_default_dtype", &set_default_float, nb::arg("d"),
+        "Make d (a floating dtype) what Python floats and factory functions without a dtype produce.");
   m.def("_check_strict_store", [](const std::string& op, DType value, DType dest, const std::string& what,
                                   const std::string& fix) { check_strict_store(op, value, dest, what, fix); },
         nb::arg("op"), nb::arg("value"), nb::arg("dest"), nb::arg("what"), nb::arg("fix"),

@@ -514,14 +514,14 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   auto filled = [](const char* name, int value) {
     return [name, value](nb::args args, nb::kwargs kwargs) {
       FactoryArgs f = parse_factory(args, kwargs, name);
-      return finish(eager::full(f.shape, Scalar(int64_t{value}), f.dtype.value_or(DType::kFloat32), f.device), f);
+      return finish(eager::full(f.shape, Scalar(int64_t{value}), f.dtype.value_or(default_float()), f.device), f);
     };
   };
   m.def("zeros", filled("zeros", 0));
   m.def("ones", filled("ones", 1));
   m.def("empty", [](nb::args args, nb::kwargs kwargs) {
     FactoryArgs f = parse_factory(args, kwargs, "empty");
-    return finish(eager::empty(f.shape, f.dtype.value_or(DType::kFloat32), f.device), f);
+    return finish(eager::empty(f.shape, f.dtype.value_or(default_float()), f.device), f);
   });
   m.def("full", [](nb::handle size, nb::handle value, nb::kwargs kwargs) {
     FactoryArgs f = parse_factory(nb::args(), kwargs, "full", false);
@@ -534,7 +534,7 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   auto random = [](const char* name, Tensor (*gen)(const Shape&, DType, Device)) {
     return [name, gen](nb::args args, nb::kwargs kwargs) {
       FactoryArgs f = parse_factory(args, kwargs, name);
-      return finish(gen(f.shape, f.dtype.value_or(DType::kFloat32), f.device), f);
+      return finish(gen(f.shape, f.dtype.value_or(default_float()), f.device), f);
     };
   };
   m.def("rand", random("rand", [](const Shape& s, DType t, Device d) { return eager::rand(s, t, d); }));

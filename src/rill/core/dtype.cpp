@@ -1,6 +1,20 @@
 #include "rill/core/dtype.h"
 
+#include <atomic>
+
 namespace rill {
+
+namespace {
+std::atomic<DType> g_default_float{DType::kFloat32};
+}  // namespace
+
+DType default_float() { return g_default_float.load(std::memory_order_relaxed); }
+
+void set_default_float(DType t) {
+  RILL_CHECK(t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16 || t == DType::kBFloat16, Type,
+             "only floating-point types are supported as the default type, got ", dtype_name(t));
+  g_default_float.store(t, std::memory_order_relaxed);
+}
 
 int64_t dtype_itemsize(DType t) {
   static constexpr int64_t kSizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};

@@ -32,6 +32,12 @@ inline constexpr int kNumDTypes = 10;
 int64_t dtype_itemsize(DType t);
 /** Short name, e.g. "float32". */
 std::string_view dtype_name(DType t);
+
+/** The default floating dtype (float32 unless rill.set_default_dtype changed it): what Python floats, factory
+    functions without a dtype and integer inputs of float-valued ops become. Process-wide, as in PyTorch. */
+DType default_float();
+/** Set the default floating dtype (a floating dtype; raises otherwise). */
+void set_default_float(DType t);
 /** True for float16, bfloat16, float32, float64. */
 inline bool dtype_is_floating(DType t) { return t >= DType::kFloat16; }
 /** True for the integer types (not bool). */

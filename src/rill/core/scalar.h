@@ -37,7 +37,7 @@ class Scalar {
   }
   /** The dtype a tensor made from this scalar alone would have (default float: float32). */
   DType default_dtype() const {
-    return kind_ == Kind::kBool ? DType::kBool : kind_ == Kind::kInt ? DType::kInt64 : DType::kFloat32;
+    return kind_ == Kind::kBool ? DType::kBool : kind_ == Kind::kInt ? DType::kInt64 : default_float();
   }
 
  private:

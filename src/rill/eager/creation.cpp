@@ -64,7 +64,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
                d, " has too many elements");
     length = static_cast<int64_t>(n);
   }
-  DType t = dtype ? *dtype : (start.is_floating() || end.is_floating() || step.is_floating()) ? kDefaultFloat
+  DType t = dtype ? *dtype : (start.is_floating() || end.is_floating() || step.is_floating()) ? default_float()
                                                                                                 : DType::kInt64;
   Scalar s[2] = {start, step};
   return call1(ar, {}, s, make_attrs({length, t}));

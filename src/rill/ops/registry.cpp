@@ -19,7 +19,7 @@ Registry& registry() {
 }
 
 // Note [Inference cache]
-// Inference is a pure function of (op, input metas, scalar kinds, attrs). Metas
+// Inference is a pure function of (op, input metas, scalar kinds, attrs, the default float dtype). Metas
 // and attrs are interned, so the key is a handful of pointers and hashing it is
 // cheap. The cache is per thread: no lock on the hot path, and a thread rarely
 // sees metas another thread created. Entries are never evicted: the number of
@@ -28,6 +28,7 @@ struct CacheKey {
   const OpSchema* op;
   const Attrs* attrs;
   uint32_t scalar_kinds;
+  DType default_float;  // promotion depends on it (rill.set_default_dtype)
   std::vector<const TensorMeta*> inputs;
   bool operator==(const CacheKey&) const = default;
 };
@@ -36,6 +37,7 @@ struct CacheKeyHash {
     size_t h = std::hash<const void*>()(k.op);
     hash_combine(h, std::hash<const void*>()(k.attrs));
     hash_combine(h, k.scalar_kinds);
+    hash_combine(h, static_cast<size_t>(k.default_float));
     for (const TensorMeta* m : k.inputs) hash_combine(h, std::hash<const void*>()(m));
     return h;
   }
@@ -157,6 +159,7 @@ const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inp
   probe.op = &op;
   probe.attrs = attrs.get();
   probe.scalar_kinds = 0;
+  probe.default_float = default_float();
   for (const Scalar& s : scalars) probe.scalar_kinds = probe.scalar_kinds * 4 + 1 + static_cast<uint32_t>(s.kind());
   probe.inputs.clear();
   for (const MetaSym& m : inputs) probe.inputs.push_back(m.get());

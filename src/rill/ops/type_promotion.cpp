@@ -43,7 +43,7 @@ DType result_type(std::span<const MetaSym> tensors, std::span<const Scalar> scal
   }
   for (const Scalar& s : scalars) wrapped_result = promote_opt(wrapped_result, s.default_dtype());
   Opt r = combine_categories(dim_result, combine_categories(zero_result, wrapped_result));
-  return r ? *r : kDefaultFloat;
+  return r ? *r : default_float();
 }
 
 // Note [Strict dtype mode]
@@ -204,7 +204,7 @@ void check_strict_number(std::string_view op, Scalar s, DType dest) {
   if (category(s) <= category(dest) || !strict_dtype()) return;
   RILL_FAIL(Type, "[", op, "] strict dtype mode: ", number_kind(s), " with a ", dtype_name(dest),
             " tensor; convert explicitly, e.g. ", category(dest) == 0 ? "bool(value)" : "int(value)",
-            ", or convert the tensor with .to(", rill_dtype(s.is_floating() ? kDefaultFloat : DType::kInt64), ")");
+            ", or convert the tensor with .to(", rill_dtype(s.is_floating() ? default_float() : DType::kInt64), ")");
 }
 
 }  // namespace rill

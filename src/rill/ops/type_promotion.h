@@ -17,14 +17,11 @@
 
 namespace rill {
 
-/** The default floating dtype (float32). */
-inline constexpr DType kDefaultFloat = DType::kFloat32;
-
 /** Result dtype of an op over these tensor operands and Python numbers. */
 DType result_type(std::span<const MetaSym> tensors, std::span<const Scalar> scalars);
 
-/** dtype for ops that always produce floats (sqrt, exp, true division): ints and bool become float32. */
-inline DType to_floating(DType t) { return dtype_is_floating(t) ? t : kDefaultFloat; }
+/** dtype for ops that always produce floats (sqrt, exp, true division): ints and bool become the default float. */
+inline DType to_floating(DType t) { return dtype_is_floating(t) ? t : default_float(); }
 
 // --- strict dtype mode --------------------------------------------------------------------
 

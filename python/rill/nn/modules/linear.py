@@ -13,7 +13,7 @@ def _factory(device, dtype):
         d = rill.device(str(device)) if not isinstance(device, rill.device) else device
         if str(d.type) != "cpu":
             raise RuntimeError(f"rill has no device '{d}' in this build; use 'cpu'")
-    return dtype or rill.float32
+    return dtype or rill.get_default_dtype()
 
 
 class Identity(Module):

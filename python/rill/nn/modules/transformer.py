@@ -144,7 +144,7 @@ class TransformerEncoderLayer(Module):
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """The (sz, sz) float mask of a causal attention: -inf above the diagonal, 0 elsewhere."""
-    return rill.triu(rill.full((sz, sz), float("-inf"), dtype=dtype if dtype is not None else rill.float32),
+    return rill.triu(rill.full((sz, sz), float("-inf"), dtype=dtype if dtype is not None else rill.get_default_dtype()),
                      diagonal=1)
 
 
