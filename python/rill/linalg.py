@@ -36,7 +36,7 @@ def cross(input, other, *, dim=-1):
 def vander(x, *, N=None):
     """The Vandermonde matrix of x's last dim: columns x ** 0 .. x ** (N - 1)."""
     if x.dim() == 0:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
+        x = x.reshape(1)  # a 0-D x is one point, as in PyTorch
     n = x.shape[-1] if N is None else N
     if n < 0:
         raise RuntimeError(f"N must be non-negative, got {n}")

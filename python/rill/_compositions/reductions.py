@@ -171,8 +171,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         mean = x.mean(1, keepdim=True)
         norm = total - correction
     else:
-        w = w.to(x.dtype)
-        total = w.sum()
+        total = w.sum()  # in the weights' dtype, as PyTorch (float32 aweights round the norm in float32)
         mean = (x * w).sum(1, keepdim=True) / total
         if correction == 0 or aweights is None:
             norm = total - correction

@@ -60,8 +60,9 @@ RANDOM_OPS = {
 # after the input)}. Unless the sample asks for a stable sort, rill's indices are right when
 # they pick the same values as PyTorch's.
 TIE_INDICES = {"sort": (1, 0), "argsort": (None, 0), "topk": (1, 1), "kthvalue": (1, 1), "msort": (None, None)}
-# Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input)).
-INPUT_SECOND = {"polygamma", "special.polygamma"}
+# Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input),
+# where(condition, input, other), einsum(equation, tensors), embedding(indices, weight)).
+INPUT_SECOND = {"polygamma", "special.polygamma", "where", "einsum", "nn.functional.embedding"}
 # Modules whose outputs are random in training mode: only shape and dtype are compared.
 RANDOM_MODULES = {"nn.FractionalMaxPool2d", "nn.FractionalMaxPool3d", "nn.RReLU", "nn.Dropout",
                   "nn.Dropout1d", "nn.Dropout2d", "nn.Dropout3d", "nn.AlphaDropout"}
@@ -450,6 +451,10 @@ def check_op_grad(op, rill_fn, sample, tols):
 def check_op(op, samples_per_dtype=SAMPLES_PER_DTYPE, grad_samples=GRAD_SAMPLES):
     """None if rill agrees with PyTorch on the op's samples, else "missing" or "fails: <reason>"."""
     rill_fn = rill_function(op.name) if op.op is not None else None
+    if op.variant_test_name == "in_place" and getattr(op.inplace_variant, "__name__", "<lambda>") != "<lambda>":
+        # its op is the in-place method on the input (normal.in_place: Tensor.normal_), not the function
+        rill_fn = (lambda name: lambda x, *args, **kwargs: getattr(x.clone(), name)(*args, **kwargs))(
+            op.inplace_variant.__name__)
     if rill_fn is not None and op.name in INPUT_SECOND:
         rill_fn = (lambda fn: lambda x, first, *args, **kwargs: fn(first, x, *args, **kwargs))(rill_fn)
     method = variant_name(op.method_variant, op.name.split(".")[-1]) if op.method_variant else None
