@@ -71,3 +71,22 @@ def test_cov_float32_aweights_on_float64_input():
     x = torch.randn(3, 2, dtype=torch.float64)
     aw = torch.tensor([0.3051, 0.9320])
     same(rill.cov(to_rill(x), aweights=to_rill(aw)), torch.cov(x, aweights=aw), rtol=1e-12)
+
+
+def test_cov_float16_input_float32_aweights():
+    torch.manual_seed(0)
+    x, aw = torch.randn(3, 4).half(), torch.rand(4)
+    same(rill.cov(to_rill(x), aweights=to_rill(aw)), torch.cov(x, aweights=aw), rtol=1e-3)
+
+
+def test_batch_norm_and_group_norm_float16_computed_in_float32():
+    torch.manual_seed(0)
+    x = (torch.randn(5, 5, 5) * 8).half()
+    w, b = torch.randn(5).half(), torch.randn(5).half()
+    rm, rv = torch.randn(5).half(), torch.rand(5).half() + 0.5
+    rrm, rrv = to_rill(rm), to_rill(rv)
+    same(rill.nn.functional.batch_norm(to_rill(x), rrm, rrv, to_rill(w), to_rill(b), True, 0.5, 0.6),
+         torch.nn.functional.batch_norm(x, rm, rv, w, b, True, 0.5, 0.6), rtol=0, atol=3e-3)
+    same(rrm, rm, rtol=1e-3)
+    same(rill.nn.functional.group_norm(to_rill(x), 5, to_rill(w), to_rill(b)),
+         torch.nn.functional.group_norm(x.float(), 5, w.float(), b.float()).half(), rtol=0, atol=3e-3)

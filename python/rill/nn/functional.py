@@ -174,6 +174,9 @@ def _channel_view(t, ndim):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each group of channels of each sample (the layer_norm kernel on (N, G, rest)), then scale
     and shift per channel."""
+    if input.dtype in (rill.float16, rill.bfloat16):  # computed in float32, as PyTorch's CPU kernel
+        up = (lambda t: t.float() if t is not None and t.dtype in (rill.float16, rill.bfloat16) else t)
+        return group_norm(input.float(), num_groups, up(weight), up(bias), eps).to(input.dtype)
     if input.ndim < 2:
         raise RuntimeError(f"[group_norm] Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
@@ -199,6 +202,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                eps=1e-5):
     """Normalise each channel (dim 1) over the batch and spatial dims. Training uses the batch statistics
     and updates running_mean/running_var in place (unbiased variance, with momentum); eval uses them."""
+    if input.dtype in (rill.float16, rill.bfloat16):  # computed in float32, as PyTorch's CPU kernel
+        up = (lambda t: t.float() if t is not None and t.dtype in (rill.float16, rill.bfloat16) else t)
+        return batch_norm(input.float(), running_mean, running_var, up(weight), up(bias), training, momentum,
+                          eps).to(input.dtype)
     if input.ndim < 2 and not (input.ndim == 1 and input.numel() == 0):
         raise ValueError(f"[batch_norm] expected 2D or more input (got {input.ndim}D input)")
     c = input.shape[1] if input.ndim > 1 else 0  # an empty 1-D input has no channels, as in PyTorch
