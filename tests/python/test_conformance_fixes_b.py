@@ -90,3 +90,18 @@ def test_batch_norm_and_group_norm_float16_computed_in_float32():
     same(rrm, rm, rtol=1e-3)
     same(rill.nn.functional.group_norm(to_rill(x), 5, to_rill(w), to_rill(b)),
          torch.nn.functional.group_norm(x.float(), 5, w.float(), b.float()).half(), rtol=0, atol=3e-3)
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_pinv_gradient_of_a_rank_deficient_and_a_hermitian_input(hermitian):
+    torch.manual_seed(0)
+    a, b = torch.rand(6, 2, dtype=torch.float64).qr().Q, torch.rand(5, 2, dtype=torch.float64).qr().Q
+    A = torch.randn(5, 5, dtype=torch.float64) if hermitian else a @ b.mT
+    G = torch.randn(A.shape[1], A.shape[0], dtype=torch.float64)
+    A.requires_grad_()
+    (torch.linalg.pinv(A, hermitian=hermitian) * G).sum().backward()
+    ra = to_rill(A).requires_grad_()
+    x = rill.linalg.pinv(ra, hermitian=hermitian)
+    same(x, torch.linalg.pinv(A, hermitian=hermitian), rtol=1e-10, atol=1e-12)
+    (x * to_rill(G)).sum().backward()
+    same(ra.grad, A.grad, rtol=1e-8, atol=1e-10)
