@@ -105,3 +105,17 @@ def test_pinv_gradient_of_a_rank_deficient_and_a_hermitian_input(hermitian):
     same(x, torch.linalg.pinv(A, hermitian=hermitian), rtol=1e-10, atol=1e-12)
     (x * to_rill(G)).sum().backward()
     same(ra.grad, A.grad, rtol=1e-8, atol=1e-10)
+
+
+def test_relu_gradient_passes_nan_and_lp_pool_with_negative_inputs():
+    x = torch.tensor([float("nan"), 1.0, -1.0, 0.0], dtype=torch.float64, requires_grad=True)
+    torch.relu(x).sum().backward()
+    rx = to_rill(x).requires_grad_()
+    rill.relu(rx).sum().backward()
+    same(rx.grad, x.grad)
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 7, dtype=torch.float64, requires_grad=True)
+    torch.nn.functional.lp_pool1d(x, 1.5, 2).sum().backward()
+    rx = to_rill(x).requires_grad_()
+    rill.nn.functional.lp_pool1d(rx, 1.5, 2).sum().backward()
+    same(rx.grad, x.grad)
