@@ -36,7 +36,7 @@ def cross(input, other, *, dim=-1):
 def vander(x, *, N=None):
     """The Vandermonde matrix of x's last dim: columns x ** 0 .. x ** (N - 1)."""
     if x.dim() == 0:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
+        x = x.reshape(1)  # a 0-D x is one point, as in PyTorch
     n = x.shape[-1] if N is None else N
     if n < 0:
         raise RuntimeError(f"N must be non-negative, got {n}")
@@ -422,12 +422,31 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     eigenvalues: only the lower triangle is read, as in PyTorch."""
     if rcond is not None:
         rtol = rcond
-    if hermitian:  # the matrix of A's lower triangle; the gradient reaches every entry, as PyTorch's
-        A = A + (_mT(A.tril(-1)) - A.triu(1)).detach()
-    U, S, Vh = svd(A, full_matrices=False)
-    keep = S > _tolerance(S, A, atol, rtol)
-    sinv = rill.where(keep, 1 / rill.where(keep, S, rill.ones_like(S)), rill.zeros_like(S))
-    return _out(out, rill.matmul(_mT(Vh) * sinv.unsqueeze(-2), _mT(U)))
+    with rill.no_grad():
+        if hermitian:  # from eigh, which reads A's lower triangle
+            L, V = eigh(A.detach())
+            absL = L.abs()
+            keep = absL > _tolerance(absL, A, atol, rtol)
+            linv = rill.where(keep, 1 / rill.where(keep, L, rill.ones_like(L)), rill.zeros_like(L))
+            X = rill.matmul(V * linv.unsqueeze(-2), _mT(V))
+        else:
+            U, S, Vh = svd(A.detach(), full_matrices=False)
+            keep = S > _tolerance(S, A, atol, rtol)
+            sinv = rill.where(keep, 1 / rill.where(keep, S, rill.ones_like(S)), rill.zeros_like(S))
+            X = rill.matmul(_mT(Vh) * sinv.unsqueeze(-2), _mT(U))
+    if not (A.requires_grad and rill.is_grad_enabled()):
+        return _out(out, X)
+    # Note [pinv's gradient]: the derivative of A+ on A's constant-rank neighbourhood (Golub and Pereyra),
+    # dX = -X dA X + X X^T dA^T (I - A X) + (I - X A) dA^T X^T X, is linear in dA: f below is that map applied to
+    # A, so X + f(A) - f(A).detach() has X's value and dX as its derivative. Through the SVD the gradient would
+    # divide by differences of the zero singular values. PyTorch uses this derivative with hermitian=True too, at
+    # A itself (whose upper triangle the value never read).
+    P, Q = -rill.matmul(A.detach(), X), -rill.matmul(X, A.detach())
+    P, Q = P + rill.eye(P.shape[-1], dtype=P.dtype), Q + rill.eye(Q.shape[-1], dtype=Q.dtype)
+    At = _mT(A)
+    f = (-rill.matmul(rill.matmul(X, A), X) + rill.matmul(rill.matmul(rill.matmul(X, _mT(X)), At), P)
+         + rill.matmul(rill.matmul(Q, At), rill.matmul(_mT(X), X)))
+    return _out(out, X + (f - f.detach()))
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):

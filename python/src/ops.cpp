@@ -556,9 +556,8 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     FactoryArgs f = parse_factory(nb::args(), kwargs, "arange", false);
     auto num = [](nb::handle h, const char* what) {
       auto s = scalar_from_object(h);
-      RILL_CHECK(s.has_value() && s->kind() != Scalar::Kind::kBool, Type, "[arange] ", what,
-                 " must be a number, got ", nb::inst_name(h).c_str());
-      return *s;
+      RILL_CHECK(s.has_value(), Type, "[arange] ", what, " must be a number, got ", nb::inst_name(h).c_str());
+      return s->kind() == Scalar::Kind::kBool ? Scalar(s->to<int64_t>()) : *s;  // True counts as 1, as in PyTorch
     };
     Scalar start = b.is_none() ? Scalar(int64_t{0}) : num(a, "start");
     Scalar end = b.is_none() ? num(a, "end") : num(b, "end");

@@ -247,6 +247,8 @@ def _einsum_pair(a, a_subs, b, b_subs, keep):
         x = x.permute(*[subs.index(s) for s in order]) if order else x
         return x.expand(*[sizes[s] for s in order])
     size = (lambda group: math.prod(sizes[s] for s in group))
+    common = rill.result_type(a, b)  # an integer operand summed on its own is int64 by now
+    a, b = a.to(common), b.to(common)
     left = arranged(a, a_subs, batch + a_free + contracted).reshape(size(batch), size(a_free), size(contracted))
     right = arranged(b, b_subs, batch + contracted + b_free).reshape(size(batch), size(contracted), size(b_free))
     out = _matmul(left, right).reshape([sizes[s] for s in batch + a_free + b_free])

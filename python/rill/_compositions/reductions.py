@@ -153,13 +153,18 @@ def sum_to_size(input, *size):
 
 # --- statistics and distances --------------------------------------------------------------------------------------
 
-@_opmath
 def cov(input, *, correction=1, fweights=None, aweights=None):
-    """The covariance matrix of the variables in input's rows (observations in its columns)."""
+    """The covariance matrix of the variables in input's rows (observations in its columns); in input's
+    floating dtype promoted with aweights' (float16 input with float32 aweights gives float32), as PyTorch."""
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
-    x = _float(input).reshape(1, -1) if input.dim() < 2 else _float(input)
+    out_dtype = _float(input).dtype
+    if aweights is not None and aweights.is_floating_point():
+        out_dtype = rill.promote_types(out_dtype, aweights.dtype)
+    x = _float(input)
+    x = x.float() if x.dtype in (rill.float16, rill.bfloat16) else x  # computed in float32, as PyTorch's CPU
+    x = x.reshape(1, -1) if input.dim() < 2 else x
     w = None
     for name, weights in (("fweights", fweights), ("aweights", aweights)):
         if weights is not None:
@@ -171,8 +176,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         mean = x.mean(1, keepdim=True)
         norm = total - correction
     else:
-        w = w.to(x.dtype)
-        total = w.sum()
+        total = w.sum()  # in the weights' dtype, as PyTorch (float32 aweights round the norm in float32)
         mean = (x * w).sum(1, keepdim=True) / total
         if correction == 0 or aweights is None:
             norm = total - correction
@@ -181,7 +185,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     centered = x - mean
     weighted = centered if w is None else centered * w
     norm = rill.clamp_min(rill.tensor(norm, dtype=x.dtype) if not isinstance(norm, Tensor) else norm, 0)
-    out = rill.matmul(weighted, centered.transpose(0, 1)) / norm
+    out = (rill.matmul(weighted, centered.transpose(0, 1)) / norm).to(out_dtype)
     return out.reshape(()) if x.shape[0] == 1 else out
 
 

@@ -243,7 +243,9 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
-        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+        elif not (input.dim() == var.dim()
+                  and builtins.sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            # var may differ from input in one dim where it is 1 ((4, 3, 32, 32) and (4, 1, 32, 32))
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")

@@ -175,6 +175,9 @@ def _channel_view(t, ndim):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each group of channels of each sample (the layer_norm kernel on (N, G, rest)), then scale
     and shift per channel."""
+    if input.dtype in (rill.float16, rill.bfloat16):  # computed in float32, as PyTorch's CPU kernel
+        up = (lambda t: t.float() if t is not None and t.dtype in (rill.float16, rill.bfloat16) else t)
+        return group_norm(input.float(), num_groups, up(weight), up(bias), eps).to(input.dtype)
     if input.ndim < 2:
         raise RuntimeError(f"[group_norm] Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
@@ -187,7 +190,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"[group_norm] Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(p.shape)} and input of shape "
                                f"{list(input.shape)}")
-    grouped = input.reshape(n, num_groups, -1)
+    grouped = input.reshape(n, num_groups, (input.numel() // n) // num_groups if n else c // num_groups)
     y = _nn.layer_norm(grouped, (grouped.shape[-1],), None, None, eps).reshape(tuple(input.shape))
     if weight is not None:
         y = y * _channel_view(weight, input.ndim)
@@ -200,9 +203,19 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                eps=1e-5):
     """Normalise each channel (dim 1) over the batch and spatial dims. Training uses the batch statistics
     and updates running_mean/running_var in place (unbiased variance, with momentum); eval uses them."""
-    if input.ndim < 2:
+    if input.dtype in (rill.float16, rill.bfloat16):  # computed in float32, as PyTorch's CPU kernel
+        up = (lambda t: t.float() if t is not None and t.dtype in (rill.float16, rill.bfloat16) else t)
+        return batch_norm(input.float(), running_mean, running_var, up(weight), up(bias), training, momentum,
+                          eps).to(input.dtype)
+    if input.ndim < 2 and not (input.ndim == 1 and input.numel() == 0):
         raise ValueError(f"[batch_norm] expected 2D or more input (got {input.ndim}D input)")
-    c = input.shape[1]
+    c = input.shape[1] if input.ndim > 1 else 0  # an empty 1-D input has no channels, as in PyTorch
+    if c == 0 and input.ndim == 1:
+        for name, p in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                        ("bias", bias)):
+            if p is not None and p.numel() != 0:
+                raise RuntimeError(f"[batch_norm] {name} should contain 0 elements not {p.numel()}")
+        return input.clone()
     dims = [0] + list(range(2, input.ndim))
     count = input.numel() // c if c else 0
     for name, p in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),

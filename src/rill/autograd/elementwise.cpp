@@ -26,14 +26,13 @@ Tensor zero_like(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.d
 std::vector<Tensor> neg_backward(const GradContext& c) { return {eager::neg(c.grad())}; }
 
 std::vector<Tensor> abs_backward(const GradContext& c) {
-  Tensor x = c.input(0), g = c.grad();
-  Tensor zero = zero_like(g);
-  return {eager::where(eager::gt(x, Scalar(int64_t{0})), g,
-                eager::where(eager::lt(x, Scalar(int64_t{0})), eager::neg(g), zero))};
+  // g * sign(x), as PyTorch: a NaN gradient stays NaN where x is 0 or NaN (sign 0)
+  return {eager::mul(c.grad(), eager::sign(c.input(0)))};
 }
 
 std::vector<Tensor> relu_backward(const GradContext& c) {
-  return {eager::where(eager::gt(c.output(0), Scalar(int64_t{0})), c.grad(), zero_like(c.grad()))};
+  // le, not gt: a NaN output passes its gradient on, as PyTorch's threshold_backward
+  return {eager::where(eager::le(c.output(0), Scalar(int64_t{0})), zero_like(c.grad()), c.grad())};
 }
 
 std::vector<Tensor> exp_backward(const GradContext& c) { return {eager::mul(c.grad(), c.output(0))}; }

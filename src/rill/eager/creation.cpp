@@ -54,18 +54,23 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
   RILL_CHECK(std::isfinite(b) && std::isfinite(e), Runtime, "[arange] unsupported range: ", b, " -> ", e);
   RILL_CHECK((d > 0 && e >= b) || (d < 0 && e <= b), Runtime,
              "[arange] upper bound and lower bound inconsistent with step sign");
+  DType t = dtype ? *dtype : (start.is_floating() || end.is_floating() || step.is_floating()) ? default_float()
+                                                                                                : DType::kInt64;
   int64_t length;
-  if (!start.is_floating() && !end.is_floating() && !step.is_floating()) {
+  // An int64 range counts in the truncated bounds and step (arange(0., -8.000001, -4., dtype=int64) is 0, -4),
+  // as PyTorch does; other dtypes count in doubles.
+  if (t == DType::kInt64 || (!start.is_floating() && !end.is_floating() && !step.is_floating())) {
     int64_t bi = start.to_int(), ei = end.to_int(), di = step.to_int();
-    length = di > 0 ? (ei - bi + di - 1) / di : (bi - ei + (-di) - 1) / (-di);
+    RILL_CHECK(di != 0, Runtime, "[arange] step ", d, " is zero as an integer; use a step of at least 1");
+    length = (di > 0 ? ei < bi : ei > bi) ? 0
+             : di > 0 ? (ei - bi + di - 1) / di
+                      : (bi - ei + (-di) - 1) / (-di);
   } else {
     double n = std::ceil((e - b) / d);
     RILL_CHECK(n < static_cast<double>(int64_t{1} << 56), Runtime, "[arange] the range [", b, ", ", e, ") with step ",
                d, " has too many elements");
     length = static_cast<int64_t>(n);
   }
-  DType t = dtype ? *dtype : (start.is_floating() || end.is_floating() || step.is_floating()) ? default_float()
-                                                                                                : DType::kInt64;
   Scalar s[2] = {start, step};
   return call1(ar, {}, s, make_attrs({length, t}));
 }

@@ -76,8 +76,14 @@ def _max_pool2d_backward(x, kernel_size=(), stride=(), padding=(0,), dilation=(1
 OPINFO_WRAPPERS = {"max_pool2d_with_indices_backward": _max_pool2d_backward}
 # Ops taking dropout_p positionally: {name: its position among the arguments after the input}.
 DROPOUT_ARG = {"nn.functional.multi_head_attention_forward": 9}
-# Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input)).
-INPUT_SECOND = {"polygamma", "special.polygamma"}
+# Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input),
+# where(condition, input, other), einsum(equation, tensors), embedding(indices, weight)).
+INPUT_SECOND = {"polygamma", "special.polygamma", "where", "einsum", "nn.functional.embedding"}
+# OpInfo variants whose op is a lambda composing the function with other ops: the same composition in rill.
+VARIANT_LAMBDAS = {
+    "linalg.pinv.singular": lambda a, b: rill.linalg.pinv(a @ b.mT),
+    "linalg.lstsq.grad_oriented": lambda a, b, driver: rill.linalg.lstsq(a, b, driver=driver)[:2],
+}
 # Modules whose outputs are random in training mode: only shape and dtype are compared.
 RANDOM_MODULES = {"nn.FractionalMaxPool2d", "nn.FractionalMaxPool3d", "nn.RReLU", "nn.Dropout",
                   "nn.Dropout1d", "nn.Dropout2d", "nn.Dropout3d", "nn.AlphaDropout"}
@@ -482,6 +488,12 @@ def check_op(op, samples_per_dtype=SAMPLES_PER_DTYPE, grad_samples=GRAD_SAMPLES)
         rill_fn = OPINFO_WRAPPERS[op.name]
     if rill_fn is not None and op.name in FACTORED_INPUT:
         rill_fn = (lambda fn: lambda a, b, **kwargs: fn(a @ b.mT, **kwargs))(rill_fn)
+    if op_key(op) in VARIANT_LAMBDAS:
+        rill_fn = VARIANT_LAMBDAS[op_key(op)]
+    if op.variant_test_name == "in_place" and getattr(op.inplace_variant, "__name__", "<lambda>") != "<lambda>":
+        # its op is the in-place method on the input (normal.in_place: Tensor.normal_), not the function
+        rill_fn = (lambda name: lambda x, *args, **kwargs: getattr(x.clone(), name)(*args, **kwargs))(
+            op.inplace_variant.__name__)
     if rill_fn is not None and op.name in INPUT_SECOND:
         rill_fn = (lambda fn: lambda x, first, *args, **kwargs: fn(first, x, *args, **kwargs))(rill_fn)
     method = variant_name(op.method_variant, op.name.split(".")[-1]) if op.method_variant else None

@@ -25,7 +25,9 @@ void arange_kernel(const KernelContext& c) {
     using T = typename decltype(tag)::type;
     T* out = c.outputs[0].ptr<T>();
     int64_t n = c.outputs[0].meta->numel;
-    if (!start.is_floating() && !step.is_floating()) {
+    // An integer output steps in integers from the truncated start and step (arange(-0.9, 2.1, 2.0) is 0, 2 as
+    // uint8), as PyTorch does.
+    if (!kIsFloating<T> || (!start.is_floating() && !step.is_floating())) {
       int64_t s = start.to_int(), d = step.to_int();
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<OpMath<T>>(s + i * d));
     } else {
