@@ -46,6 +46,7 @@ from rill._creation import (  # noqa: F401
     get_default_dtype, is_floating_point, negative, absolute,
 )
 from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)
+from rill import _tensor_views  # noqa: F401,E402  (squeeze_, t_, transpose_, ...)
 from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where the op library lacks them)
 
 globals().update({name: getattr(_compositions, name) for name in _compositions.__all__ if name not in globals()})

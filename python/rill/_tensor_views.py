@@ -1,0 +1,39 @@
+"""The in-place view methods (Tensor.squeeze_, unsqueeze_, t_, transpose_, swapdims_, swapaxes_): each
+computes the view and makes the tensor object hold it (Tensor._become), so the object's shape and strides
+change while its memory is shared, and its grad_fn is the view's, as in PyTorch."""
+from rill import _C
+from rill._C import Tensor
+
+
+def _check_inplace_view(self, name):
+    if self.requires_grad and self.is_leaf and _C.is_grad_enabled():
+        raise RuntimeError(f"[Tensor.{name}] a leaf Variable that requires grad is being used in an in-place "
+                           "operation; call it under rill.no_grad() or on a non-leaf (e.g. x.clone())")
+
+
+def _inplace_view(name, make_view):
+    def method(self, *args, **kwargs):
+        _check_inplace_view(self, name)
+        return self._become(make_view(self, *args, **kwargs))
+    method.__name__ = name
+    method.__qualname__ = "Tensor." + name
+    method.__doc__ = f"In-place {name[:-1]}: this tensor becomes the view Tensor.{name[:-1]} returns."
+    return method
+
+
+def _squeeze(self, dim=None):
+    return self.squeeze() if dim is None else self.squeeze(dim)
+
+
+_VIEWS = {
+    "squeeze_": _squeeze,
+    "unsqueeze_": lambda self, dim: self.unsqueeze(dim),
+    "t_": lambda self: self.t(),
+    "transpose_": lambda self, dim0, dim1: self.transpose(dim0, dim1),
+    "swapdims_": lambda self, dim0, dim1: self.transpose(dim0, dim1),
+    "swapaxes_": lambda self, axis0, axis1: self.transpose(axis0, axis1),
+}
+
+for _name, _make in _VIEWS.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _inplace_view(_name, _make))
