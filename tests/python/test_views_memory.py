@@ -45,3 +45,73 @@ def test_inplace_view_on_leaf_requiring_grad_raises():
     with rill.no_grad():
         x.squeeze_()
     assert tuple(x.shape) == (3,)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"spacing": 2.0}, {"edge_order": 2}, {"spacing": [2.0, 0.5], "dim": (0, -1)}, {"dim": 1, "edge_order": 2},
+    {"spacing": "coords", "dim": (0, 2), "edge_order": 1}, {"spacing": "coords", "dim": (0, 2), "edge_order": 2},
+])
+def test_gradient_matches_torch(kwargs):
+    tx, rx = _pair((4, 3, 5), requires_grad=True)
+    if kwargs.get("spacing") == "coords":
+        coords = [np.array([0.0, 0.5, 2.0, 2.25]), np.array([1.0, 3.0, 3.5, 6.0, 6.1])]
+        tk = dict(kwargs, spacing=[torch.tensor(c) for c in coords])
+        rk = dict(kwargs, spacing=[rill.tensor(c) for c in coords])
+    else:
+        tk = rk = kwargs
+    tout, rout = torch.gradient(tx, **tk), rill.gradient(rx, **rk)
+    assert len(tout) == len(rout)
+    for t, r in zip(tout, rout):
+        np.testing.assert_allclose(r.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    sum(t.sum() * (i + 1) for i, t in enumerate(tout)).backward()
+    sum(r.sum() * (i + 1) for i, r in enumerate(rout)).backward()
+    np.testing.assert_allclose(rx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_gradient_bad_input_raises():
+    with pytest.raises(RuntimeError, match="edge_order"):
+        rill.gradient(rill.zeros(2, 3), edge_order=2)
+    with pytest.raises(ValueError, match="edge_order"):
+        rill.gradient(rill.zeros(4), edge_order=3)
+
+
+@pytest.mark.parametrize("bins", [1, 4, "edges"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("density", [False, True])
+def test_histogram_matches_torch(bins, weighted, density):
+    data = np.random.default_rng(1).standard_normal(50).astype(np.float32)
+    data[:3] = [0.0, 1.0, 1.0]  # values on edges
+    w = np.random.default_rng(2).random(50).astype(np.float32)
+    kw = {"density": density}
+    tk, rk = dict(kw), dict(kw)
+    if weighted:
+        tk["weight"], rk["weight"] = torch.tensor(w), rill.tensor(w)
+    tb = torch.tensor([-1.0, 0.0, 0.5, 1.0]) if bins == "edges" else bins
+    rb = rill.tensor([-1.0, 0.0, 0.5, 1.0]) if bins == "edges" else bins
+    t, r = torch.histogram(torch.tensor(data), tb, **tk), rill.histogram(rill.tensor(data), rb, **rk)
+    np.testing.assert_allclose(r.hist.numpy(), t.hist.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(r.bin_edges.numpy(), t.bin_edges.numpy(), rtol=1e-6)
+    t = torch.histogram(torch.tensor(data), 3, range=(0.0, 1.0))
+    r = rill.histogram(rill.tensor(data), 3, range=(0.0, 1.0))
+    np.testing.assert_allclose(r.hist.numpy(), t.hist.numpy())
+
+
+def test_histogramdd_matches_torch():
+    data = np.random.default_rng(3).standard_normal((40, 2))
+    w = np.random.default_rng(4).random(40)
+    for bins, tb, rb in [(None, [3, 2], [3, 2]), (None, [torch.tensor([-1.0, 0.0, 2.0], dtype=torch.float64),
+                                                   torch.tensor([-2.0, 1.0], dtype=torch.float64)],
+                                                  [rill.tensor([-1.0, 0.0, 2.0], dtype=rill.float64),
+                                                   rill.tensor([-2.0, 1.0], dtype=rill.float64)])]:
+        t = torch.histogramdd(torch.tensor(data), tb, weight=torch.tensor(w), density=True)
+        r = rill.histogramdd(rill.tensor(data), rb, weight=rill.tensor(w), density=True)
+        np.testing.assert_allclose(r.hist.numpy(), t.hist.numpy(), rtol=1e-10)
+        for te, re in zip(t.bin_edges, r.bin_edges):
+            np.testing.assert_allclose(re.numpy(), te.numpy(), rtol=1e-10)
+    t = torch.histogramdd(torch.tensor(data), 4, range=[-1.0, 1.0, 0.0, 2.0])
+    r = rill.histogramdd(rill.tensor(data), 4, range=[-1.0, 1.0, 0.0, 2.0])
+    np.testing.assert_allclose(r.hist.numpy(), t.hist.numpy())
+    with pytest.raises(RuntimeError, match="range"):
+        rill.histogramdd(rill.tensor(data), 4, range=[0.0, 1.0])
+    with pytest.raises(RuntimeError, match="dtype"):
+        rill.histogramdd(rill.tensor(data), [rill.tensor([0.0, 1.0]), rill.tensor([0.0, 1.0])])
