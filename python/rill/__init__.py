@@ -16,7 +16,7 @@ from rill._C import (  # noqa: F401
     where, sum, mean, amax, amin, argmax, argmin, max, min,
     matmul, mm, bmm,
     cat, concat, concatenate, stack, split, chunk, unflatten, movedim, moveaxis, tile, flip, fliplr, flipud, roll,
-    tril, triu, diag, diagonal,
+    tril, triu, diag, diagonal, as_strided,
     index_select, gather, scatter, scatter_add, index_add, index_put, masked_fill, masked_select, take_along_dim,
     nonzero, argwhere, sort, argsort, topk, kthvalue, unique,
     # the op library (python/src/math_ops.cpp; sign, sin, ... come from the unary lists)

@@ -1,4 +1,5 @@
-"""The in-place view methods (Tensor.squeeze_, unsqueeze_, t_, transpose_, swapdims_, swapaxes_): each
+"""The in-place view methods (Tensor.squeeze_, unsqueeze_, t_, transpose_, swapdims_, swapaxes_,
+as_strided_): each
 computes the view and makes the tensor object hold it (Tensor._become), so the object's shape and strides
 change while its memory is shared, and its grad_fn is the view's, as in PyTorch."""
 from rill import _C
@@ -32,6 +33,7 @@ _VIEWS = {
     "transpose_": lambda self, dim0, dim1: self.transpose(dim0, dim1),
     "swapdims_": lambda self, dim0, dim1: self.transpose(dim0, dim1),
     "swapaxes_": lambda self, axis0, axis1: self.transpose(axis0, axis1),
+    "as_strided_": lambda self, size, stride, storage_offset=None: self.as_strided(size, stride, storage_offset),
 }
 
 for _name, _make in _VIEWS.items():

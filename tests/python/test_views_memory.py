@@ -115,3 +115,59 @@ def test_histogramdd_matches_torch():
         rill.histogramdd(rill.tensor(data), 4, range=[0.0, 1.0])
     with pytest.raises(RuntimeError, match="dtype"):
         rill.histogramdd(rill.tensor(data), [rill.tensor([0.0, 1.0]), rill.tensor([0.0, 1.0])])
+
+
+@pytest.mark.parametrize("size,stride,offset", [
+    ((2, 2), (1, 2), 0), ((2, 2), (1, 2), 3), ((2, 2, 2, 2), (1, 1, 1, 1), 0), ((2, 1, 1, 2), (1, 7, 7, 1), 0),
+    ((3,), (0,), 2), ((), (), 4), ((0, 3), (1, 1), 0), ((2, 2), (1, 2), None),
+])
+def test_as_strided_matches_torch(size, stride, offset):
+    tx, rx = _pair((16,), requires_grad=True)
+    ty, ry = tx.as_strided(size, stride, offset), rill.as_strided(rx, size, stride, offset)
+    assert tuple(ry.shape) == tuple(ty.shape) and tuple(ry.stride()) == tuple(ty.stride())
+    assert ry.storage_offset() == ty.storage_offset()
+    np.testing.assert_allclose(ry.detach().numpy(), ty.detach().numpy())
+    weight = np.arange(1, ty.numel() + 1, dtype=np.float64).reshape(ty.shape)
+    (ty * torch.tensor(weight)).sum().backward()
+    (ry * rill.tensor(weight)).sum().backward()
+    np.testing.assert_allclose(rx.grad.numpy(), tx.grad.numpy())
+
+
+def test_as_strided_of_a_view_and_in_place():
+    base = rill.arange(12.0)
+    view = base[2:8]
+    np.testing.assert_allclose(view.as_strided((2, 2), (1, 3)).numpy(), [[2.0, 5.0], [3.0, 6.0]])
+    np.testing.assert_allclose(view.as_strided((2,), (1,), 0).numpy(), [0.0, 1.0])  # storage_offset is absolute
+    y = base.clone()
+    assert y.as_strided_((3, 2), (2, 1), 1) is y and tuple(y.shape) == (3, 2)
+    np.testing.assert_allclose(y.numpy(), np.arange(1.0, 7.0).reshape(3, 2))
+    with pytest.raises(RuntimeError, match="storage"):
+        base.as_strided((4,), (4,))
+    with pytest.raises(RuntimeError, match="negative strides"):
+        base.as_strided((2,), (-1,), 5)
+
+
+def test_as_strided_copy_and_scatter():
+    x = rill.arange(9.0).reshape(3, 3)
+    c = rill.as_strided_copy(x, (2, 2), (1, 2), 1)
+    np.testing.assert_allclose(c.numpy(), torch.as_strided_copy(torch.arange(9.0).reshape(3, 3), (2, 2), (1, 2), 1))
+    assert c.is_contiguous()
+    src = np.array([[10.0, 20.0], [30.0, 40.0]])
+    r = rill.as_strided_scatter(x, rill.tensor(src), (2, 2), (1, 2), 1)
+    t = torch.as_strided_scatter(torch.arange(9.0).reshape(3, 3), torch.tensor(src, dtype=torch.float32), (2, 2),
+                                 (1, 2), 1)
+    np.testing.assert_allclose(r.numpy(), t.numpy())
+    np.testing.assert_allclose(x.numpy(), np.arange(9.0).reshape(3, 3))  # input untouched
+
+
+def test_empty_strided_and_permuted():
+    for size, stride in [((2, 3), (1, 2)), ((5, 5, 5), (2, 0, 1)), ((), ()), ((0, 4), (4, 1))]:
+        r, t = rill.empty_strided(size, stride), torch.empty_strided(size, stride)
+        assert tuple(r.shape) == tuple(t.shape) and tuple(r.stride()) == tuple(t.stride()) and r.dtype == rill.float32
+        r = rill.ones(2).new_empty_strided(size, stride, dtype=rill.float64)
+        assert tuple(r.stride()) == tuple(t.stride()) and r.dtype == rill.float64
+    for layout in [(0, 1, 2), (0, 2, 1), (2, 1, 0)]:
+        r, t = rill.empty_permuted((1, 3, 5), layout), torch.empty_permuted((1, 3, 5), layout)
+        assert tuple(r.shape) == tuple(t.shape) and tuple(r.stride()) == tuple(t.stride())
+    with pytest.raises(RuntimeError, match="permutation"):
+        rill.empty_permuted((2, 3), (0, 0))

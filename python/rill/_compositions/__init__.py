@@ -27,7 +27,7 @@ _METHODS = (
     "dsplit", "unbind", "broadcast_to", "ravel", "rot90", "msort", "diff", "cross", "take", "repeat_interleave",
     "mv", "dot", "vdot", "outer", "ger", "inner", "kron", "trace", "addmm", "addmv", "addr", "baddbmm", "addbmm",
     "diag_embed", "diagflat", "count_nonzero", "aminmax", "nansum", "nanmean", "logcumsumexp", "cummax", "cummin",
-    "sum_to_size", "index_fill", "index_copy", "select_scatter", "slice_scatter", "diagonal_scatter", "cov",
+    "sum_to_size", "index_fill", "index_copy", "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter", "cov",
     "corrcoef", "dist", "renorm", "unique_consecutive", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
     "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "erfc", "ldexp", "angle",
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "masked_scatter", "put", "bincount", "histc", "isin",

@@ -659,5 +659,21 @@ def nonzero_static(input, *, size, fill_value=-1):
         found = rill.cat([found, pad])
     return found
 
+def as_strided_copy(input, size, stride, storage_offset=None):
+    """The elements of input.as_strided(size, stride, storage_offset), in new contiguous memory."""
+    return input.as_strided(size, stride, storage_offset).clone().contiguous()
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A contiguous copy of input with src written into its as_strided(size, stride, storage_offset) view."""
+    out = input.clone().contiguous()
+    view = out.as_strided(size, stride, 0 if storage_offset is None else storage_offset)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"[as_strided_scatter] expected src of shape {list(view.shape)} (the view's), "
+                           f"got {list(src.shape)}")
+    view.copy_(src)
+    return out
+
+
 __all__ = [_n for _n, _v in list(globals().items())
            if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]
