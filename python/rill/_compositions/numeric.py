@@ -201,7 +201,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     return _histogram_result(hist, edges[0])
 
 
-def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
+def histogramdd(input, bins=10, range=None, weight=None, density=False):
     """A D-dimensional histogram of the points input[..., :] (its last dim is D): (hist, bin_edges), bins an
     int, one int per dim or one 1-D tensor of edges per dim; range a flat list (min0, max0, min1, ...)."""
     if not input.is_floating_point():
