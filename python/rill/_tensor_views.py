@@ -39,3 +39,52 @@ _VIEWS = {
 for _name, _make in _VIEWS.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _inplace_view(_name, _make))
+
+
+def _contiguous_strides(size):
+    strides, step = [], 1
+    for n in reversed(size):
+        strides.append(step)
+        step *= max(n, 1)
+    return strides[::-1]
+
+
+def _resize_(self, *size, memory_format=None):
+    """Give this tensor the shape size, contiguous: its memory when large enough (the elements in it kept),
+    otherwise new memory starting with its elements (the rest uninitialised), as Tensor.resize_ does."""
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = tuple(size[0])
+    size = [int(n) for n in size]
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"[Tensor.resize_] sizes must be non-negative, got {size}")
+    if self.requires_grad:
+        raise RuntimeError("[Tensor.resize_] cannot resize variables that require grad; resize a detached "
+                           "tensor (x.detach().resize_(...))")
+    numel = 1
+    for n in size:
+        numel *= n
+    strides = _contiguous_strides(size)
+    with _no_grad():
+        available = self._storage_numel - self.storage_offset()
+        if numel <= available:
+            return self._become(self.as_strided(size, strides, self.storage_offset()))
+        grown = _C.empty([numel], dtype=self.dtype)
+        keep = min(self.numel(), numel)
+        if keep:
+            grown[:keep].copy_(self.reshape(-1)[:keep])
+        return self._become(grown.as_strided(size, strides, 0))
+
+
+def _resize_as_(self, other, memory_format=None):
+    """Tensor.resize_ to other's shape."""
+    return _resize_(self, tuple(other.shape))
+
+
+def _no_grad():
+    from rill.autograd.grad_mode import no_grad
+    return no_grad()
+
+
+for _name, _fn in (("resize_", _resize_), ("resize_as_", _resize_as_)):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _fn)

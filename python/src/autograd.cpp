@@ -183,6 +183,9 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
             ag::detach_(t);
             return t;
           }, nb::rv_policy::reference_internal)
+      .def_prop_ro("_storage_numel", [](const Tensor& t) {
+            return static_cast<int64_t>(t.storage()->nbytes() / dtype_itemsize(t.dtype()));
+          }, "How many elements of this tensor's dtype its memory holds.")
       .def("_become", [](Tensor& self, const Tensor& view) -> Tensor& {
             // An in-place view method (squeeze_, t_, ...): this Python object now holds the view, a new
             // tensor with its own meta and grad_fn; instructions already issued keep the old one.

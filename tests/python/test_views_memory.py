@@ -171,3 +171,24 @@ def test_empty_strided_and_permuted():
         assert tuple(r.shape) == tuple(t.shape) and tuple(r.stride()) == tuple(t.stride())
     with pytest.raises(RuntimeError, match="permutation"):
         rill.empty_permuted((2, 3), (0, 0))
+
+
+@pytest.mark.parametrize("size", [(2, 2), (3, 3), (6,), (0,), (1, 2, 3)])
+def test_resize_matches_torch(size):
+    t, r = torch.arange(6.0), rill.arange(6.0)
+    t2, r2 = t.clone().resize_(size), r.clone().resize_(size)
+    assert tuple(r2.shape) == tuple(t2.shape) and tuple(r2.stride()) == tuple(t2.stride()) and r2.is_contiguous()
+    keep = min(6, r2.numel())
+    np.testing.assert_allclose(r2.reshape(-1)[:keep].numpy(), t2.reshape(-1)[:keep].numpy())
+    r3 = rill.arange(6.0)
+    assert r3.resize_as_(rill.zeros(size)) is r3 and tuple(r3.shape) == tuple(size)
+
+
+def test_resize_keeps_memory_when_shrinking_and_refuses_grad():
+    x = rill.arange(6.0)
+    y = x[:]
+    y.resize_(2)
+    y[0] = 9.0
+    assert x[0].item() == 9.0
+    with pytest.raises(RuntimeError, match="require grad"):
+        rill.zeros(3, requires_grad=True).resize_(2)
