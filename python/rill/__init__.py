@@ -50,6 +50,7 @@ from rill import _tensor_views  # noqa: F401,E402  (squeeze_, t_, transpose_, ..
 from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where the op library lacks them)
 
 globals().update({name: getattr(_compositions, name) for name in _compositions.__all__ if name not in globals()})
+globals().update(slice=_compositions.shape._slice, _chunk_cat=_compositions.shape._chunk_cat)  # torch.slice, _chunk_cat
 from rill._generator import Generator  # noqa: F401
 from rill import _random  # noqa: E402
 

@@ -192,3 +192,20 @@ def test_resize_keeps_memory_when_shrinking_and_refuses_grad():
     assert x[0].item() == 9.0
     with pytest.raises(RuntimeError, match="require grad"):
         rill.zeros(3, requires_grad=True).resize_(2)
+
+
+def test_slice_and_chunk_cat_match_torch():
+    tx, rx = _pair((6, 7, 5), requires_grad=True)
+    for kw in [{}, {"dim": 1, "start": 1, "end": -2}, {"dim": 1, "start": 1, "end": -2, "step": 3},
+               {"dim": 0, "start": -10, "end": -2, "step": 2}, {"dim": -1, "start": 2}]:
+        t, r = torch.ops.aten.slice.Tensor(tx, **kw), rill.slice(rx, **kw)
+        np.testing.assert_allclose(r.detach().numpy(), t.detach().numpy())
+    with pytest.raises(RuntimeError, match="step"):
+        rill.slice(rx, 0, 0, 2, 0)
+    for shapes, dim, chunks in [([(1, 2, 3), (1, 2, 3)], -1, 5), ([(3, 3, 2, 1), (1, 4, 2, 2), (2, 1, 3, 3)], 0, 2),
+                                ([(2, 3, 3), (2, 3, 1, 2), (2, 3)], 1, 3)]:
+        data = [np.random.default_rng(i).standard_normal(s) for i, s in enumerate(shapes)]
+        t = torch._chunk_cat([torch.tensor(d) for d in data], dim, chunks)
+        r = rill._chunk_cat([rill.tensor(d) for d in data], dim, chunks)
+        assert tuple(r.shape) == tuple(t.shape)
+        np.testing.assert_allclose(r.numpy(), t.numpy())
