@@ -75,9 +75,9 @@ def _resize_(self, *size, memory_format=None):
         return self._become(grown.as_strided(size, strides, 0))
 
 
-def _resize_as_(self, other, memory_format=None):
+def _resize_as_(self, the_template, memory_format=None):
     """Tensor.resize_ to other's shape."""
-    return _resize_(self, tuple(other.shape))
+    return _resize_(self, tuple(the_template.shape))
 
 
 def _no_grad():
