@@ -16,7 +16,7 @@ from rill._C import (  # noqa: F401
     where, sum, mean, amax, amin, argmax, argmin, max, min,
     matmul, mm, bmm,
     cat, concat, concatenate, stack, split, chunk, unflatten, movedim, moveaxis, tile, flip, fliplr, flipud, roll,
-    tril, triu, diag, diagonal,
+    tril, triu, diag, diagonal, as_strided,
     index_select, gather, scatter, scatter_add, index_add, index_put, masked_fill, masked_select, take_along_dim,
     nonzero, argwhere, sort, argsort, topk, kthvalue, unique,
     # the op library (python/src/math_ops.cpp; sign, sin, ... come from the unary lists)
@@ -46,9 +46,11 @@ from rill._creation import (  # noqa: F401
     get_default_dtype, set_default_dtype, set_default_tensor_type, is_floating_point, negative, absolute,
 )
 from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)
+from rill import _tensor_views  # noqa: F401,E402  (squeeze_, t_, transpose_, ...)
 from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where the op library lacks them)
 
 globals().update({name: getattr(_compositions, name) for name in _compositions.__all__ if name not in globals()})
+globals().update(slice=_compositions.shape._slice, _chunk_cat=_compositions.shape._chunk_cat)  # torch.slice, _chunk_cat
 from rill._generator import Generator  # noqa: F401
 from rill import _random  # noqa: E402
 

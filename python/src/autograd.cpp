@@ -184,6 +184,16 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
             ag::detach_(t);
             return t;
           }, nb::rv_policy::reference_internal)
+      .def_prop_ro("_storage_numel", [](const Tensor& t) {
+            return static_cast<int64_t>(t.storage()->nbytes() / dtype_itemsize(t.dtype()));
+          }, "How many elements of this tensor's dtype its memory holds.")
+      .def("_become", [](Tensor& self, const Tensor& view) -> Tensor& {
+            // An in-place view method (squeeze_, t_, ...): this Python object now holds the view, a new
+            // tensor with its own meta and grad_fn; instructions already issued keep the old one.
+            self = view;
+            return self;
+          }, nb::arg("view"), nb::rv_policy::none,
+           "Make this tensor object refer to view (a view of it): the in-place view methods.")
       .def("retain_grad", [](const Tensor& t) { ag::retain_grad(t); },
            "Keep this non-leaf tensor's gradient in .grad after backward.")
       .def_static("_make_subclass", [](nb::handle type, const Tensor& data, bool requires_grad) {

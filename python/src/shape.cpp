@@ -79,6 +79,28 @@ Scalar number(nb::handle h, const char* op, const char* what) {
 }  // namespace
 
 void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
+  auto as_strided = [](const Tensor& x, std::vector<int64_t> size, std::vector<int64_t> stride,
+                       std::optional<int64_t> storage_offset) {
+    int64_t start = storage_offset.value_or(x.offset());
+    RILL_CHECK(start >= 0, Runtime, "[as_strided] storage_offset must be >= 0, got ", start);
+    int64_t last = start;
+    bool empty = false;
+    for (size_t d = 0; d < size.size() && d < stride.size(); ++d) {
+      empty = empty || size[d] == 0;
+      last += (size[d] - 1) * stride[d];
+    }
+    int64_t available = static_cast<int64_t>(x.storage()->nbytes() / dtype_itemsize(x.dtype()));
+    RILL_CHECK(empty || size.size() != stride.size() || last < available, Runtime, "[as_strided] setStorage: sizes ",
+               shape_str(Shape(size.begin(), size.end())), ", strides ", shape_str(Shape(stride.begin(), stride.end())),
+               " and storage offset ", start, " need ", last + 1, " elements but the storage holds ", available,
+               "; choose a view inside the tensor's memory");
+    static const OpSchema& op = eager::op("as_strided");
+    return eager::view_call(op, x, make_attrs({std::move(size), std::move(stride), start - x.offset()}));
+  };
+  m.def("as_strided", as_strided, nb::arg("input"), nb::arg("size"), nb::arg("stride"),
+        nb::arg("storage_offset") = nb::none(), "A view of input's memory with the given sizes, strides and offset.");
+  cls.def("as_strided", as_strided, nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none(),
+          "A view of this tensor's memory with the given sizes, strides and offset.");
   // --- shape ---
   auto cat = [](nb::handle tensors, int64_t dim) { return eager::cat(tensor_list(tensors, "cat"), dim); };
   for (const char* n : {"cat", "concat", "concatenate"})

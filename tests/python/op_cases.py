@@ -990,3 +990,5 @@ CASES += [case(f"special_{name}", lambda m, x, name=name: getattr(m.special, nam
                dtypes=("float32",), differentiable=False) for name, lo, hi in _SPECIAL_NO_GRAD]
 CASES += [case(f"special_{name}", lambda m, x, n, name=name: getattr(m.special, name)(x, n) +
                getattr(m.special, name)(x, 3), _degrees(BINARY[:3]), differentiable=False) for name in _POLYNOMIALS]
+CASES += [case("as_strided", lambda m, x: m.as_strided(x, (2, 2), (1, 2), 1) + x.as_strided((2, 2), (1, 1), 2),
+               [(In((3, 4)),), (In((5,)),)], dtypes=ALL_FLOATS)]

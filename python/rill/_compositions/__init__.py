@@ -3,7 +3,7 @@ reductions, creation. Each has torch's name, arguments and defaults; its gradien
 made of. The Tensor methods torch has for them are installed here (only where the op library does not
 define one)."""
 from rill._C import Tensor
-from rill._compositions import creation, native, pointwise, products, reductions, shape
+from rill._compositions import creation, native, numeric, pointwise, products, reductions, shape
 from rill._compositions._common import _float, _opmath  # noqa: F401  (rill.special, rill.nn.functional)
 from rill._compositions.creation import *  # noqa: F401,F403
 from rill._compositions.pointwise import *  # noqa: F401,F403
@@ -12,6 +12,7 @@ from rill._compositions.products import *  # noqa: F401,F403
 from rill._compositions.reductions import *  # noqa: F401,F403
 from rill._compositions.reductions import _pnorm  # noqa: F401
 from rill._compositions.shape import *  # noqa: F401,F403
+from rill._compositions.numeric import *  # noqa: F401,F403
 from rill._compositions.native import *  # noqa: F401,F403
 from rill._compositions.shape import _unfold
 
@@ -26,12 +27,12 @@ _METHODS = (
     "dsplit", "unbind", "broadcast_to", "ravel", "rot90", "msort", "diff", "cross", "take", "repeat_interleave",
     "mv", "dot", "vdot", "outer", "ger", "inner", "kron", "trace", "addmm", "addmv", "addr", "baddbmm", "addbmm",
     "diag_embed", "diagflat", "count_nonzero", "aminmax", "nansum", "nanmean", "logcumsumexp", "cummax", "cummin",
-    "sum_to_size", "index_fill", "index_copy", "select_scatter", "slice_scatter", "diagonal_scatter", "cov",
+    "sum_to_size", "index_fill", "index_copy", "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter", "cov",
     "corrcoef", "dist", "renorm", "unique_consecutive", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
     "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "erfc", "ldexp", "angle",
     "conj", "conj_physical", "resolve_conj", "resolve_neg", "masked_scatter", "put", "bincount", "histc", "isin",
     "gcd", "lcm", "i0", "median", "nanmedian", "quantile", "nanquantile", "mode", "bitwise_left_shift",
-    "bitwise_right_shift", "index_reduce", "scatter_reduce", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static",
+    "bitwise_right_shift", "index_reduce", "scatter_reduce", "split_with_sizes", "unsafe_split", "unsafe_chunk", "true_divide", "narrow_copy", "nonzero_static", "histogram",
 )
 _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": xlogy, "sinc_": sinc,
             "logit_": logit, "hypot_": hypot, "copysign_": copysign, "heaviside_": heaviside,
@@ -99,6 +100,6 @@ for _name, _fn in _INPLACE.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _inplace(_fn))
 
-__all__ = [*creation.__all__, *native.__all__, *pointwise.__all__, *products.__all__, *reductions.__all__, *shape.__all__,
+__all__ = [*creation.__all__, *native.__all__, *numeric.__all__, *pointwise.__all__, *products.__all__, *reductions.__all__, *shape.__all__,
            *[_n for _n, _v in list(globals().items())
              if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]]

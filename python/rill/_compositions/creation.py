@@ -59,5 +59,49 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=No
     out = rill.pow(rill.full((steps,), float(base), dtype=rill.float64), exponents).to(dtype)
     return out.requires_grad_() if requires_grad else out
 
+def _strided_extent(size, stride, name):
+    size, stride = [int(n) for n in size], [int(st) for st in stride]
+    if len(size) != len(stride):
+        raise RuntimeError(f"[{name}] mismatch in length of strides and shape: {len(size)} sizes but "
+                           f"{len(stride)} strides")
+    if any(n < 0 for n in size) or any(st < 0 for st in stride):
+        raise RuntimeError(f"[{name}] sizes and strides must be non-negative, got {size} and {stride}")
+    if any(n == 0 for n in size):
+        return size, stride, 0
+    return size, stride, 1 + sum((n - 1) * st for n, st in zip(size, stride))
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of size whose elements lie stride apart in fresh memory."""
+    size, stride, extent = _strided_extent(size, stride, "empty_strided")
+    out = rill.empty(extent, dtype=rill.get_default_dtype() if dtype is None else dtype).as_strided(size, stride, 0)
+    return out.requires_grad_() if requires_grad else out
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """An uninitialised tensor of size whose dims lie in memory in the order physical_layout (outermost first)."""
+    size, order = [int(n) for n in size], [int(d) for d in physical_layout]
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"[empty_permuted] physical_layout {order} must be a permutation of the "
+                           f"{len(size)} dims of size {size}")
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    dense = rill.empty([size[d] for d in order], dtype=rill.get_default_dtype() if dtype is None else dtype)
+    out = dense.permute(inverse)
+    return out.requires_grad_() if requires_grad else out
+
+
+def _new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                       pin_memory=False):
+    """An uninitialised tensor of size and stride, of this tensor's dtype unless dtype is given."""
+    return empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad)
+
+
+if not hasattr(Tensor, "new_empty_strided"):
+    Tensor.new_empty_strided = _new_empty_strided
+
+
 __all__ = [_n for _n, _v in list(globals().items())
            if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]

@@ -659,5 +659,51 @@ def nonzero_static(input, *, size, fill_value=-1):
         found = rill.cat([found, pad])
     return found
 
+def as_strided_copy(input, size, stride, storage_offset=None):
+    """The elements of input.as_strided(size, stride, storage_offset), in new contiguous memory."""
+    return input.as_strided(size, stride, storage_offset).clone().contiguous()
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A contiguous copy of input with src written into its as_strided(size, stride, storage_offset) view."""
+    out = input.clone().contiguous()
+    view = out.as_strided(size, stride, 0 if storage_offset is None else storage_offset)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"[as_strided_scatter] expected src of shape {list(view.shape)} (the view's), "
+                           f"got {list(src.shape)}")
+    view.copy_(src)
+    return out
+
+
+def _slice(input, dim=0, start=None, end=None, step=1):
+    """input[start:end:step] along dim (a view), with Python's clamping of start and end."""
+    if step <= 0:
+        raise RuntimeError(f"[slice] step must be positive, got {step}")
+    d = _dim(dim, input.dim())
+    return input[(builtins.slice(None),) * d + (builtins.slice(start, end, step),)]
+
+
+def _chunk_cat(tensors, dim, num_chunks):
+    """Each tensor zero-padded along dim to a multiple of num_chunks, split into num_chunks chunks whose dims from
+    dim on are flattened, and the chunks joined: shape tensors[0].shape[:dim] + (num_chunks, total)."""
+    tensors = list(tensors)
+    if not tensors or num_chunks < 1:
+        raise RuntimeError("[_chunk_cat] expects a non-empty list of tensors and num_chunks >= 1")
+    parts = []
+    for t in tensors:
+        d = _dim(dim, t.dim())
+        if tuple(t.shape[:d]) != tuple(tensors[0].shape[:d]):
+            raise RuntimeError("[_chunk_cat] the tensors must have the same sizes before dim, got "
+                               f"{list(t.shape)} and {list(tensors[0].shape)}")
+        size = t.shape[d]
+        padded = -(-size // num_chunks) * num_chunks
+        if padded != size:
+            pad_shape = list(t.shape)
+            pad_shape[d] = padded - size
+            t = rill.cat([t, rill.zeros(pad_shape, dtype=t.dtype)], d)
+        parts.append(t.reshape(*t.shape[:d], num_chunks, -1))
+    return rill.cat(parts, len(parts[0].shape) - 1)
+
+
 __all__ = [_n for _n, _v in list(globals().items())
            if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]

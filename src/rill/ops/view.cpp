@@ -316,6 +316,20 @@ InferResult infer_restride(const InferContext& c) {
   return as_view({make_meta(size, stride, x.dtype, x.device), offset});
 }
 
+InferResult infer_as_strided(const InferContext& c) {
+  const TensorMeta& x = *c.inputs[0];
+  const auto& size = c.attr<std::vector<int64_t>>("size");
+  const auto& stride = c.attr<std::vector<int64_t>>("stride");
+  RILL_CHECK(size.size() == stride.size(), Runtime, "[as_strided] mismatch in length of strides and shape: ",
+             size.size(), " sizes but ", stride.size(), " strides");
+  for (size_t i = 0; i < size.size(); ++i) {
+    RILL_CHECK(size[i] >= 0, Runtime, "[as_strided] size ", size[i], " at dim ", i, " is negative");
+    RILL_CHECK(stride[i] >= 0, Runtime, "[as_strided] negative strides are not supported, got ", stride[i],
+               " at dim ", i);
+  }
+  return as_view({make_meta(size, stride, x.dtype, x.device), c.attr<int64_t>("offset")});
+}
+
 }  // namespace
 
 void register_view_ops() {
@@ -335,6 +349,10 @@ void register_view_ops() {
   ops::define("squeeze(Tensor self, int[]? dim) -> Tensor", infer_squeeze, v, "size-1 dims removed");
   ops::define("diagonal(Tensor self, int offset, int dim1, int dim2) -> Tensor", infer_diagonal, v,
               "the diagonal of dims dim1 and dim2, as the last dim");
+  // offset is relative to self's element 0 (the binding turns torch's storage_offset into it and checks that
+  // the view stays inside self's storage).
+  ops::define("as_strided(Tensor self, int[] size, int[] stride, int offset) -> Tensor", infer_as_strided, v,
+              "self's memory read with the given sizes and strides, offset elements from self's element 0");
   // Graph mode's tracer reads a tensor it did not see being made (a detach(), a view of memory written since)
   // as this view of the memory's whole tensor (Note [Tracing memory] in graph/tracer.cpp).
   ops::define("restride(Tensor self, int[] size, int[] stride, int offset) -> Tensor", infer_restride,
