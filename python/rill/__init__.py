@@ -49,7 +49,10 @@ from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/nor
 from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where the op library lacks them)
 
 globals().update({name: getattr(_compositions, name) for name in _compositions.__all__ if name not in globals()})
-from rill._generator import Generator  # noqa: F401
+from rill._generator import Generator, default_generator  # noqa: F401
+from rill._rng_api import (  # noqa: F401,E402  (MT19937, PyTorch's numbers: replace _C's Philox forms)
+    rand, randn, randint, rand_like, randn_like, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
+)
 from rill import _random  # noqa: E402
 
 _random.install(_random.rill)
