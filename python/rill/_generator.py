@@ -193,9 +193,10 @@ def _resolve(generator):
     return generator
 
 
-def _seed_from_global():
-    """A 63-bit seed drawn from rill's default generator (so rill.manual_seed makes what uses it reproducible)."""
-    return int(_randint(default_generator, 0, 2 ** 63 - 1, 1)[0])
+def _seed_from_global(generator=None):
+    """A 63-bit seed drawn from generator or rill's default generator: PyTorch's
+    torch.empty((), dtype=torch.int64).random_(generator=g), random64() % 2^63."""
+    return int(_randint(_resolve(generator), 0, 2 ** 63, 1)[0])
 
 
 def _as_tensor(values, shape):
@@ -217,9 +218,11 @@ def _samples(kind, shape, dtype, generator=None, a=None, b=None):
     return _as_tensor(values, shape)
 
 
-def _generator_or_default(generator):
+def _generator_or_default(generator, fresh=False):
+    """generator; for None the default generator, or with fresh=True a new Generator seeded from it (as
+    PyTorch's RandomSampler does)."""
     if generator is None:
-        return Generator().manual_seed(_seed_from_global())
+        return Generator().manual_seed(_seed_from_global()) if fresh else default_generator
     if isinstance(generator, int):
         return Generator().manual_seed(generator)
     if not isinstance(generator, Generator):

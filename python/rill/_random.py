@@ -85,7 +85,7 @@ def _random_(self, *args, generator=None):
     if len(args) == 0:
         low, high = 0, {_C.float16: 2 ** 11 + 1, _C.bfloat16: 2 ** 8 + 1, _C.float32: 2 ** 24 + 1,
                         _C.float64: 2 ** 53 + 1, _C.bool: 2, _C.uint8: 256, _C.int8: 128, _C.int16: 2 ** 15,
-                        _C.int32: 2 ** 31}.get(self.dtype, 2 ** 63 - 1)
+                        _C.int32: 2 ** 31}.get(self.dtype, 2 ** 63)
     elif len(args) == 1:
         low, high = 0, args[0]
     else:
