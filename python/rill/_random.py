@@ -163,8 +163,8 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, **
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         shape = (size,) if isinstance(size, int) else tuple(size)
         dt = dtype if dtype is not None else rill.get_default_dtype()
-        result = (_samples("normal", shape, dt if dt in (_C.float32, _C.float64) else _C.float32, generator)
-                  * std + mean).to(dt)
+        result = _samples("normal", shape, dt if dt in (_C.float32, _C.float64) else _C.float32, generator,
+                          mean, std).to(dt)
     if out is not None:
         return out.copy_(result)
     return result
