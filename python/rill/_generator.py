@@ -15,6 +15,7 @@ The transforms are PyTorch's (each checked against torch's CPU generator):
   u2 = d[j+8], j < 8), the last 16 redrawn and transformed again when the size is not a multiple of 16;
   fewer than 16: per element from two float64 uniforms, the second sample of each pair cached for the next.
 """
+import contextlib
 import math
 
 import numpy as np
@@ -183,6 +184,26 @@ def _randperm(g, n):
 
 
 default_generator = Generator()
+
+# Graph mode keeps the core's Philox random ops (a compiled graph draws fresh numbers at each launch, which a
+# value drawn here while tracing could not): nn.Graph traces inside core_random_ops(), and while one is active
+# rand, randn, randint and dropout issue the core's ops (seeded by manual_seed too) instead of drawing here.
+_core_random_ops = [0]
+
+
+@contextlib.contextmanager
+def core_random_ops():
+    """Inside: rand, randn, randint and dropout (without a generator) are the core's Philox ops, as in graph mode
+    (eager code that must reproduce a graph's random numbers runs in it)."""
+    _core_random_ops[0] += 1
+    try:
+        yield
+    finally:
+        _core_random_ops[0] -= 1
+
+
+def tracing_graph():
+    return _core_random_ops[0] > 0
 
 
 def _resolve(generator):

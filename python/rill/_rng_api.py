@@ -5,7 +5,7 @@ import numpy as np
 
 from rill import _C
 
-from rill._generator import _as_tensor, _randint, _resolve, _samples, default_generator
+from rill._generator import _as_tensor, _randint, _resolve, _samples, default_generator, tracing_graph
 
 
 def _shape(size):
@@ -38,6 +38,8 @@ def _float_dtype(dtype, op):
 def rand(*size, generator=None, dtype=None, out=None, requires_grad=False, **kwargs):
     """U[0, 1) draws of the given size (PyTorch's numbers for the same seed)."""
     dt = _float_dtype(dtype, "rand")
+    if generator is None and tracing_graph():
+        return _C.rand(*_shape(size), dtype=dt, requires_grad=requires_grad)
     t = _samples("uniform", _shape(size), _C.float64 if dt == _C.float64 else _C.float32, generator)
     return _finish(t, dt, requires_grad, out)
 
@@ -45,6 +47,8 @@ def rand(*size, generator=None, dtype=None, out=None, requires_grad=False, **kwa
 def randn(*size, generator=None, dtype=None, out=None, requires_grad=False, **kwargs):
     """N(0, 1) draws of the given size (PyTorch's numbers for the same seed)."""
     dt = _float_dtype(dtype, "randn")
+    if generator is None and tracing_graph():
+        return _C.randn(*_shape(size), dtype=dt, requires_grad=requires_grad)
     t = _samples("normal", _shape(size), _C.float64 if dt == _C.float64 else _C.float32, generator)
     return _finish(t, dt, requires_grad, out)
 
@@ -65,6 +69,8 @@ def randint(*args, size=None, generator=None, dtype=None, out=None, requires_gra
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     shape = _shape((size,) if isinstance(size, int) else tuple(size))
+    if generator is None and tracing_graph():
+        return _C.randint(low, high, shape, dtype=_C.int64 if dtype is None else dtype)
     n = int(np.prod(shape, dtype=np.int64))
     t = _as_tensor(_randint(_resolve(generator), low, high, n), shape)
     return _finish(t, _C.int64 if dtype is None else dtype, requires_grad, out)

@@ -251,7 +251,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     rill.manual_seed gives PyTorch's mask."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if training and 0.0 < p < 1.0 and input.dtype.is_floating_point:
+    from rill._generator import tracing_graph
+    if training and 0.0 < p < 1.0 and input.dtype.is_floating_point and not tracing_graph():
         from rill._random import _bernoulli_
         noise = _bernoulli_(rill.empty(*input.shape, dtype=input.dtype), 1.0 - p)
         out = input * (noise / (1.0 - p))
