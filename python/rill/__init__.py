@@ -51,7 +51,10 @@ from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where
 
 globals().update({name: getattr(_compositions, name) for name in _compositions.__all__ if name not in globals()})
 globals().update(slice=_compositions.shape._slice, _chunk_cat=_compositions.shape._chunk_cat)  # torch.slice, _chunk_cat
-from rill._generator import Generator  # noqa: F401
+from rill._generator import Generator, default_generator  # noqa: F401
+from rill._rng_api import (  # noqa: F401,E402  (MT19937, PyTorch's numbers: replace _C's Philox forms)
+    rand, randn, randint, rand_like, randn_like, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
+)
 from rill import _random  # noqa: E402
 
 _random.install(_random.rill)

@@ -1,13 +1,16 @@
 """The random distributions of torch and torch.Tensor beyond rand/randn/randint: bernoulli, multinomial, normal's
 tensor forms, randperm, randint_like and the in-place fills (bernoulli_, cauchy_, exponential_, geometric_,
-log_normal_, random_). Each transforms U[0, 1) or N(0, 1) samples from rill's generator (or a rill.Generator
-given as generator=), by the inverse of the distribution's CDF where it has one."""
+log_normal_, random_). Each transforms draws from rill's MT19937 generator (or a rill.Generator given as
+generator=) as PyTorch's CPU kernels do (on a CPU where PyTorch does not take MKL's streams), so the same seed
+gives PyTorch's numbers."""
 import math
+
+import numpy as np
 
 import rill
 from rill import _C
 from rill._C import Tensor
-from rill._generator import _samples
+from rill._generator import _as_tensor, _randint, _randperm, _resolve, _samples
 from rill._tensor_extras import _fill_, _sample_dtype
 
 
@@ -22,12 +25,12 @@ def _check_probability(p, name):
 
 def _bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 1 where a U[0, 1) draw is below p (a number, or a tensor broadcast to self), else 0."""
+    # PyTorch: a tensor p compares a uniform of p's dtype per element, a number p a float64 one
     if isinstance(p, Tensor):
-        probs = p.to(_sample_dtype(self)).expand(*self.shape)
-    else:
-        _check_probability(p, "bernoulli_")
-        probs = p
-    return _fill_(self, _uniform(self._shape, _sample_dtype(self), generator) < probs)
+        probs = p.to(_sample_dtype(p)).expand(*self.shape)
+        return _fill_(self, _uniform(self._shape, probs.dtype, generator) < probs)
+    _check_probability(p, "bernoulli_")
+    return _fill_(self, _uniform(self._shape, _C.float64, generator) < p)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
@@ -53,10 +56,10 @@ def _cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 
 def _exponential_(self, lambd=1.0, *, generator=None):
-    """Fill with Exponential(lambd) draws: -log(1 - u) / lambd."""
+    """Fill with Exponential(lambd) draws: -log(1 - u) / lambd, u a float64 uniform (as PyTorch's CPU kernel)."""
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    u = _uniform(self._shape, _sample_dtype(self), generator)
+    u = _uniform(self._shape, _C.float64, generator)
     return _fill_(self, -rill.log1p(-u) / lambd)
 
 
@@ -82,7 +85,7 @@ def _random_(self, *args, generator=None):
     if len(args) == 0:
         low, high = 0, {_C.float16: 2 ** 11 + 1, _C.bfloat16: 2 ** 8 + 1, _C.float32: 2 ** 24 + 1,
                         _C.float64: 2 ** 53 + 1, _C.bool: 2, _C.uint8: 256, _C.int8: 128, _C.int16: 2 ** 15,
-                        _C.int32: 2 ** 31}.get(self.dtype, 2 ** 63 - 1)
+                        _C.int32: 2 ** 31}.get(self.dtype, 2 ** 63)
     elif len(args) == 1:
         low, high = 0, args[0]
     else:
@@ -91,8 +94,8 @@ def _random_(self, *args, generator=None):
             high = 2 ** 63 - 1
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    u = _uniform(self._shape, _C.float64, generator)
-    return _fill_(self, rill.clamp(rill.floor(u * (high - low) + low), low, high - 1))
+    n = int(np.prod(tuple(self._shape), dtype=np.int64))
+    return _fill_(self, _as_tensor(_randint(_resolve(generator), low, high, n), self._shape))
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
@@ -115,19 +118,25 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     rows = w.shape[0]
     if replacement:
-        cdf = rill.cumsum(w / totals, -1)
-        u = _uniform((rows, num_samples), _C.float64, generator)
-        idx = (cdf.unsqueeze(-2) <= u.unsqueeze(-1)).sum(-1)
+        # PyTorch: per row the running sum of the weights (float64) normalised by its last value; per sample
+        # (row-major) a float64 uniform, located by the first cumulative value not below it
+        cdf = np.cumsum(w.numpy(), -1)
+        cdf = cdf / cdf[:, -1:]
+        u = _resolve(generator)._uniform(rows * num_samples, True).reshape(rows, num_samples)
+        idx = np.stack([np.searchsorted(cdf[r], u[r], side="left") for r in range(rows)])
         # draws past the last positive weight (rounding in the cumulative sum) take that category
-        last = (categories - 1) - rill.argmax(rill.flip((w > 0).long(), [-1]), -1, keepdim=True)
-        idx = rill.minimum(idx, last)
+        last = (categories - 1) - np.argmax(np.flip(w.numpy() > 0, -1), -1)[:, None]
+        idx = _as_tensor(np.minimum(idx, last).astype(np.int64), (rows, num_samples))
     else:
         if bool(((w > 0).sum(-1) < num_samples).any()):
             raise RuntimeError("invalid multinomial distribution (with replacement=False, not enough non-negative "
                                "category to sample)")
-        u = _uniform((rows, categories), _C.float64, generator)
-        keys = rill.where(w > 0, rill.log(w) - rill.log(-rill.log(u.clamp(1e-300))), rill.full_like(w, -math.inf))
-        idx = rill.topk(keys, num_samples, -1).indices
+        # PyTorch: the top num_samples of p / q, q exponential draws in input's dtype
+        dt = _sample_dtype(input)
+        p = input if input.dim() == 2 else input.unsqueeze(0)
+        q = _exponential_(rill.empty(rows, categories, dtype=dt), generator=generator)
+        keys = p.to(dt) / q
+        idx = rill.argmax(keys, -1, keepdim=True) if num_samples == 1 else rill.topk(keys, num_samples, -1).indices
     idx = idx if input.dim() == 2 else idx.squeeze(0)
     if out is not None:
         return out.copy_(idx)
@@ -154,8 +163,8 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, **
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         shape = (size,) if isinstance(size, int) else tuple(size)
         dt = dtype if dtype is not None else rill.get_default_dtype()
-        result = (_samples("normal", shape, dt if dt in (_C.float32, _C.float64) else _C.float32, generator)
-                  * std + mean).to(dt)
+        result = _samples("normal", shape, dt if dt in (_C.float32, _C.float64) else _C.float32, generator,
+                          mean, std).to(dt)
     if out is not None:
         return out.copy_(result)
     return result
@@ -165,7 +174,7 @@ def randperm(n, *, generator=None, dtype=None, out=None, **kwargs):
     """A random permutation of 0 .. n-1."""
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    perm = rill.argsort(_uniform((n,), _C.float64, generator)) if n else rill.zeros(0, dtype=_C.int64)
+    perm = _as_tensor(_randperm(_resolve(generator), n), (n,))
     result = perm if dtype is None else perm.to(dtype)
     if out is not None:
         return out.copy_(result)

@@ -67,13 +67,13 @@ def _uniform_(self, *args, **kwargs):
             raise TypeError(f"[uniform_] got an unexpected or repeated keyword argument '{name}'")
         values[name] = v
     lo, hi = values["from"], values["to"]
-    return _fill_(self, _samples("uniform", self._shape, _sample_dtype(self), values["generator"]) * (hi - lo) + lo)
+    return _fill_(self, _samples("uniform", self._shape, _sample_dtype(self), values["generator"], lo, hi))
 
 
 def _normal_(self, mean=0.0, std=1.0, generator=None):
     """Fill with values drawn from N(mean, std^2) (in place); generator: a rill.Generator to draw from."""
     from rill._generator import _samples
-    return _fill_(self, _samples("normal", self._shape, _sample_dtype(self), generator) * std + mean)
+    return _fill_(self, _samples("normal", self._shape, _sample_dtype(self), generator, mean, std))
 
 
 def _softmax(self, dim, dtype=None):

@@ -260,11 +260,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability p and scale the rest by 1/(1-p) (training only). The mask comes
-    from rill's generator, so rill.manual_seed makes it reproducible."""
+    """Zero each element with probability p and scale the rest by 1/(1-p) (training only). As PyTorch on CPU:
+    input * (empty_like(input).bernoulli_(1 - p) / (1 - p)), the mask from rill's MT19937 generator, so
+    rill.manual_seed gives PyTorch's mask."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    out = _nn.dropout(input, p, training)
+    from rill._generator import tracing_graph
+    if training and 0.0 < p < 1.0 and input.dtype.is_floating_point and not tracing_graph():
+        from rill._random import _bernoulli_
+        noise = _bernoulli_(rill.empty(*input.shape, dtype=input.dtype), 1.0 - p)
+        out = input * (noise / (1.0 - p))
+    else:
+        out = _nn.dropout(input, p, training)
     if inplace and out is not input:
         return input.copy_(out)
     return out

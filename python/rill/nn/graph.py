@@ -260,6 +260,9 @@ class Graph:
             p.grad = None  # the trace's gradients are blobs of the job, not eager tensors
         for t in tensors:
             tracer.add_input(t, pieces)
+        from rill._generator import core_random_ops
+        random_ops = core_random_ops()
+        random_ops.__enter__()  # the trace's random ops are the core's (Note in rill/_generator.py)
         try:
             tracer.start()
             result = self.build(*traced_args)
@@ -275,6 +278,7 @@ class Graph:
                                       gradient_accumulation_steps=self.config.gradient_accumulation_steps,
                                       disabled_passes=self.config.disabled_passes)
         finally:
+            random_ops.__exit__(None, None, None)
             tracer.stop()
             for p, grad in saved.values():
                 p.grad = grad

@@ -14,7 +14,7 @@ import traceback
 import numpy as np
 
 import rill
-from rill._generator import _generator_or_default, _seed_from_global
+from rill._generator import _seed_from_global
 from rill.utils.data._collate import default_collate, default_convert
 from rill.utils.data.dataset import IterableDataset
 from rill.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -132,6 +132,8 @@ def _worker_loop(dataset, index_queue, result_queue, collate_fn, auto_collation,
 class _SingleProcessIter:
     def __init__(self, loader):
         self.loader = loader
+        # drawn (and unused here) as PyTorch's iterators do, so the draws after it match PyTorch's
+        self.base_seed = _seed_from_global(loader.generator)
         self.is_iterable = isinstance(loader.dataset, IterableDataset)
         if self.is_iterable:
             self.fetcher = _IterableFetcher(loader.dataset, loader._auto_collation, loader.collate_fn,
@@ -165,8 +167,7 @@ class _MultiProcessIter:
             ctx = multiprocessing.get_context("fork")
         elif isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
-        base_seed = _seed_from_global() if loader.generator is None else \
-            _generator_or_default(loader.generator)._randint(2 ** 62, None)
+        base_seed = _seed_from_global(loader.generator)
         self.result_queue = ctx.Queue()
         self.index_queues, self.workers = [], []
         for wid in range(self.num_workers):

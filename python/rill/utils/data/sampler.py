@@ -25,7 +25,7 @@ class SequentialSampler(Sampler):
 
 class RandomSampler(Sampler):
     """A random permutation per epoch (or num_samples draws with replacement); generator=rill.Generator for a
-    reproducible order, otherwise seeded from rill's global generator at each epoch."""
+    reproducible order, otherwise seeded from rill's default generator at each epoch (PyTorch's draws)."""
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
@@ -44,9 +44,11 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
-        g = _generator_or_default(self.generator)
-        if self.replacement:
-            yield from g._randint(n, self.num_samples)
+        g = _generator_or_default(self.generator, fresh=True)
+        if self.replacement:  # as PyTorch: lazily, 32 draws at a time
+            for _ in range(self.num_samples // 32):
+                yield from g._randint(n, 32)
+            yield from g._randint(n, self.num_samples % 32)
             return
         for _ in range(self.num_samples // n):
             yield from g._randperm(n)
