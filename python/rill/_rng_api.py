@@ -27,6 +27,21 @@ def _finish(t, dtype, requires_grad, out):
     return t
 
 
+def _check_factory_args(op, size, dtype, kwargs):
+    """The size (positional sizes or size=), with dtype, device and the other factory keywords checked as the
+    core's factories check them (a bad dtype is a TypeError, device='cuda' a RuntimeError, an unknown device a
+    ValueError)."""
+    if dtype is not None and not isinstance(dtype, _C.dtype):
+        raise TypeError(f"{op}(): argument 'dtype' must be rill.dtype, not {type(dtype).__name__}")
+    if "size" in kwargs:
+        if size:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        size = (kwargs.pop("size"),)
+    if kwargs:
+        _C.empty(0, **kwargs)  # device=, layout=, pin_memory=: the core's checks and errors
+    return size
+
+
 def _float_dtype(dtype, op):
     from rill._creation import get_default_dtype
     dt = get_default_dtype() if dtype is None else dtype
@@ -37,6 +52,7 @@ def _float_dtype(dtype, op):
 
 def rand(*size, generator=None, dtype=None, out=None, requires_grad=False, **kwargs):
     """U[0, 1) draws of the given size (PyTorch's numbers for the same seed)."""
+    size = _check_factory_args("rand", size, dtype, kwargs)
     dt = _float_dtype(dtype, "rand")
     if generator is None and tracing_graph():
         return _C.rand(*_shape(size), dtype=dt, requires_grad=requires_grad)
@@ -46,6 +62,7 @@ def rand(*size, generator=None, dtype=None, out=None, requires_grad=False, **kwa
 
 def randn(*size, generator=None, dtype=None, out=None, requires_grad=False, **kwargs):
     """N(0, 1) draws of the given size (PyTorch's numbers for the same seed)."""
+    size = _check_factory_args("randn", size, dtype, kwargs)
     dt = _float_dtype(dtype, "randn")
     if generator is None and tracing_graph():
         return _C.randn(*_shape(size), dtype=dt, requires_grad=requires_grad)
@@ -55,6 +72,7 @@ def randn(*size, generator=None, dtype=None, out=None, requires_grad=False, **kw
 
 def randint(*args, size=None, generator=None, dtype=None, out=None, requires_grad=False, **kwargs):
     """randint(high, size) or randint(low, high, size): integers drawn uniformly from [low, high)."""
+    _check_factory_args("randint", (), dtype, kwargs)
     args = list(args)
     if size is None:
         if not args:
