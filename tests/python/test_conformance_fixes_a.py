@@ -38,6 +38,6 @@ def test_trapezoid_empty_dim():
 
 @pytest.mark.parametrize("shape,size", [((), ()), ((3,), ()), ((2, 2), (1, 2)), ((2, 2), (2, 2))])
 def test_sum_to_size_bool(shape, size):
-    a = np.arange(int(np.prod(shape))).reshape(shape) % 2 == 0
+    a = np.asarray(np.arange(int(np.prod(shape))).reshape(shape) % 2 == 0)
     t, r = torch.from_numpy(a.copy()), rill.tensor(a)
     _same(r.sum_to_size(size), t.sum_to_size(size))
