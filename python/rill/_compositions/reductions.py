@@ -110,23 +110,29 @@ def cummin(input, dim):
     return _cumulative_extreme("cummin", input, dim, lambda v, best: v <= best)
 
 
-def _trapezoid_terms(y, x, dx, dim):
+def _trapezoid_pairs(y, x, dim):
+    """(the dim, the sums of neighbouring samples along it in y's own dtype, and the spacings diff(x) or
+    None), as PyTorch's formulas take them: integer sums wrap in their dtype there too."""
     d = _dim(dim, y.dim())
     n = y.shape[d]
-    y = y if y.is_floating_point() else y.to(rill.int64)
-    mid = (y.narrow(d, 1, builtins.max(n - 1, 0)) + y.narrow(d, 0, builtins.max(n - 1, 0))) / 2
+    pairs = y.narrow(d, 1, builtins.max(n - 1, 0)) + y.narrow(d, 0, builtins.max(n - 1, 0)) if n else y
     if x is None:
-        return mid * (1 if dx is None else dx), d
+        return d, pairs, None
     if x.dim() == 1:
         x = _along(x, d, y.dim())
     xd = d if x.dim() == y.dim() else _dim(dim, x.dim())
-    return mid * diff(x, dim=xd), d
+    return d, pairs, diff(x, dim=xd)
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoid rule along dim, with sample points x or spacing dx (default 1)."""
-    terms, d = _trapezoid_terms(y, x, dx, dim)
-    return terms.sum(d)
+    if y.shape[_dim(dim, y.dim())] == 0:
+        return rill.zeros([s for i, s in enumerate(y.shape) if i != _dim(dim, y.dim())], dtype=y.dtype)
+    d, pairs, spacing = _trapezoid_pairs(y, x, dim)
+    if spacing is not None:
+        return (spacing * pairs).sum(d) / 2.0
+    ends = y.select(d, 0) + y.select(d, -1)
+    return (y.sum(d) - ends * 0.5) * (1 if dx is None else dx)
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -136,7 +142,8 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoid rule along dim."""
-    terms, d = _trapezoid_terms(y, x, dx, dim)
+    d, pairs, spacing = _trapezoid_pairs(y, x, dim)
+    terms = (spacing * pairs) / 2.0 if spacing is not None else ((1 if dx is None else dx) / 2.0) * pairs
     return rill.cumsum(terms, d)
 
 
@@ -144,6 +151,8 @@ def sum_to_size(input, *size):
     """input summed down to size (which input must broadcast to)."""
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         size = tuple(size[0])
+    if not size:
+        return input.sum()  # PyTorch sums to a 0-dim size even from a 0-dim input (bool becomes int64)
     lead = input.dim() - len(size)
     if lead < 0 or builtins.any(s != 1 and s != n for s, n in zip(size, input.shape[lead:])):
         raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(input.shape)}}}.")
