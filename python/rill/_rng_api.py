@@ -50,24 +50,24 @@ def _float_dtype(dtype, op):
     return dt
 
 
+def _float_draws(op, kind, size, generator, dtype, out, requires_grad, kwargs):
+    """rand (kind 'uniform') or randn (kind 'normal'): the core's Philox op while nn.Graph traces, else host draws."""
+    size = _check_factory_args(op, size, dtype, kwargs)
+    dt = _float_dtype(dtype, op)
+    if generator is None and tracing_graph():
+        return getattr(_C, op)(*_shape(size), dtype=dt, requires_grad=requires_grad)
+    t = _samples(kind, _shape(size), _C.float64 if dt == _C.float64 else _C.float32, generator)
+    return _finish(t, dt, requires_grad, out)
+
+
 def rand(*size, generator=None, dtype=None, out=None, requires_grad=False, **kwargs):
     """U[0, 1) draws of the given size (PyTorch's numbers for the same seed)."""
-    size = _check_factory_args("rand", size, dtype, kwargs)
-    dt = _float_dtype(dtype, "rand")
-    if generator is None and tracing_graph():
-        return _C.rand(*_shape(size), dtype=dt, requires_grad=requires_grad)
-    t = _samples("uniform", _shape(size), _C.float64 if dt == _C.float64 else _C.float32, generator)
-    return _finish(t, dt, requires_grad, out)
+    return _float_draws("rand", "uniform", size, generator, dtype, out, requires_grad, kwargs)
 
 
 def randn(*size, generator=None, dtype=None, out=None, requires_grad=False, **kwargs):
     """N(0, 1) draws of the given size (PyTorch's numbers for the same seed)."""
-    size = _check_factory_args("randn", size, dtype, kwargs)
-    dt = _float_dtype(dtype, "randn")
-    if generator is None and tracing_graph():
-        return _C.randn(*_shape(size), dtype=dt, requires_grad=requires_grad)
-    t = _samples("normal", _shape(size), _C.float64 if dt == _C.float64 else _C.float32, generator)
-    return _finish(t, dt, requires_grad, out)
+    return _float_draws("randn", "normal", size, generator, dtype, out, requires_grad, kwargs)
 
 
 def randint(*args, size=None, generator=None, dtype=None, out=None, requires_grad=False, **kwargs):

@@ -135,3 +135,12 @@ def test_grad_scaler_misuse_and_disabled():
     assert off.scale(t) is t and off.get_scale() == 1.0 and off.state_dict() == {}
     with pytest.raises(ValueError, match="growth factor"):
         rill.amp.GradScaler("cpu", growth_factor=1.0)
+
+
+def test_custom_fwd_casts_inputs_under_autocast():
+    seen = rill.amp.custom_fwd(lambda x: (x.dtype, rill.is_autocast_enabled("cpu")), cast_inputs=rill.float32)
+    plain = rill.amp.custom_fwd(lambda x: x.dtype)
+    with rill.autocast("cpu"):
+        assert seen(rill.ones(2).bfloat16()) == (rill.float32, False)
+        assert plain(rill.ones(2).bfloat16()) == rill.bfloat16
+    assert seen(rill.ones(2).bfloat16()) == (rill.bfloat16, False)

@@ -125,21 +125,9 @@ def custom_fwd(fwd=None, *, device_type="cpu", cast_inputs=None):
     tensor arguments are cast to it and the forward runs with autocast off."""
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
-
-    @functools.wraps(fwd)
-    def wrapper(*args, **kwargs):
-        state = _C._autocast_state()
-        if cast_inputs is None or not state[0]:
-            return fwd(*args, **kwargs)
-
-        def cast(a):
-            return a.to(cast_inputs) if isinstance(a, _C.Tensor) and a.is_floating_point() else a
-        _C._set_autocast_state(False, state[1])
-        try:
-            return fwd(*[cast(a) for a in args], **{k: cast(v) for k, v in kwargs.items()})
-        finally:
-            _C._set_autocast_state(*state)
-    return wrapper
+    if cast_inputs is None:
+        return fwd
+    return _policy(lambda t, dtype: t.to(cast_inputs) if t.is_floating_point() else t)(fwd)
 
 
 def custom_bwd(bwd=None, *, device_type="cpu"):
