@@ -40,9 +40,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
-    if generator is not None:
-        raise NotImplementedError("rill.rrelu: generator= is not supported; seed with rill.manual_seed")
-    return rill.nn.functional.rrelu(input, lower, upper, training)
+    return rill.nn.functional.rrelu(input, lower, upper, training, _generator=generator)
 
 # torch.<name>_(input, ...) = input.<name>_(...)
 _INPLACE = (

@@ -149,3 +149,11 @@ def test_random_sampler_with_replacement_is_lazy():
     first = list(itertools.islice(iter(sampler), 100))
     assert len(first) == 100 and all(0 <= i < 10 for i in first)
     assert len(sampler) == int(1e10)
+
+
+def test_rrelu_takes_a_generator():
+    x = rill.linspace(-3, 1, 9)
+    a = rill.rrelu(x, training=True, generator=rill.Generator().manual_seed(5))
+    b = rill.rrelu(x, training=True, generator=rill.Generator().manual_seed(5))
+    c = rill.rrelu(x, training=True, generator=rill.Generator().manual_seed(6))
+    assert np.array_equal(a.numpy(), b.numpy()) and not np.array_equal(a.numpy(), c.numpy())

@@ -919,11 +919,12 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpool("max_unpool3d", input, indices, kernel_size, stride, padding, output_size, 3)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    """leaky_relu with a slope drawn from U(lower, upper) per element in training, (lower + upper) / 2 in eval."""
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *, _generator=None):
+    """leaky_relu with a slope drawn from U(lower, upper) per element in training, (lower + upper) / 2 in eval.
+    (_generator: torch.rrelu's generator=, which rill.nn.functional.rrelu, like PyTorch's, does not take.)"""
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    slope = rill.rand(*input.shape).to(input.dtype) * (upper - lower) + lower
+    slope = rill.rand(*input.shape, generator=_generator).to(input.dtype) * (upper - lower) + lower
     return _maybe_inplace(input, rill.where(input >= 0, input, input * slope), inplace)
 
 
