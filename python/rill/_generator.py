@@ -93,10 +93,10 @@ class Generator:
         dt = np.float64 if double else np.float32
         if n >= 16:
             d = self._uniform(n, double)
-            _box_muller_16(d, 0, n // 16, dt, mean, std)
+            _box_muller_16(d, 0, n // 16, mean, std)
             if n % 16:
                 d[n - 16:] = self._uniform(16, double)
-                _box_muller_16(d, n - 16, 1, dt, mean, std)
+                _box_muller_16(d, n - 16, 1, mean, std)
             return d
         out = np.empty(n, np.float64)
         for i in range(n):
@@ -143,18 +143,10 @@ def _fma(a, b, c, dt):
     return s + (err + e)
 
 
-def _box_muller_16(d, i, blocks, dt, mean, std):
-    """Box-Muller in place over `blocks` blocks of 16 uniforms of d from i (u1 = 1 - d[j], u2 = d[j+8], j < 8)."""
-    if dt == np.float64:  # libm's log/cos/sin, as PyTorch's scalar loop (numpy's SIMD forms differ in the last bit)
-        _C._box_muller_blocks(d, i, blocks, float(mean), float(std))
-        return
-    b = d[i:i + 16 * blocks].reshape(blocks, 16)
-    u1 = dt(1) - b[:, :8]
-    theta = dt(2.0 * math.pi) * b[:, 8:]
-    r = np.sqrt(dt(-2) * np.log(u1))
-    cos, sin = np.cos(theta), np.sin(theta)
-    b[:, :8] = _fma(r * cos, dt(std), dt(mean), dt)
-    b[:, 8:] = _fma(r * sin, dt(std), dt(mean), dt)
+def _box_muller_16(d, i, blocks, mean, std):
+    """Box-Muller in place over `blocks` blocks of 16 uniforms of d from i (u1 = 1 - d[j], u2 = d[j+8], j < 8), with
+    PyTorch's arithmetic for d's dtype (Note [Box-Muller in float32] in src/rill/kernels/cpu/box_muller.cpp)."""
+    _C._box_muller_blocks(d, i, blocks, float(mean), float(std))
 
 
 def _uniform_range(g, n, low, high, double):

@@ -7,6 +7,7 @@
 #include <nanobind/ndarray.h>
 
 #include "bind.h"
+#include "rill/kernels/cpu/box_muller.h"
 #include "rill/ops/elementwise.h"
 #include "rill/ops/type_promotion.h"
 
@@ -566,21 +567,22 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     Scalar end = b.is_none() ? num(a, "end") : num(b, "end");
     return finish(eager::arange(start, end, num(step, "step"), f.dtype, f.device), f);
   }, nb::arg("start"), nb::arg("end") = nb::none(), nb::arg("step") = 1, nb::arg("kwargs"));
-  // Note [Drawing on the host] (rill/_generator.py): PyTorch's float64 normal_ transform, in place over `blocks`
-  // blocks of 16 uniforms from `start`: libm's scalar log/cos/sin (as PyTorch's scalar loop) and one fused
-  // multiply-add per value. Here, not in numpy, for speed: numpy's vector log/cos/sin differ in the last bit.
-  m.def("_box_muller_blocks", [](nb::ndarray<double, nb::ndim<1>, nb::c_contig, nb::device::cpu> d, int64_t start,
-                                 int64_t blocks, double mean, double std) {
+  // Note [Drawing on the host] (rill/_generator.py): PyTorch's normal_ transform, in place over `blocks` blocks
+  // of 16 uniforms from `start` (kernels/cpu/box_muller.h). Here, not in numpy: numpy's vector log/cos/sin
+  // differ from PyTorch's in the last bit.
+  auto box_muller = [](auto d, int64_t start, int64_t blocks, double mean, double std) {
     RILL_CHECK(start >= 0 && blocks >= 0 && start + 16 * blocks <= static_cast<int64_t>(d.shape(0)), Index,
                "[_box_muller_blocks] blocks out of range");
-    constexpr double kTwoPi = 2.0 * 3.14159265358979323846;
-    double* p = d.data() + start;
-    for (int64_t b = 0; b < blocks; ++b, p += 16)
-      for (int j = 0; j < 8; ++j) {
-        const double r = std::sqrt(-2.0 * std::log(1.0 - p[j])), theta = kTwoPi * p[j + 8];
-        p[j] = std::fma(r * std::cos(theta), std, mean);
-        p[j + 8] = std::fma(r * std::sin(theta), std, mean);
-      }
+    using T = std::remove_pointer_t<decltype(d.data())>;
+    rill::cpu::box_muller_blocks(d.data() + start, blocks, static_cast<T>(mean), static_cast<T>(std));
+  };
+  m.def("_box_muller_blocks", [box_muller](nb::ndarray<double, nb::ndim<1>, nb::c_contig, nb::device::cpu> d,
+                                           int64_t start, int64_t blocks, double mean, double std) {
+    box_muller(d, start, blocks, mean, std);
+  }, nb::arg("d"), nb::arg("start"), nb::arg("blocks"), nb::arg("mean"), nb::arg("std"));
+  m.def("_box_muller_blocks", [box_muller](nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu> d,
+                                           int64_t start, int64_t blocks, double mean, double std) {
+    box_muller(d, start, blocks, mean, std);
   }, nb::arg("d"), nb::arg("start"), nb::arg("blocks"), nb::arg("mean"), nb::arg("std"));
   m.def("manual_seed", [](int64_t seed) { eager::manual_seed(static_cast<uint64_t>(seed)); }, nb::arg("seed"));
   m.def("seed", []() {
