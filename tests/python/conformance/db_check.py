@@ -252,8 +252,11 @@ def rill_dtypes(supported):
 
 
 def in_scope(op):
-    """An OpInfo applies when it supports some of rill's dtypes on CPU."""
-    return bool(rill_dtypes(op.supported_dtypes("cpu")))
+    """An OpInfo applies when it supports some of rill's dtypes on CPU and is not marked CUDA-only: the
+    jiterator OpInfos list CPU dtypes, but their op is torch.cuda.jiterator's compiled CUDA kernel, and
+    PyTorch's own tests run them on CUDA alone (the onlyCUDA decorator)."""
+    from torch.testing._internal.common_device_type import onlyCUDA
+    return bool(rill_dtypes(op.supported_dtypes("cpu"))) and onlyCUDA not in (op.decorators or ())
 
 
 def rill_function(name):
