@@ -280,3 +280,21 @@ def test_fractional_max_pool_random_and_errors():
         rill.nn.FractionalMaxPool3d(2)
     with pytest.raises(RuntimeError, match="too large"):
         F.fractional_max_pool3d(rill.randn(1, 1, 5, 5, 5), 3, output_size=3)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_fractional_max_pool_draws_torch_samples_and_takes_empty_batches(n):
+    # without _random_samples both draw their window starts from the generator: the same seed, the same windows
+    fn = f"fractional_max_pool{n}d"
+    x = torch.randn((2, 3) + (9,) * n)
+    for seed in range(20):
+        torch.manual_seed(seed)
+        expected, expected_idx = getattr(torch.nn.functional, fn)(x, 3, output_size=(2,) * (n - 1) + (3,),
+                                                                  return_indices=True)
+        rill.manual_seed(seed)
+        got, got_idx = getattr(rill.nn.functional, fn)(rill.tensor(x.numpy()), 3, output_size=(2,) * (n - 1) + (3,),
+                                                       return_indices=True)
+        np.testing.assert_array_equal(got_idx.numpy(), expected_idx.numpy())
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    empty = getattr(rill.nn.functional, fn)(rill.randn((0, 3) + (7,) * n), 2, output_size=3, return_indices=True)
+    assert tuple(empty[0].shape) == (0, 3) + (3,) * n and empty[1].dtype == rill.int64

@@ -450,8 +450,8 @@ def _fractional_max_pool(op, n, input, kernel_size, output_size, output_ratio, r
             shape[j], shape[n + j] = out[j], k[j]
             index = index * spatial[j] + grids[j].reshape(shape)
         flat[p] = index
-    index = rill.tensor(flat.reshape(planes, -1), dtype=rill.int64)
-    windows = x.reshape(planes, -1).gather(1, index).reshape((planes,) + out + (math.prod(k),))
+    index = rill.tensor(flat.reshape(planes, math.prod(out + k)), dtype=rill.int64)
+    windows = x.reshape(planes, math.prod(spatial)).gather(1, index).reshape((planes,) + out + (math.prod(k),))
     values, arg = windows.max(-1)
     values = values.reshape(lead + out)
     if not return_indices:

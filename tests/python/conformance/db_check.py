@@ -28,6 +28,7 @@ databases have fewer for almost every op: the whole run takes about 25 s on 2 co
 PyTorch itself rejects (it raises) is skipped, and so is one holding something rill cannot
 hold (a complex tensor, a torch.Generator, a sparse layout).
 """
+import contextlib
 import itertools
 import json
 import pathlib
@@ -48,6 +49,7 @@ RILL_DTYPES = {d: getattr(rill, str(d).split(".")[-1]) for d in (
 TORCH_DTYPES = {str(r): t for t, r in RILL_DTYPES.items()}
 
 # Ops whose values are random or uninitialised: only their shape and dtype are compared.
+OP_SEED = 42  # both generators at each op call (same_seed): the seed the OpInfos of random ops set (wrapper_set_seed)
 RANDOM_OPS = {
     "bernoulli", "cauchy", "empty", "empty_like", "empty_permuted", "empty_strided", "exponential",
     "geometric", "log_normal", "multinomial", "new_empty", "new_empty_strided", "normal", "rand_like",
@@ -297,11 +299,26 @@ def variant_name(variant, fallback):
     return fallback if not name or name == "<lambda>" else name
 
 
+@contextlib.contextmanager
+def same_seed():
+    """Both generators seeded alike for one call, torch's state restored after it (so the samples that follow
+    are the database's): an op that draws (fractional_max_pool2d without _random_samples) draws the same
+    numbers in both, rill's generator being PyTorch's (rill/_generator.py)."""
+    state = torch.get_rng_state()
+    torch.manual_seed(OP_SEED)
+    rill.manual_seed(OP_SEED)
+    try:
+        yield
+    finally:
+        torch.set_rng_state(state)
+
+
 def call_torch(fn, sample, inplace=False):
     """PyTorch's result for a sample, or raises Unsupported when PyTorch rejects it."""
     inp = sample.input.clone() if inplace else sample.input
     try:
-        out = fn(inp, *sample.args, **sample.kwargs)
+        with same_seed():
+            out = fn(inp, *sample.args, **sample.kwargs)
     except Exception as e:
         raise Unsupported(f"torch raises {type(e).__name__}") from None
     return inp if inplace else out
@@ -347,7 +364,8 @@ def check_op_sample(op, rill_fn, method, inplace, sample, tols, random):
 def run_rill(what, fn, expected, tols, random, sample=None, op=None):
     """Run rill's variant and compare its result with PyTorch's (expected)."""
     try:
-        actual = to_torch(fn())
+        with same_seed():
+            actual = to_torch(fn())
     except (Mismatch, Unsupported):
         raise
     except Exception as e:
@@ -448,7 +466,8 @@ def check_op_grad(op, rill_fn, sample, tols):
     if draws_dropout(op, sample):
         raise Unsupported("random dropout mask")
     try:
-        out = sample.output_process_fn_grad(op.op(sample.input, *sample.args, **sample.kwargs))
+        with same_seed():
+            out = sample.output_process_fn_grad(op.op(sample.input, *sample.args, **sample.kwargs))
         outs = floating_tensors(out)
         if not outs:
             return
@@ -464,7 +483,8 @@ def check_op_grad(op, rill_fn, sample, tols):
         raise Unsupported(f"torch raises {type(e).__name__}") from None
     args = to_rill((sample.input, sample.args, sample.kwargs), leaves)
     try:
-        routs = floating_tensors(sample.output_process_fn_grad(rill_fn(args[0], *args[1], **args[2])))
+        with same_seed():
+            routs = floating_tensors(sample.output_process_fn_grad(rill_fn(args[0], *args[1], **args[2])))
         if len(routs) != len(outs):
             raise Mismatch(f"grad: {len(routs)} differentiable outputs vs torch {len(outs)}")
         total = routs[0].sum()
