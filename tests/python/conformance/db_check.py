@@ -157,7 +157,7 @@ def to_rill(x, leaves):
     if isinstance(x, torch.Size):
         return tuple(x)
     if isinstance(x, torch.nn.Module):
-        raise Unsupported(f"a torch module ({type(x).__name__}) as an argument")
+        return module_to_rill(x)
     if callable(x) and str(getattr(x, "__module__", None)).startswith("torch"):
         fn = getattr(rill.nn.functional, x.__name__, None) or getattr(rill, x.__name__, None)
         if fn is None:
@@ -169,6 +169,38 @@ def to_rill(x, leaves):
     if isinstance(x, dict):
         return {k: to_rill(v, leaves) for k, v in x.items()}
     return x
+
+
+# The constructor arguments of a torch module passed as an argument (a loss's distance_function, the layer a
+# TransformerEncoder copies), read back from what the module keeps: {class name: module -> keyword arguments}.
+MODULE_CONFIG = {
+    "PairwiseDistance": lambda m: dict(p=m.norm, eps=m.eps, keepdim=m.keepdim),
+    "TransformerEncoderLayer": lambda m: dict(
+        d_model=m.self_attn.embed_dim, nhead=m.self_attn.num_heads, dim_feedforward=m.linear1.out_features,
+        dropout=m.dropout.p, activation=m.activation, layer_norm_eps=m.norm1.eps,
+        batch_first=m.self_attn.batch_first, norm_first=m.norm_first, bias=m.linear1.bias is not None),
+}
+
+
+def module_to_rill(module):
+    """rill's module of the same class as a torch module, built with its constructor arguments (MODULE_CONFIG)
+    and holding its state_dict, in its dtype and training mode."""
+    name = type(module).__name__
+    cls = getattr(rill.nn, name, None)
+    if cls is None:
+        raise Mismatch(f"no rill.nn.{name}")
+    if name not in MODULE_CONFIG:
+        raise Unsupported(f"a torch module ({name}) as an argument")
+    try:
+        r = cls(**to_rill(MODULE_CONFIG[name](module), {}))
+        params = list(module.parameters())
+        if params:
+            r = r.to(RILL_DTYPES[params[0].dtype])
+        r.load_state_dict({k: to_rill(v.detach(), {}) for k, v in module.state_dict().items()})
+        r.train(module.training)
+    except Exception as e:
+        raise Mismatch(f"rill.nn.{name} from torch's: {short(e)}") from None
+    return r
 
 
 def to_torch(x):
