@@ -15,8 +15,13 @@ What is checked, per OpInfo, on CPU:
   method and the in-place variant where the OpInfo declares them, against PyTorch's result,
   with ``torch.testing.assert_close``'s default tolerances raised to the OpInfo's CPU
   tolerance overrides; random and uninitialised results (RANDOM_OPS) compare shape and dtype;
+  results unique only up to a gauge (GAUGE_OUTPUTS: eigenvector signs) compare through the
+  sample's output_process_fn_grad; an op PyTorch's tests run from seed 42 runs from it in rill too;
 - gradients, on float64, for an OpInfo that supports autograd: the gradient of the sum of the
-  (output_process_fn_grad-processed) floating outputs, with respect to every input tensor.
+  (output_process_fn_grad-processed) floating outputs, with respect to every input tensor
+  (against central differences where PyTorch's own backward is wrong: TORCH_GRAD_WRONG).
+A sample's view keeps its storage (as_strided can read around it), and a torch module passed
+as an argument becomes rill's module of that class with the same configuration and state.
 Per ModuleInfo: float32 and float64 where the ModuleInfo supports them, in training mode: the
 module built from each module input's constructor arguments, PyTorch's state_dict loaded into
 rill's module, forward outputs compared, then on float64 the gradients of the summed outputs with
@@ -65,14 +70,12 @@ FACTORED_INPUT = {"svd_lowrank", "pca_lowrank"}
 # Ops whose result is unique only up to a gauge, so that two correct LAPACKs (PyTorch's MKL, rill's OpenBLAS)
 # may return different ones: both results are compared after the sample's output_process_fn_grad, the
 # gauge-invariant view PyTorch's own tests use. Nothing else is compared this way.
-#   op                     gauge                                        what the sample compares
-#   linalg.eigh            each eigenvector's sign (distinct values)    eigenvalues, |eigenvectors|
-#   linalg.svd, svd        the sign shared by each U column and the     |U|, S, |Vh| or U @ Vh (the first k
-#                          matching V column; extra full_matrices        columns of U, rows of Vh)
-#                          columns of U and V are any orthonormal basis
-#                          of the complement
-#   svd_lowrank,           as svd (of the rank-q approximation)         U @ Vh and S
-#   pca_lowrank
+#   op                        gauge                                          what the sample compares
+#   linalg.eigh               each eigenvector's sign (distinct eigenvalues) eigenvalues, |eigenvectors|
+#   linalg.svd, svd           one sign per U column and its V column; the    |U|, S, |Vh| or U @ Vh, of the
+#                             full_matrices extra columns: any orthonormal   first k columns of U and rows
+#                             basis of the complement                        of Vh
+#   svd_lowrank, pca_lowrank  as svd (of the rank-q approximation)           U @ V^H and S
 GAUGE_OUTPUTS = {"linalg.eigh", "linalg.svd", "svd", "svd_lowrank", "pca_lowrank"}
 # Ops whose OpInfo op is a wrapper that builds the arguments of the op it names: the same wrapper in rill's
 # terms.
