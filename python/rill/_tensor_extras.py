@@ -107,7 +107,17 @@ def _rounded_quotient(a, b, rounding_mode):
     if q.dtype.is_floating_point and (rill.is_tensor(a) and a.dtype.is_floating_point
                                       or rill.is_tensor(b) and b.dtype.is_floating_point
                                       or isinstance(a, float) or isinstance(b, float)):
-        return rill.floor(q) if rounding_mode == "floor" else rill.trunc(q)  # zero gradient, as in PyTorch
+        if rounding_mode == "trunc":
+            return rill.trunc(q)  # zero gradient, as in PyTorch
+        # Python's floor division (floor_divide: 1.0 // 0.1 is 9, float16 quotients floored before rounding),
+        # with a zero gradient for each input, as in PyTorch (through an unselected branch of where: no NaN
+        # from a zero divisor)
+        with rill.no_grad():
+            value = rill.floor_divide(a, b)
+        grads = [v for v in (a, b) if rill.is_tensor(v) and v.requires_grad]
+        if not rill.is_grad_enabled() or not grads:
+            return value
+        return rill.where(rill.zeros((), dtype=rill.bool), sum(v * 0 for v in grads), value)
     if rounding_mode == "floor":
         return rill.floor_divide(a, b)
     # integers: a - fmod(a, b) is a multiple of b, so its floor division is exact

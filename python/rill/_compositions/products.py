@@ -132,10 +132,22 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     return _scaled_sum(input, mv(mat, vec), beta, alpha)
 
 
-@_opmath
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
-    """beta * input + alpha * outer(vec1, vec2)."""
-    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+    """beta * input + alpha * outer(vec1, vec2), elementwise as PyTorch's kernel: input * beta + alpha * v1 * v2
+    with beta and alpha in the result's dtype and every step rounded to it (float16 included); input is
+    ignored (NaNs included) when beta is 0. Booleans: (beta and input) or (alpha and v1 and v2)."""
+    _check_dims("addr", vec1=(vec1, 1), vec2=(vec2, 1))
+    a, b = vec1.unsqueeze(1), vec2.unsqueeze(0)
+    dtype = rill.promote_types(rill.result_type(input, vec1), vec2.dtype)
+    if dtype == rill.bool:
+        product = a & b if alpha else rill.zeros((), dtype=rill.bool)
+        product = product.expand(vec1.shape[0], vec2.shape[0])
+        return product | input if beta else product | rill.zeros_like(input)
+    alpha_t, beta_t = rill.tensor(alpha, dtype=dtype), rill.tensor(beta, dtype=dtype)
+    product = alpha_t * a.to(dtype) * b.to(dtype)
+    if beta == 0:
+        return product + rill.zeros_like(input, dtype=dtype)
+    return input.to(dtype) * beta_t + product
 
 
 @_lower_precision_policy

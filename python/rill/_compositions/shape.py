@@ -453,7 +453,13 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     spread = rill.where(mask, src.unsqueeze(-1), rill.full((), fill, dtype=x.dtype))
     if reduce == "mean":
         count = mask.sum(0).to(x.dtype) + (1 if include_self else 0)
-        total = spread.sum(-2) + (x if include_self else 0)
+        if x.dtype in (rill.float16, rill.bfloat16):
+            # PyTorch adds the slices one index at a time in the 16-bit dtype, each sum rounded
+            total = x.clone() if include_self else rill.zeros_like(x)
+            for j, i in enumerate(index.reshape(-1).tolist()):
+                total[..., i] += src[..., j]
+        else:
+            total = spread.sum(-2) + (x if include_self else 0)
         out = total / count.clamp_min(1) if x.is_floating_point() else rill.floor_divide(total, count.clamp_min(1))
     elif reduce == "prod":
         out = spread.prod(-2) * (x if include_self else 1)
