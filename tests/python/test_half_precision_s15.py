@@ -22,3 +22,21 @@ def test_linspace_rounds_like_torch(dtype, start, end, steps):
     # 16-bit and integral values are PyTorch's exactly; float32 ones may differ in the last bit (its vector path)
     exact = dtype != "float32"
     torch.testing.assert_close(as_torch(got), want, rtol=0 if exact else None, atol=0 if exact else None)
+
+
+def from_torch(t):
+    return rill.from_numpy(t.float().numpy()).to(getattr(rill, str(t.dtype).split(".")[-1]))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape,dim", [((5, 5), 1), ((4, 40), -1), ((3, 7, 2), 1), ((6, 33), 0)])
+def test_log_softmax_rounds_like_torch(dtype, shape, dim):
+    torch.manual_seed(0)
+    x = (torch.randn(shape) * 8).to(getattr(torch, dtype))
+    got = as_torch(rill.log_softmax(from_torch(x), dim))
+    want = torch.log_softmax(x, dim)
+    if dim in (-1, len(shape) - 1):
+        # the last dim: PyTorch rounds each row's sum and log to the dtype; rill matches it exactly
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    else:
+        torch.testing.assert_close(got, want)
