@@ -40,3 +40,23 @@ def test_log_softmax_rounds_like_torch(dtype, shape, dim):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
     else:
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("ord", [6, 2, 1, 0, 3.5, float("inf"), -float("inf")])
+@pytest.mark.parametrize("shape,dim", [((), None), ((2,), None), ((5, 5), 1), ((5, 1), 1), ((3, 4), (0, 1))])
+def test_vector_norm_accumulates_in_float32_like_torch(dtype, ord, shape, dim):
+    torch.manual_seed(0)
+    x = (torch.randn(shape) * 9).to(getattr(torch, dtype))
+    if x.dim():
+        x[0] = 0.0674  # a 6th power that float16 would flush to subnormals
+    want = torch.linalg.vector_norm(x, ord, dim)
+    got = rill.linalg.vector_norm(from_torch(x), ord, dim)
+    assert got.dtype == getattr(rill, dtype)
+    torch.testing.assert_close(as_torch(got), want)
+
+
+def test_vector_norm_of_one_element_is_its_absolute_value():
+    x = torch.tensor([[1e30], [-3e-30]])
+    got = rill.linalg.vector_norm(from_torch(x), 2, dim=1)
+    torch.testing.assert_close(as_torch(got), torch.linalg.vector_norm(x, 2, dim=1))
