@@ -60,3 +60,14 @@ def test_vector_norm_of_one_element_is_its_absolute_value():
     x = torch.tensor([[1e30], [-3e-30]])
     got = rill.linalg.vector_norm(from_torch(x), 2, dim=1)
     torch.testing.assert_close(as_torch(got), torch.linalg.vector_norm(x, 2, dim=1))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_ndtr_rounds_each_step_like_torch(dtype):
+    torch.manual_seed(0)
+    x = (torch.randn(2000) * 4).to(getattr(torch, dtype))
+    got = rill.special.ndtr(from_torch(x))
+    assert got.dtype == getattr(rill, dtype)
+    # rtol: two float16 ulps, for erf values within rounding of a tie (PyTorch's vector erf rounds them the other
+    # way); the tails, where each step's rounding decides the value, must agree to atol
+    torch.testing.assert_close(as_torch(got), torch.special.ndtr(x), rtol=2e-3, atol=1e-5)
