@@ -71,3 +71,15 @@ def test_ndtr_rounds_each_step_like_torch(dtype):
     # rtol: two float16 ulps, for erf values within rounding of a tie (PyTorch's vector erf rounds them the other
     # way); the tails, where each step's rounding decides the value, must agree to atol
     torch.testing.assert_close(as_torch(got), torch.special.ndtr(x), rtol=2e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("n,bins,lo,hi", [(1, 10, 0, 0), (5, 100, 0, 10), (25, 100, 0, 0), (40, 7, -3, 2.5),
+                                          (30, 3, 1, 1)])
+def test_histc_bins_like_torch(dtype, n, bins, lo, hi):
+    torch.manual_seed(0)
+    x = (torch.randn(n) * 5).to(getattr(torch, dtype))
+    x[0] = 7.3  # with min == max == 0 and n == 1: the one value's range is [x - 1, x + 1], x on a rounded edge
+    got = rill.histc(from_torch(x), bins, lo, hi)
+    assert got.dtype == getattr(rill, dtype)
+    torch.testing.assert_close(as_torch(got), torch.histc(x, bins, lo, hi), rtol=0, atol=0)
