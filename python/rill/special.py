@@ -103,8 +103,8 @@ def xlog1py(input, other):
     return rill.where((x == 0) & (y == y), 0.0, x * rill.log1p(y))
 
 
-@_opmath
 def ndtr(input):
-    """The standard normal cumulative distribution function."""
+    """The standard normal cumulative distribution function. Each step is rounded to input's dtype, as PyTorch
+    composes it for float16/bfloat16 too (so its far tails are 0 and 1 there)."""
     x = _float(input)
     return 0.5 * (1 + rill.erf(x * (1 / math.sqrt(2))))

@@ -44,12 +44,24 @@ def linspace(start, end, steps, *, dtype=None, layout=None, device=None, require
     dtype = dtype if dtype is not None else rill.get_default_dtype()
     if steps == 1:
         return rill.full((1,), start, dtype=dtype).requires_grad_(requires_grad)
-    i = rill.arange(steps, dtype=rill.float64)
-    step = (end - start) / (steps - 1) if steps > 1 else 0.0
-    half = steps // 2
-    values = rill.where(i < half, start + i * step, end - (steps - 1 - i) * step)
-    out = values.to(dtype)
+    if dtype.is_floating_point:
+        out = _linspace_in(rill.tensor(start, dtype=dtype), rill.tensor(end, dtype=dtype), steps, dtype)
+    else:
+        # integral: start and end are truncated to the dtype first, the values stepped in float64
+        out = _linspace_in(int(start), int(end), steps, rill.float64).to(dtype)
     return out.requires_grad_() if requires_grad else out
+
+
+def _linspace_in(start, end, steps, dtype):
+    """steps values from start to end, every step of the arithmetic rounded to dtype as PyTorch's CPU kernel
+    rounds it: step = (end - start) / (steps - 1), the first half start + step * i and the second half
+    end - step * (steps - 1 - i), with the counts i themselves rounded to dtype (float16 and bfloat16 hold
+    large counts inexactly, and PyTorch's values follow those rounded counts)."""
+    index = rill.arange(steps)
+    step = (end - start) / rill.tensor(steps - 1, dtype=dtype) if steps > 1 else rill.tensor(0.0, dtype=dtype)
+    from_start = start + step * index.to(dtype)
+    from_end = end - step * (steps - 1 - index).to(dtype)
+    return rill.where(index < steps // 2, from_start, from_end)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):

@@ -139,17 +139,8 @@ def _bin_edges(values, bins, lo_hi, dtype, name):
         raise ValueError(f"[{name}] range [{lo}, {hi}] is not finite; pass a finite range=")
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
-    return _linspace_edges(lo, hi, int(bins), dtype)
-
-
-def _linspace_edges(lo, hi, bins, dtype):
-    """bins + 1 equally spaced edges from lo to hi, computed in dtype as PyTorch's linspace does (the first half
-    stepped from lo, the second from hi), so values on an inner edge land in the bin PyTorch puts them in."""
-    lo_t, hi_t = rill.tensor(lo, dtype=dtype), rill.tensor(hi, dtype=dtype)
-    step = (hi_t - lo_t) / bins
-    i = rill.arange(bins + 1, dtype=dtype)
-    half = (bins + 1) // 2
-    return rill.where(rill.arange(bins + 1) < half, lo_t + step * i, hi_t - step * (bins - i))
+    # linspace rounds as PyTorch's does, so values on an inner edge land in the bin PyTorch puts them in
+    return rill.linspace(lo, hi, int(bins) + 1, dtype=dtype)
 
 
 def _bin_index(values, edges):

@@ -586,11 +586,17 @@ def histc(input, bins=100, min=0, max=0):
         lo, hi = lo - 1, hi + 1
     if lo > hi:
         raise RuntimeError(f"torch.histc(): max must be larger than min, but got min {lo} max {hi}")
-    x = input.reshape(-1).to(rill.float64)
-    inside = (x >= lo) & (x <= hi)
-    index = ((x - lo) * (bins / (hi - lo))).floor().clamp(0, bins - 1).to(rill.int64)
-    return rill.zeros((bins,), dtype=input.dtype).index_add(0, index[inside], rill.ones_like(x[inside]).to(
-        input.dtype))
+    # As PyTorch: the outer edges are linspace's (rounded to input's dtype), and each value's bin is
+    # (x - left) * bins / (right - left) with every step rounded to that dtype, then truncated. The counts are
+    # exact, rounded to the dtype once.
+    x = input.reshape(-1)
+    x = x if x.is_floating_point() else x.to(rill.float64)
+    edges = rill.linspace(lo, hi, bins + 1, dtype=x.dtype)
+    left, right = edges[0], edges[-1]
+    x = x[(x >= left) & (x <= right)]
+    index = ((x - left) * rill.tensor(bins, dtype=x.dtype) / (right - left)).to(rill.int64).clamp(0, bins - 1)
+    counts = rill.zeros((bins,), dtype=rill.float64).index_add(0, index, rill.ones(index.shape, dtype=rill.float64))
+    return counts.to(input.dtype)
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):

@@ -2,6 +2,7 @@
 // ops/reduce.cpp) and calls it. Dims are checked by inference, so graph mode gets
 // the same errors. logsumexp and norm are computed with other ops (Note [Composite
 // ops] in ops/reduce.cpp).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <initializer_list>
@@ -140,16 +141,28 @@ Tensor norm(const Tensor& input, double ord, const std::vector<int64_t>& dims, b
   static const OpSchema& amin = op("amin");
   Tensor x = dtype ? to_dtype(input, *dtype) : input;
   AttrsSym attrs = make_attrs({dims, keepdim, ord});
-  composite_meta(norm_op, x, attrs);
+  const TensorMeta& out = composite_meta(norm_op, x, attrs);
   Tensor y;
   {
     GradModeGuard off(false);  // recorded once, as norm (Note [Composite ops] in ops/reduce.cpp)
-    Tensor a = abs(x);
-    if (std::isinf(ord)) y = reduce(ord > 0 ? amax : amin, a, dims, keepdim);
-    else if (ord == 0.0) y = to_dtype(sum(ne(x, Scalar(0.0)), dims, keepdim), x.dtype());
+    // As PyTorch: a norm over single elements is their absolute value (no power to overflow or underflow),
+    // and float16/bfloat16 are reduced in float32, rounded once at the end.
+    bool single_elements = true;
+    for (int64_t d = 0; d < x.ndim(); ++d) {
+      const bool reduced = dims.empty() || std::find(dims.begin(), dims.end(), d) != dims.end() ||
+                           std::find(dims.begin(), dims.end(), d - x.ndim()) != dims.end();
+      if (reduced && x.shape()[d] != 1) single_elements = false;
+    }
+    const bool narrow = x.dtype() == DType::kFloat16 || x.dtype() == DType::kBFloat16;
+    Tensor w = narrow && !single_elements ? to_dtype(x, DType::kFloat32) : x;
+    Tensor a = abs(w);
+    if (single_elements) y = ord == 0.0 ? to_dtype(ne(w, Scalar(0.0)), w.dtype()) : a;
+    else if (std::isinf(ord)) y = reduce(ord > 0 ? amax : amin, a, dims, keepdim);
+    else if (ord == 0.0) y = to_dtype(sum(ne(w, Scalar(0.0)), dims, keepdim), w.dtype());
     else if (ord == 1.0) y = sum(a, dims, keepdim);
-    else if (ord == 2.0) y = sqrt(sum(mul(x, x), dims, keepdim));
+    else if (ord == 2.0) y = sqrt(sum(mul(w, w), dims, keepdim));
     else y = pow(sum(pow(a, Scalar(ord)), dims, keepdim), Scalar(1.0 / ord));
+    y = reshape(to_dtype(y, out.dtype), out.shape);
   }
   record_composite(norm_op, {&x, 1}, {}, attrs, {&y, 1});
   return y;

@@ -56,7 +56,9 @@ void softmax_row(const T* x, T* y, int64_t n, OpMath<T>* scratch) {
   } else {
     const A s = row::exp_sum(x, m, scratch, n);
     if constexpr (kLog) {
-      const A log_s = std::log(s);
+      // The row's sum and its log are rounded to T (float16, bfloat16) as PyTorch's last-dim kernel
+      // rounds them, so a row's largest entry is 0 when the other entries' share is below T's epsilon.
+      const A log_s = static_cast<A>(T(std::log(static_cast<A>(T(s)))));
       for (int64_t i = 0; i < n; ++i) y[i] = T((static_cast<A>(x[i]) - m) - log_s);
     } else {
       const A r = A(1) / s;
