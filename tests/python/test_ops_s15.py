@@ -83,3 +83,23 @@ def test_matrix_exp_in_16_bits_is_the_rounded_float64_result(dtype):
         expected = torch.linalg.matrix_exp(a)
         got = rill.linalg.matrix_exp(rill.tensor(a.numpy()).to(dtype)).float().numpy()
         np.testing.assert_allclose(got, expected.numpy(), rtol=2e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(4, 3, 8), (2, 4, 16, 32), (2, 2, 100, 64)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_16_bit_attention_is_as_accurate_as_torch(dtype, shape, causal):
+    # PyTorch computes 16-bit attention in float32 (its flash kernel rounds exp(s - max) to 16 bits before it
+    # meets value): rill's error against float64 is at most PyTorch's, give or take rounding
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(*shape, generator=g).to(dtype) for _ in range(3))
+    F = torch.nn.functional
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal).double()
+    reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    got = rill.nn.functional.scaled_dot_product_attention(*(_r(t) for t in (q, k, v)), is_causal=causal)
+    assert got.dtype == getattr(rill, str(dtype).split(".")[-1])
+    rill_error = (torch.tensor(got.float().numpy()).double() - reference).abs().max().item()
+    torch_error = (expected - reference).abs().max().item()
+    assert rill_error <= 1.25 * torch_error + 1e-6, (rill_error, torch_error)
+    if len(shape) == 3:  # PyTorch's math path: float32 throughout, one rounding
+        np.testing.assert_array_equal(got.float().numpy(), expected.float().numpy())
