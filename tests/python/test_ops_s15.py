@@ -103,3 +103,14 @@ def test_16_bit_attention_is_as_accurate_as_torch(dtype, shape, causal):
     assert rill_error <= 1.25 * torch_error + 1e-6, (rill_error, torch_error)
     if len(shape) == 3:  # PyTorch's math path: float32 throughout, one rounding
         np.testing.assert_array_equal(got.float().numpy(), expected.float().numpy())
+
+
+def test_16_bit_k_dimensional_linear_cross_entropy_rounds_the_biased_logits_once():
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(16, 2, generator=g).half()
+    w, b = torch.randn(2, 1, 2, 1, 2, generator=g).half(), torch.randn(2, 1, 2, 1, generator=g).half()
+    t = torch.randint(0, 2, (16, 1, 2, 1), generator=g)
+    expected = torch.nn.functional.linear_cross_entropy(x, w, t, linear_bias=b, reduction="none")
+    got = rill.nn.functional.linear_cross_entropy(_r(x), _r(w), rill.tensor(t.numpy()), linear_bias=_r(b),
+                                                  reduction="none")
+    np.testing.assert_array_equal(got.float().numpy(), expected.float().numpy())

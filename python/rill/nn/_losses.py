@@ -351,10 +351,10 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
                                    linear_bias=None if linear_bias is None else linear_bias.float(),
                                    weight=None if weight is None else weight.float(), ignore_index=ignore_index)
         return out.to(input.dtype)
-    logits = input @ linear_weight.reshape(-1, in_features).mT
+    # one linear, the bias added before the logits are rounded (16-bit logits round once, as PyTorch's addmm)
+    flat_bias = None if linear_bias is None else linear_bias.reshape(-1)
+    logits = rill.nn.functional.linear(input, linear_weight.reshape(-1, in_features), flat_bias)
     logits = logits.reshape(*input.shape[:-1], *classes)
-    if linear_bias is not None:
-        logits = logits + linear_bias
     probabilities = tuple(target.shape) == tuple(logits.shape)
     if probabilities and ignore_index is not None:
         raise RuntimeError("linear_cross_entropy: ignore_index cannot be given when target holds probabilities")
