@@ -71,3 +71,68 @@ def test_unsafe_masked_index_bad_input():
         rill._unsafe_masked_index_put_accumulate(x, rill.tensor(True), [i, i, i], rill.ones(2))
     empty = rill._unsafe_masked_index(rill.zeros(0, 5), rill.tensor(True), [rill.tensor([[1], [2]]), None], 2.0)
     assert tuple(empty.shape) == (2, 1, 5) and (empty.numpy() == 2).all()
+
+
+# --- _segment_reduce ------------------------------------------------------------------------------------------------
+
+REDUCTIONS = ["sum", "mean", "max", "min", "prod"]
+
+
+def segment_both(data, reduce, weights=None, **kwargs):
+    """_segment_reduce's result and data's gradient (of the result times weights) in torch and rill."""
+    t = data.clone().requires_grad_()
+    r = to_rill(t)
+    rk = {k: to_rill(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+    want, got = torch._segment_reduce(t, reduce, **kwargs), rill._segment_reduce(r, reduce, **rk)
+    w = torch.ones(want.shape, dtype=data.dtype) if weights is None else weights
+    (want * w).sum().backward()
+    (got * to_rill(w)).sum().backward()
+    return got, want, r.grad, t.grad
+
+
+@pytest.mark.parametrize("reduce", REDUCTIONS)
+@pytest.mark.parametrize("initial", [None, 3.0])
+def test_segment_reduce_edge_segments_equal_torch(reduce, initial):
+    """Empty segments, ties (with the initial value), zeros, NaN and a negative gradient on a tie."""
+    data = torch.tensor([3.0, 3.0, 1.0, float("nan"), 2.0, -1.0, 0.0, 2.0, 0.0, 0.0, 5.0], dtype=torch.float64)
+    lengths = torch.tensor([3, 0, 2, 1, 2, 3])
+    weights = torch.tensor([-1.0, 2.0, 3.0, 1.0, 0.5, 2.0], dtype=torch.float64)
+    for kwargs in (dict(lengths=lengths), dict(offsets=torch.cat([torch.zeros(1, dtype=torch.long),
+                                                                   lengths.cumsum(0)]))):
+        got, want, rg, tg = segment_both(data, reduce, weights, initial=initial, **kwargs)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(rg.numpy(), tg.numpy(), rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("reduce", REDUCTIONS)
+def test_segment_reduce_along_an_inner_axis(reduce):
+    data = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    lengths = torch.tensor([[2, 3, 0], [1, 1, 3]])
+    got, want, rg, tg = segment_both(data, reduce, lengths=lengths, axis=1)
+    assert tuple(got.shape) == (2, 3, 3)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(rg.numpy(), tg.numpy(), rtol=1e-12)
+    half = rill._segment_reduce(to_rill(data).detach().half(), reduce, lengths=to_rill(lengths), axis=1)
+    assert half.dtype == rill.float16
+    np.testing.assert_allclose(half.float().numpy(), want.detach().half().float().numpy(), rtol=2e-3, atol=2e-3)
+
+
+def test_segment_reduce_bad_input():
+    data = rill.arange(6.0)
+    with pytest.raises(RuntimeError, match="sum to"):
+        rill._segment_reduce(data, "sum", lengths=rill.tensor([2, 2]))
+    with pytest.raises(RuntimeError, match="negative"):
+        rill._segment_reduce(data, "sum", lengths=rill.tensor([-1, 7]))
+    with pytest.raises(RuntimeError, match="int64 or int32"):
+        rill._segment_reduce(data, "sum", lengths=rill.tensor([2.0, 4.0]))
+    with pytest.raises(RuntimeError, match="Either lengths or offsets"):
+        rill._segment_reduce(data, "sum")
+    with pytest.raises(RuntimeError, match="reduce argument"):
+        rill._segment_reduce(data, "avg", lengths=rill.tensor([6]))
+    with pytest.raises(RuntimeError, match="non-decreasing"):
+        rill._segment_reduce(data, "sum", offsets=rill.tensor([0, 4, 2, 6]))
+    with pytest.raises(RuntimeError, match="last dimension"):
+        rill._segment_reduce(data.reshape(2, 3), "sum", lengths=rill.tensor([1, 2]), axis=1)
+    # unsafe skips the covering check; offsets may start past 0, as in PyTorch
+    assert rill._segment_reduce(data, "sum", lengths=rill.tensor([2, 2]), unsafe=True).tolist() == [1.0, 5.0]
+    assert rill._segment_reduce(data, "sum", offsets=rill.tensor([1, 2, 4])).tolist() == [1.0, 5.0]
