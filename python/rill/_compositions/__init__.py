@@ -101,7 +101,7 @@ for _name, _fn in _INPLACE.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _inplace(_fn))
 
-__all__ = [*creation.__all__, *native.__all__, *numeric.__all__, *pointwise.__all__, *products.__all__, *reductions.__all__, *segment.__all__,
-           *shape.__all__,
+__all__ = [*creation.__all__, *native.__all__, *numeric.__all__, *pointwise.__all__, *products.__all__,
+           *reductions.__all__, *segment.__all__, *shape.__all__,
            *[_n for _n, _v in list(globals().items())
              if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]]

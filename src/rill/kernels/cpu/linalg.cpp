@@ -253,7 +253,8 @@ void ldl_solve_kernel(const KernelContext& c) {
   const int32_t* pivots = c.inputs[1].ptr<int32_t>();
   visit_float(c.inputs[0].meta->dtype, [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> fac(static_cast<size_t>(std::max<int64_t>(1, n * n))), x(static_cast<size_t>(std::max<int64_t>(1, n * k)));
+    std::vector<T> fac(static_cast<size_t>(std::max<int64_t>(1, n * n)));
+    std::vector<T> x(static_cast<size_t>(std::max<int64_t>(1, n * k)));
     const int lda = lapack_int(std::max<int64_t>(1, n));
     for (size_t b = 0; b < ld.offsets.size(); ++b) {
       const int32_t* p = pivots + static_cast<int64_t>(b) * n;
