@@ -1,7 +1,7 @@
 """rill.linalg: torch.linalg on LAPACK (from OpenBLAS).
 
-The factorizations and solvers are ops (src/rill/ops/linalg.cpp: LU, solve, slogdet, Cholesky, eigh, SVD, QR,
-triangular solve), with their gradient rules in src/rill/autograd/linalg.cpp; everything else here (inv, det,
+The factorizations and solvers are ops (src/rill/ops/linalg.cpp: LU, solve, slogdet, Cholesky, LDL^T, eigh, SVD,
+QR, triangular solve), with their gradient rules in src/rill/autograd/linalg.cpp; everything else here (inv, det,
 pinv, lstsq, matrix_exp, the norms, lu_solve, ...) is composed from them and from rill's other ops, so its
 gradients follow. float32 and float64; rill has no complex dtypes, so eig and eigvals (complex results) raise.
 """
@@ -72,6 +72,8 @@ QrResult = _result("_lapack_qr", "Q R")
 LuFactorResult = _result("linalg_lu_factor", "LU pivots")
 LuFactorExResult = _result("_lapack_lu_factor_ex", "LU pivots info")
 LuResult = _result("linalg_lu", "P L U")
+LdlFactorResult = _result("linalg_ldl_factor", "LD pivots")
+LdlFactorExResult = _result("linalg_ldl_factor_ex", "LD pivots info")
 CholeskyExResult = _result("_lapack_cholesky_ex", "L info")
 InvExResult = _result("linalg_inv_ex", "inverse info")
 SolveExResult = _result("linalg_solve_ex", "result info")
@@ -335,6 +337,53 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     Y = rill.matmul(_mT(P), B)
     Y = solve_triangular(L, Y, upper=False, unitriangular=True)
     return _out(out, solve_triangular(U, Y, upper=True))
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+    """A = L D L^T for a symmetric A (its lower triangle is read) with Bunch-Kaufman pivoting, packed as LAPACK's
+    sytrf gives it (L below the diagonal, D's blocks on and below it), LAPACK's 1-based pivots (negative for a
+    2 x 2 block of D) and info (k > 0: D[k-1, k-1] is exactly zero). hermitian is the same for real A."""
+    LD, pivots, info = _C._lapack_ldl_factor_ex(A)
+    if check_errors:
+        _check_ldl_info(info, "torch.linalg.ldl_factor_ex")
+    return LdlFactorExResult(LD, pivots, info)
+
+
+def ldl_factor(A, *, hermitian=False, out=None):
+    """A's packed LDL^T factorization and pivots (see ldl_factor_ex); raises where D is singular."""
+    LD, pivots, info = _C._lapack_ldl_factor_ex(A)
+    _check_ldl_info(info, "torch.linalg.ldl_factor")
+    return LdlFactorResult(LD, pivots)
+
+
+def _check_ldl_info(info, name):
+    bad = (info > 0).nonzero()
+    if bad.numel():
+        where = tuple(bad[0].tolist())
+        k = int(info[where]) if where else int(info)
+        batch = f" of the batch element {where}" if where else ""
+        raise RuntimeError(f"{name}: D[{k - 1}, {k - 1}] of the factorization{batch} is exactly zero, so A is "
+                           "singular and solving with it would divide by zero; call linalg.ldl_factor_ex to get "
+                           "the factorization anyway")
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    """X with A X = B from A's packed LDL^T factorization (ldl_factor's LD and pivots); batch dims broadcast."""
+    _square(LD, "torch.linalg.ldl_solve")
+    if B.dim() < 2:
+        raise RuntimeError(f"torch.linalg.ldl_solve: The input tensor B must have at least 2 dimensions, got shape "
+                           f"{tuple(B.shape)}")
+    if pivots.dtype not in (rill.int32, rill.int64):
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be integers, got {pivots.dtype}")
+    if tuple(pivots.shape) != tuple(LD.shape[:-1]):
+        raise RuntimeError("torch.linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape to be the same, but got "
+                           f"pivots with shape {list(pivots.shape)} instead")
+    if B.dtype != LD.dtype:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, but found LD of type "
+                           f"{LD.dtype} and B of type {B.dtype} instead")
+    LD_, B_ = _broadcast_batch(LD, B)
+    pivots = pivots.to(rill.int32).expand(*LD_.shape[:-1]).contiguous()
+    return _out(out, _C._lapack_ldl_solve(LD_, pivots, B_))
 
 
 def _diag_embed(v):

@@ -873,6 +873,11 @@ CASES += [
     case("linalg_lu_pivots", lambda m, a: m.linalg.lu(a).P, [(In((4, 4)),), (In((5, 3)),)], differentiable=False),
     case("geqrf", lambda m, a: m.cat([t.flatten() for t in m.geqrf(a)]), [(In((5, 3)),), (In((2, 3, 4)),)],
          differentiable=False),
+    case("linalg_ldl", lambda m, a, b: (lambda f: m.cat([f.LD.flatten(),
+                                                        m.linalg.ldl_solve(f.LD, f.pivots, b).flatten()]))(
+        m.linalg.ldl_factor(a + a.mT)),
+         [(In((4, 4)), In((4, 2))), (In((4, 4), "t"), In((2, 4, 3))), (In((2, 4, 4)), In((4, 1)))],
+         differentiable=False),
 ]
 
 # --- nn: 3-D and 1-D transposed convolution, circular padding (rill/nn/_convnd.py, compositions of the 2-D ops)

@@ -147,3 +147,51 @@ def test_bad_input_raises_clear_errors():
         rill.linalg.eig(rill.eye(3))
     with pytest.raises(RuntimeError, match="mode='r'"):
         rill.linalg.qr(rill.eye(3).requires_grad_(), mode="r").R.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_ldl_factor_and_solve_equal_torch(dtype):
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(3, 6, 6, generator=g, dtype=dtype)
+    a = a + a.mT
+    a[1, 0, 0] = a[1, 1, 1] = 0  # forces 2 x 2 blocks of D: negative pivots
+    b = torch.randn(6, 2, generator=g, dtype=dtype)
+    LD, pivots, info = torch.linalg.ldl_factor_ex(a)
+    r = rill.linalg.ldl_factor_ex(rill.tensor(a.numpy()), hermitian=True)
+    tol = 1e-10 if dtype == torch.float64 else 1e-4
+    close(r.LD, LD, tol)
+    assert r.pivots.dtype == rill.int32 and (pivots < 0).any()
+    np.testing.assert_array_equal(r.pivots.numpy(), pivots.numpy())
+    np.testing.assert_array_equal(r.info.numpy(), info.numpy())
+    r_LD, r_pivots = rill.linalg.ldl_factor(rill.tensor(a.numpy()))
+    x = rill.linalg.ldl_solve(r_LD, r_pivots, rill.tensor(b.numpy()))  # B's batch dims broadcast
+    close(x, torch.linalg.ldl_solve(LD, pivots, b), tol)
+    close(x, torch.linalg.solve(a, b.expand(3, 6, 2)), 1e-8 if dtype == torch.float64 else 1e-3)
+
+
+def test_ldl_errors_and_no_gradient():
+    singular = rill.zeros(2, 3, 3)
+    assert rill.linalg.ldl_factor_ex(singular).info.tolist() == [1, 1]
+    with pytest.raises(RuntimeError, match="exactly zero"):
+        rill.linalg.ldl_factor(singular)
+    with pytest.raises(RuntimeError, match="exactly zero"):
+        rill.linalg.ldl_factor_ex(singular, check_errors=True)
+    with pytest.raises(RuntimeError, match="square"):
+        rill.linalg.ldl_factor(rill.zeros(2, 3))
+    LD, pivots = rill.linalg.ldl_factor(rill.eye(3, dtype=rill.float64))
+    b = rill.ones(3, 1, dtype=rill.float64)
+    bad = pivots.clone()
+    bad[0] = 7
+    with pytest.raises(IndexError, match="out of range"):
+        rill.linalg.ldl_solve(LD, bad, b).tolist()  # (the kernel checks them when it runs)
+    bad[0] = -1
+    with pytest.raises(RuntimeError, match="repeated"):
+        rill.linalg.ldl_solve(LD, bad, b).tolist()
+    with pytest.raises(RuntimeError, match="same dtype"):
+        rill.linalg.ldl_solve(LD, pivots, b.float())
+    with pytest.raises(RuntimeError, match="pivots.shape"):
+        rill.linalg.ldl_solve(LD, pivots[:2], b)
+    with pytest.raises(RuntimeError, match="Incompatible"):
+        rill.linalg.ldl_solve(LD, pivots, rill.ones(2, 1, dtype=rill.float64))
+    x = rill.eye(3, dtype=rill.float64).requires_grad_()
+    assert not rill.linalg.ldl_factor(x).LD.requires_grad  # not differentiable, as in PyTorch

@@ -146,6 +146,24 @@ def test_avg_pool3d(k, s, p, c, count_include_pad, divisor):
     check(TF.avg_pool3d, F.avg_pool3d, (X5 * 10).long(), k, s, p, c, count_include_pad, divisor)
 
 
+@pytest.mark.parametrize("norm_type", [2, 1.5])
+def test_avg_and_lp_pool3d_keep_nan_in_its_windows(norm_type):
+    """A NaN (here from x ** 1.5 of a negative x) reaches only the windows and gradients that hold it, as in
+    PyTorch: the ones from all-positive windows and from elements no window reads stay finite."""
+    x = torch.randn(2, 7, 7, 7, generator=torch.Generator().manual_seed(0), dtype=D)
+    x[0, :4, :4, :4] = x[0, :4, :4, :4].abs()
+    check(lambda t: TF.lp_pool3d(t, norm_type, 2), lambda t: F.lp_pool3d(t, norm_type, 2), x)
+    check(lambda t: TF.avg_pool3d(t.pow(norm_type), 3, 2, 1, True), lambda t: F.avg_pool3d(t.pow(norm_type), 3, 2,
+                                                                                            1, True), x)
+    rx = to_rill(x).requires_grad_()
+    rill.nn.LPPool3d(norm_type, 2)(rx).sum().backward()
+    tx = x.clone().requires_grad_()
+    torch.nn.LPPool3d(norm_type, 2)(tx).sum().backward()
+    np.testing.assert_allclose(rx.grad.numpy(), tx.grad.numpy(), rtol=1e-7, atol=1e-10)
+    unread = rx.grad.numpy()[:, 6][x[:, 6].numpy() > 0]  # depth 6 is in no window
+    assert np.isfinite(rx.grad.numpy()[0, :4, :4, :4]).all() and unread.size and (unread == 0).all()
+
+
 @pytest.mark.parametrize("size", [1, 2, 3, (4, None, 2), (7, 6, 5), (9, 1, 4)])
 def test_adaptive_pool3d(size):
     check(TF.adaptive_avg_pool3d, F.adaptive_avg_pool3d, X5, size)

@@ -1,9 +1,9 @@
 """PyTorch ops that are compositions of rill's ops, one module per family: pointwise, shape, products,
-reductions, creation. Each has torch's name, arguments and defaults; its gradient comes from the ops it is
-made of. The Tensor methods torch has for them are installed here (only where the op library does not
-define one)."""
+reductions, segment (_segment_reduce), creation. Each has torch's name, arguments and defaults; its gradient
+comes from the ops it is made of. The Tensor methods torch has for them are installed here (only where the op
+library does not define one)."""
 from rill._C import Tensor
-from rill._compositions import creation, native, numeric, pointwise, products, reductions, shape
+from rill._compositions import creation, native, numeric, pointwise, products, reductions, segment, shape
 from rill._compositions._common import _float, _opmath  # noqa: F401  (rill.special, rill.nn.functional)
 from rill._compositions.creation import *  # noqa: F401,F403
 from rill._compositions.pointwise import *  # noqa: F401,F403
@@ -14,6 +14,7 @@ from rill._compositions.reductions import _pnorm  # noqa: F401
 from rill._compositions.shape import *  # noqa: F401,F403
 from rill._compositions.numeric import *  # noqa: F401,F403
 from rill._compositions.native import *  # noqa: F401,F403
+from rill._compositions.segment import *  # noqa: F401,F403
 from rill._compositions.shape import _unfold
 
 import rill
@@ -100,6 +101,7 @@ for _name, _fn in _INPLACE.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _inplace(_fn))
 
-__all__ = [*creation.__all__, *native.__all__, *numeric.__all__, *pointwise.__all__, *products.__all__, *reductions.__all__, *shape.__all__,
+__all__ = [*creation.__all__, *native.__all__, *numeric.__all__, *pointwise.__all__, *products.__all__,
+           *reductions.__all__, *segment.__all__, *shape.__all__,
            *[_n for _n, _v in list(globals().items())
              if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]]

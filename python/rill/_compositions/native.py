@@ -1,6 +1,7 @@
 """PyTorch's native_* normalisations (the result with the statistics backward uses), and the small aten
-functions their OpInfos name: _softmax_backward_data, native_dropout_backward. Statistics are computed in
-float32 for 16-bit inputs and returned in the input's dtype, as PyTorch's CPU kernels do."""
+functions their OpInfos name: _softmax_backward_data, native_dropout_backward, _unsafe_masked_index and its
+accumulating put. Statistics are computed in float32 for 16-bit inputs and returned in the input's dtype, as
+PyTorch's CPU kernels do."""
 import rill
 
 
@@ -109,5 +110,52 @@ def native_dropout_backward(grad_output, mask, scale):
     return grad_output * mask.to(grad_output.dtype) * scale
 
 
+def _masked_indices(name, x, mask, indices):
+    """indices (tensors or None, one per leading dim of x) clamped into x's dims, after checking their types:
+    where the mask is off, _unsafe_masked_index* may hold indices out of range, which read or write nothing."""
+    if mask.dtype != rill.bool:
+        raise RuntimeError(f"{name}: mask must be a bool tensor, got {mask.dtype}")
+    if len(indices) > x.dim():
+        raise IndexError(f"{name}: too many indices for a tensor of dimension {x.dim()} (got {len(indices)})")
+    clamped = []
+    for d, index in enumerate(indices):
+        if index is not None and index.dtype not in (rill.int64, rill.int32):
+            raise RuntimeError(f"{name}: indices must be int64 or int32 tensors, but index {d} is {index.dtype}")
+        clamped.append(None if index is None else index.clamp(-x.shape[d], x.shape[d] - 1))
+    return clamped
+
+
+def _indexed_shape(shape, indices):
+    """The shape of x[indices] (None: a whole dim) for x of shape: the indices' broadcast shape in place of the
+    dims they index when those are adjacent, else in front."""
+    at = [d for d, i in enumerate(indices) if i is not None]
+    if not at:
+        return shape
+    b = tuple(rill.broadcast_shapes(*[tuple(indices[d].shape) for d in at]))
+    if at == list(range(at[0], at[-1] + 1)):
+        return shape[:at[0]] + b + shape[at[-1] + 1:]
+    return b + tuple(n for d, n in enumerate(shape) if d not in at)
+
+
+def _unsafe_masked_index(x, mask, indices, fill):
+    """x[indices] where mask (broadcast with the result) is set, fill elsewhere; an index under a cleared mask
+    may be out of range."""
+    indices = _masked_indices("_unsafe_masked_index", x, mask, indices)
+    if x.numel() == 0:  # nothing to read: fill of x[indices]'s shape
+        return rill.full(_indexed_shape(tuple(x.shape), indices), fill, dtype=x.dtype)
+    picked = x[tuple(slice(None) if i is None else i for i in indices)]
+    return picked.masked_fill(~mask, fill)
+
+
+def _unsafe_masked_index_put_accumulate(x, mask, indices, values):
+    """x with values (where mask is set; mask broadcast with values) added at indices, repeated indices
+    accumulating; an index under a cleared mask may be out of range."""
+    indices = _masked_indices("_unsafe_masked_index_put_accumulate", x, mask, indices)
+    if x.numel() == 0:
+        return x.clone()
+    return rill.index_put(x, tuple(indices), values.masked_fill(~mask, 0), accumulate=True)
+
+
 __all__ = ["native_layer_norm", "native_batch_norm", "native_group_norm", "_native_batch_norm_legit",
-           "_batch_norm_with_update", "_softmax_backward_data", "native_dropout_backward"]
+           "_batch_norm_with_update", "_softmax_backward_data", "native_dropout_backward", "_unsafe_masked_index",
+           "_unsafe_masked_index_put_accumulate"]

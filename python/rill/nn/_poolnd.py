@@ -202,6 +202,28 @@ def _apply_matrices(x, mats):
     return x
 
 
+def _window_sums(x, k, s, p, out):
+    """x (B, *spatial) summed over the out[j] windows of size k[j], stride s[j] and zero padding p[j] along each
+    spatial dim j: k[j] strided slices added per dim, so a NaN or inf reaches only the windows holding it (a
+    window-sum matrix would spread it through its zeros)."""
+    for j in range(len(k)):
+        dim, size = 1 + j, x.shape[1 + j]
+        span = (out[j] - 1) * s[j] + k[j]  # the padded extent the windows cover
+        right = span - p[j] - size
+        if right < 0:
+            x = x.narrow(dim, 0, size + right)
+        pads = [rill.zeros(tuple(x.shape[:dim]) + (w,) + tuple(x.shape[dim + 1:]), dtype=x.dtype)
+                for w in (p[j], max(right, 0))]
+        x = rill.cat([pads[0], x, pads[1]], dim) if p[j] or right > 0 else x
+        lead = (slice(None),) * dim
+        total = None
+        for i in range(k[j]):
+            part = x[lead + (slice(i, i + (out[j] - 1) * s[j] + 1, s[j]),)]
+            total = part if total is None else total + part
+        x = total
+    return x
+
+
 def _float_compute(input):
     if input.dtype in _FLOAT16:
         return rill.float32
@@ -219,8 +241,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    """n-D average pooling by per-dim window-sum matrices (rill.nn.functional runs integer 1-D/2-D pooling
-    here; floating 1-D/2-D pooling has its own op)."""
+    """n-D average pooling by per-dim window sums (rill.nn.functional runs integer 1-D/2-D pooling here; floating
+    1-D/2-D pooling has its own op)."""
     x, lead = _batched(input, n, op)
     if input.dtype == rill.bool:
         raise RuntimeError(f"[{op}] \"{op}\" not implemented for 'Bool'")
@@ -230,18 +252,16 @@ def avg_pool(op, n, input, kernel_size, stride, padding, ceil_mode, count_includ
     spatial = tuple(x.shape[1:])
     k, s, p, _, out = _window_args(op, n, kernel_size, stride, padding, 1, ceil_mode, spatial)
     integer = not input.dtype.is_floating_point
-    mats, counts = [], []
+    counts = []
     for j in range(n):
-        m, c = np.zeros((out[j], spatial[j])), np.zeros(out[j])
+        c = np.zeros(out[j])
         for o in range(out[j]):
             start = o * s[j] - p[j]
             end = min(start + k[j], spatial[j] + p[j])
             lo, hi = max(start, 0), min(end, spatial[j])
-            m[o, lo:hi] = 1.0
             c[o] = (end - start) if count_include_pad else max(hi - lo, 1)
-        mats.append(m)
         counts.append(c)
-    y = _apply_matrices(x.to(_float_compute(input)), mats)  # the window sums
+    y = _window_sums(x.to(_float_compute(input)), k, s, p, out)
     if divisor_override is not None:
         div = float(divisor_override)
     else:

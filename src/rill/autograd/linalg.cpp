@@ -217,6 +217,8 @@ void register_linalg_rules() {
   define_rule("_lapack_lu_factor_ex", {"LinalgLuFactorExBackward0", lu_factor_backward, 0, kOut0 | kOut1});
   define_rule("_lapack_lu_permutation", {});
   define_rule("_lapack_geqrf", {});  // not differentiable in PyTorch either
+  define_rule("_lapack_ldl_factor_ex", {});  // nor these two
+  define_rule("_lapack_ldl_solve", {});
 }
 
 }  // namespace rill::autograd

@@ -8,6 +8,8 @@
 //   _lapack_solve_ex         A, B -> (X, info)                          A X = B, getrf + getrs
 //   _lapack_slogdet          A -> (sign, logabsdet)                         getrf
 //   _lapack_cholesky_ex       A -> (L, info)                                 potrf
+//   _lapack_ldl_factor_ex    A -> (LD, pivots int32, info int32)            sytrf
+//   _lapack_ldl_solve        LD, pivots, B -> X                         A X = B, sytrs
 //   _lapack_eigh             A -> (eigenvalues, eigenvectors)               syevd
 //   _lapack_svd              A -> (U, S, Vh)                                gesdd
 //   _lapack_qr                A -> (Q, R)                                    geqrf + orgqr
@@ -86,6 +88,28 @@ InferResult infer_cholesky(const InferContext& c) {
   return {{dense(a.shape, a.dtype, c.inputs[0]), dense(batch_of(a), DType::kInt32, c.inputs[0])}};
 }
 
+InferResult infer_ldl_factor(const InferContext& c) {
+  const TensorMeta& a = *c.inputs[0];
+  check_matrices(a, "torch.linalg.ldl_factor_ex", true);
+  const int64_t n = a.shape[a.ndim() - 1];
+  const Shape batch = batch_of(a);
+  return {{dense(a.shape, a.dtype, c.inputs[0]), dense(with_dims(batch, {n}), DType::kInt32, c.inputs[0]),
+           dense(batch, DType::kInt32, c.inputs[0])}};
+}
+
+InferResult infer_ldl_solve(const InferContext& c) {
+  const TensorMeta& ld = *c.inputs[0];
+  const TensorMeta& pivots = *c.inputs[1];
+  check_matrices(ld, "torch.linalg.ldl_solve", true, "LD");
+  RILL_CHECK(pivots.dtype == DType::kInt32, Runtime, "torch.linalg.ldl_solve: Expected pivots to be integers, got ",
+             dtype_name(pivots.dtype));
+  RILL_CHECK(pivots.shape == Shape(ld.shape.begin(), ld.shape.end() - 1), Runtime, "torch.linalg.ldl_solve: "
+             "Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with shape ",
+             shape_str(pivots.shape), " instead");
+  check_rhs(ld, *c.inputs[2], "torch.linalg.ldl_solve", true);
+  return {{dense(c.inputs[2]->shape, ld.dtype, c.inputs[0])}};
+}
+
 InferResult infer_eigh(const InferContext& c) {
   const TensorMeta& a = *c.inputs[0];
   check_matrices(a, "torch.linalg.eigh", true);
@@ -160,6 +184,10 @@ void register_linalg_ops() {
               "the sign and log of the absolute value of A's determinant");
   ops::define("_lapack_cholesky_ex(Tensor A, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)",
               infer_cholesky, k, "the Cholesky factor of a symmetric positive-definite A");
+  ops::define("_lapack_ldl_factor_ex(Tensor A) -> (Tensor LD, Tensor pivots, Tensor info)", infer_ldl_factor, k,
+              "A's LDL^T factorization with Bunch-Kaufman pivoting, packed as LAPACK's sytrf gives it");
+  ops::define("_lapack_ldl_solve(Tensor LD, Tensor pivots, Tensor B) -> Tensor", infer_ldl_solve, k,
+              "X with A X = B from A's packed LDL^T factorization");
   ops::define("_lapack_eigh(Tensor A, str UPLO=\"L\", bool compute_v=True) -> (Tensor eigenvalues, Tensor eigenvectors)",
               infer_eigh, k, "eigenvalues (ascending) and eigenvectors of a symmetric A");
   ops::define("_lapack_svd(Tensor A, bool full_matrices=False, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor Vh)",

@@ -14,6 +14,14 @@ void dgetrs_(const char* trans, const int* n, const int* nrhs, const double* a, 
              double* b, const int* ldb, int* info, size_t);
 void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info, size_t);
 void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t);
+void ssytrf_(const char* uplo, const int* n, float* a, const int* lda, int* ipiv, float* work, const int* lwork,
+             int* info, size_t);
+void dsytrf_(const char* uplo, const int* n, double* a, const int* lda, int* ipiv, double* work, const int* lwork,
+             int* info, size_t);
+void ssytrs_(const char* uplo, const int* n, const int* nrhs, const float* a, const int* lda, const int* ipiv,
+             float* b, const int* ldb, int* info, size_t);
+void dsytrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda, const int* ipiv,
+             double* b, const int* ldb, int* info, size_t);
 void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w, float* work,
              const int* lwork, int* iwork, const int* liwork, int* info, size_t, size_t);
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
@@ -46,6 +54,19 @@ inline void getrs(char trans, int n, int nrhs, const double* a, int lda, const i
 }
 inline void potrf(char uplo, int n, float* a, int lda, int* info) { spotrf_(&uplo, &n, a, &lda, info, 1); }
 inline void potrf(char uplo, int n, double* a, int lda, int* info) { dpotrf_(&uplo, &n, a, &lda, info, 1); }
+inline void sytrf(char uplo, int n, float* a, int lda, int* ipiv, float* work, int lwork, int* info) {
+  ssytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+inline void sytrf(char uplo, int n, double* a, int lda, int* ipiv, double* work, int lwork, int* info) {
+  dsytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);
+}
+inline void sytrs(char uplo, int n, int nrhs, const float* a, int lda, const int* ipiv, float* b, int ldb, int* info) {
+  ssytrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
+inline void sytrs(char uplo, int n, int nrhs, const double* a, int lda, const int* ipiv, double* b, int ldb,
+                  int* info) {
+  dsytrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);
+}
 inline void syevd(char jobz, char uplo, int n, float* a, int lda, float* w, float* work, int lwork, int* iwork,
                   int liwork, int* info) {
   ssyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1);

@@ -196,6 +196,83 @@ void cholesky_kernel(const KernelContext& c) {
   });
 }
 
+// _lapack_ldl_factor_ex(A) -> (LD, pivots, info): sytrf on A's lower triangle (Bunch-Kaufman pivoting), the
+// strict upper triangle zeroed; LAPACK's 1-based pivots, negative (and repeated) for a 2 x 2 block of D.
+void ldl_factor_kernel(const KernelContext& c) {
+  const Matrices a = matrices_of(*c.inputs[0].meta);
+  const int64_t n = a.rows;
+  visit_float(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> buf(static_cast<size_t>(std::max<int64_t>(1, n * n)));
+    std::vector<int> ipiv(static_cast<size_t>(std::max<int64_t>(1, n)));
+    std::vector<T> work(1);
+    for (size_t b = 0; b < a.offsets.size(); ++b) {
+      load(c.inputs[0].ptr<T>(), a, b, buf.data(), n);
+      int info = 0;
+      if (n > 0) {
+        std::lock_guard<std::mutex> lock(openblas_lock());
+        T work_size = 0;
+        lapack::sytrf('L', lapack_int(n), buf.data(), lapack_int(n), ipiv.data(), &work_size, -1, &info);
+        work.resize(std::max<size_t>(1, static_cast<size_t>(work_size)));
+        lapack::sytrf('L', lapack_int(n), buf.data(), lapack_int(n), ipiv.data(), work.data(),
+                      lapack_int(static_cast<int64_t>(work.size())), &info);
+      }
+      RILL_CHECK(info >= 0, Runtime, "[linalg.ldl_factor] LAPACK sytrf rejected argument ", -info);
+      for (int64_t j = 1; j < n; ++j)
+        for (int64_t i = 0; i < j; ++i) buf[i + j * n] = 0;
+      store(buf.data(), n, n, n, c.outputs[0].ptr<T>() + b * n * n);
+      std::copy(ipiv.begin(), ipiv.begin() + n, c.outputs[1].ptr<int32_t>() + b * n);
+      c.outputs[2].ptr<int32_t>()[b] = info;
+    }
+  });
+}
+
+/** Whether pivots p[0..n) could come from sytrf on a lower triangle: each in [-n, n] and nonzero, a negative one
+ * (a 2 x 2 block of D) repeated at the next row. sytrs reads rows through them, so others must not reach it. */
+void check_ldl_pivots(const int32_t* p, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t v = p[k];
+    RILL_CHECK(v != 0 && v >= -n && v <= n, Index, "torch.linalg.ldl_solve: pivot ", v, " at index ", k,
+               " is out of range [1, ", n, "] (or its negative); pass the pivots linalg.ldl_factor returned");
+    if (v < 0) {
+      RILL_CHECK(k + 1 < n && p[k + 1] == v, Runtime, "torch.linalg.ldl_solve: negative pivot ", v, " at index ", k,
+                 " must be repeated at index ", k + 1, " (a 2 x 2 block of D); pass the pivots "
+                 "linalg.ldl_factor returned");
+      ++k;
+    }
+  }
+}
+
+// _lapack_ldl_solve(LD, pivots, B) -> X with A X = B for A = L D L^T packed in LD (sytrf's lower form): sytrs.
+void ldl_solve_kernel(const KernelContext& c) {
+  const Matrices ld = matrices_of(*c.inputs[0].meta), rhs = matrices_of(*c.inputs[2].meta);
+  const TensorMeta& pm = *c.inputs[1].meta;
+  const int64_t n = ld.rows, k = rhs.cols;
+  const Strides dense = contiguous_strides(pm.shape);
+  RILL_CHECK(pm.strides == dense || n == 0, Runtime, "[_lapack_ldl_solve] expected dense pivots");
+  const int32_t* pivots = c.inputs[1].ptr<int32_t>();
+  visit_float(c.inputs[0].meta->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> fac(static_cast<size_t>(std::max<int64_t>(1, n * n)));
+    std::vector<T> x(static_cast<size_t>(std::max<int64_t>(1, n * k)));
+    const int lda = lapack_int(std::max<int64_t>(1, n));
+    for (size_t b = 0; b < ld.offsets.size(); ++b) {
+      const int32_t* p = pivots + static_cast<int64_t>(b) * n;
+      check_ldl_pivots(p, n);
+      load(c.inputs[0].ptr<T>(), ld, b, fac.data(), n);
+      load(c.inputs[2].ptr<T>(), rhs, b, x.data(), n);
+      int info = 0;
+      if (n > 0 && k > 0) {
+        const std::vector<int> ipiv(p, p + n);
+        std::lock_guard<std::mutex> lock(openblas_lock());
+        lapack::sytrs('L', lapack_int(n), lapack_int(k), fac.data(), lda, ipiv.data(), x.data(), lda, &info);
+      }
+      RILL_CHECK(info >= 0, Runtime, "[linalg.ldl_solve] LAPACK sytrs rejected argument ", -info);
+      store(x.data(), n, n, k, c.outputs[0].ptr<T>() + b * n * k);
+    }
+  });
+}
+
 // _lapack_eigh(A, UPLO, compute_v) -> (eigenvalues ascending, eigenvectors as columns): syevd.
 void eigh_kernel(const KernelContext& c) {
   const Matrices a = matrices_of(*c.inputs[0].meta);
@@ -406,6 +483,8 @@ void register_linalg_kernels() {
   ops::set_cpu_kernel("_lapack_solve_ex", solve_kernel);
   ops::set_cpu_kernel("_lapack_slogdet", slogdet_kernel);
   ops::set_cpu_kernel("_lapack_cholesky_ex", cholesky_kernel);
+  ops::set_cpu_kernel("_lapack_ldl_factor_ex", ldl_factor_kernel);
+  ops::set_cpu_kernel("_lapack_ldl_solve", ldl_solve_kernel);
   ops::set_cpu_kernel("_lapack_eigh", eigh_kernel);
   ops::set_cpu_kernel("_lapack_svd", svd_kernel);
   ops::set_cpu_kernel("_lapack_qr", qr_kernel);
