@@ -9,8 +9,8 @@
 // - erfinv, ndtri: a starting guess (Giles' single-precision polynomial; the
 //   Abramowitz-Stegun 26.2.23 rational) refined by Newton steps on erf/erfc or
 //   the normal CDF, on the tail that keeps relative accuracy.
-// - Bessel: J, Y by Cephes' rational approximations (Note [Bessel J and Y]);
-//   I by its power series near 0 and the large-argument expansion past 30; for K the series up to 2 and
+// - Bessel: power series near 0; for J, Y the Hankel asymptotic expansion past
+//   17; for I the large-argument expansion past 30; for K the series up to 2 and
 //   then the integral K_nu(x) = int_0^inf exp(-x cosh t) cosh(nu t) dt by the
 //   trapezoidal rule (exponentially accurate for this analytic, fast-decaying
 //   integrand). Airy Ai: Maclaurin series on [-9, 1], K_{1/3} above, and the
@@ -19,7 +19,6 @@
 #pragma once
 
 #include <cmath>
-#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -360,118 +359,86 @@ inline double bessel_k(int nu, double x, bool scaled) {
   return scaled ? k * std::exp(x) : k;
 }
 
-// Note [Bessel J and Y]
-// J0, J1, Y0, Y1 follow Cephes (Moshier's j0.c, j1.c): on (0, 5] a rational function of x^2 (times the factors
-// that put J's first two zeros in place; Y adds 2/pi log(x) J(x)), above 5 the Hankel form
-// sqrt(2 / (pi x)) (P cos(chi) - (5 / x) Q sin(chi)) with P, Q rational functions of 25 / x^2. Cephes' denominators
-// RQ, QQ, YQ have an implicit leading coefficient 1; PyTorch drops it (it evaluates them from 0), which moves its
-// values by up to ~4e-7 just above 5 and ~1e-11 below. The denominators here are PyTorch's, so rill's values agree
-// with it to rounding.
-
-/** c[0] z^(N-1) + ... + c[N-1], by Horner's rule. */
-template <size_t N>
-inline double polynomial(const double (&c)[N], double z) {
-  double sum = 0;
-  for (double a : c) sum = sum * z + a;
-  return sum;
+/** P and Q of the Hankel expansion of J_nu, Y_nu at x (large). */
+inline void hankel_pq(double nu, double x, double& p, double& q) {
+  const double mu = 4 * nu * nu;
+  double term = 1;
+  p = 1;
+  q = 0;
+  for (int k = 1; k < 200; ++k) {
+    const double next = term * (mu - (2.0 * k - 1) * (2.0 * k - 1)) / (8.0 * k * x);
+    if (std::abs(next) >= std::abs(term) && k > 2) break;
+    term = next;
+    // t_k enters P (k even) or Q (k odd) with the sign (-1)^floor(k / 2).
+    const double signed_term = ((k / 2) % 2 == 0) ? term : -term;
+    if (k % 2 == 0) p += signed_term;
+    else q += signed_term;
+    if (std::abs(term) <= kEps) break;
+  }
 }
 
-/** The Hankel form of J_n (or Y_n, when second) above 5, from P's and Q's rational coefficients. */
-template <size_t A, size_t B, size_t C, size_t D>
-inline double bessel_hankel(double x, double phase, bool second, const double (&pp)[A], const double (&pq)[B],
-                            const double (&qp)[C], const double (&qq)[D]) {
-  const double z = 25 / (x * x);
-  const double p = polynomial(pp, z) / polynomial(pq, z), q = 5 / x * polynomial(qp, z) / polynomial(qq, z);
-  const double chi = x - phase;
-  const double wave = second ? p * std::sin(chi) + q * std::cos(chi) : p * std::cos(chi) - q * std::sin(chi);
-  return wave * 0.797884560802865355879892119868763737 / std::sqrt(x);  // sqrt(2 / pi)
-}
-
-inline constexpr double kJ0PP[] = {7.96936729297347051624e-4, 8.28352392107440799803e-2, 1.23953371646414299388e0,
-                                   5.44725003058768775090e0,  8.74716500199817011941e0,  5.30324038235394892183e0,
-                                   9.99999999999999997821e-1};
-inline constexpr double kJ0PQ[] = {9.24408810558863637013e-4, 8.56288474354474431428e-2, 1.25352743901058953537e0,
-                                   5.47097740330417105182e0,  8.76190883237069594232e0,  5.30605288235394617618e0,
-                                   1.00000000000000000218e0};
-inline constexpr double kJ0QP[] = {-1.13663838898469149931e-2, -1.28252718670509318512e0, -1.95539544257735972385e1,
-                                   -9.32060152123768231369e1,  -1.77681167980488050595e2, -1.47077505154951170175e2,
-                                   -5.14105326766599330220e1,  -6.05014350600728481186e0};
-inline constexpr double kJ0QQ[] = {6.43178256118178023184e1, 8.56430025976980587198e2, 3.88240183605401609683e3,
-                                   7.24046774195652478189e3, 5.93072701187316984827e3, 2.06209331660327847417e3,
-                                   2.42005740240291393179e2};
-inline constexpr double kJ0RP[] = {-4.79443220978201773821e9, 1.95617491946556577543e12, -2.49248344360967716204e14,
-                                   9.70862251047306323952e15};
-inline constexpr double kJ0RQ[] = {4.99563147152651017219e2,  1.73785401676374683123e5,  4.84409658339962045305e7,
-                                   1.11855537045356834862e10, 2.11277520115489217587e12, 3.10518229857422583814e14,
-                                   3.18121955943204943306e16, 1.71086294081043136091e18};
-inline constexpr double kY0P[] = {1.55924367855235737965e4,   -1.46639295903971606143e7, 5.43526477051876500413e9,
-                                  -9.82136065717911466409e11, 8.75906394395366999549e13, -3.46628303384729719441e15,
-                                  4.42733268572569800351e16,  -1.84950800436986690637e16};
-inline constexpr double kY0Q[] = {1.04128353664259848412e3,  6.26107330137134956842e5,  2.68919633393814121987e8,
-                                  8.64002487103935000337e10, 2.02979612750105546709e13, 3.17157752842975028269e15,
-                                  2.50596256172653059228e17};
-inline constexpr double kJ1PP[] = {7.62125616208173112003e-4, 7.31397056940917570436e-2, 1.12719608129684925192e0,
-                                   5.11207951146807644818e0,  8.42404590141772420927e0,  5.21451598682361504063e0,
-                                   1.00000000000000000254e0};
-inline constexpr double kJ1PQ[] = {5.71323128072548699714e-4, 6.88455908754495404082e-2, 1.10514232634061696926e0,
-                                   5.07386386128601488557e0,  8.39985554327604159757e0,  5.20982848682361821619e0,
-                                   9.99999999999999997461e-1};
-inline constexpr double kJ1QP[] = {5.10862594750176621635e-2, 4.98213872951233449420e0, 7.58238284132545283818e1,
-                                   3.66779609360150777800e2,  7.10856304998926107277e2, 5.97489612400613639965e2,
-                                   2.11688757100572135698e2,  2.52070205858023719784e1};
-inline constexpr double kJ1QQ[] = {7.42373277035675149943e1, 1.05644886038262816351e3, 4.98641058337653607651e3,
-                                   9.56231892404756170795e3, 7.99704160447350683650e3, 2.82619278517639096600e3,
-                                   3.36093607810698293419e2};
-inline constexpr double kJ1RP[] = {-8.99971225705559398224e8, 4.52228297998194034323e11, -7.27494245221818276015e13,
-                                   3.68295732863852883286e15};
-inline constexpr double kJ1RQ[] = {6.20836478118054335476e2,  2.56987256757748830383e5,  8.35146791431949253037e7,
-                                   2.21511595479792499675e10, 4.74914122079991414898e12, 7.84369607876235854894e14,
-                                   8.95222336184627338078e16, 5.32278620332680085395e18};
-inline constexpr double kY1P[] = {1.26320474790178026440e9,   -6.47355876379160291031e11, 1.14509511541823727583e14,
-                                  -8.12770255501325109621e15, 2.02439475713594898196e17,  -7.78877196265950026825e17};
-inline constexpr double kY1Q[] = {5.94301592346128195359e2,  2.35564092943068577943e5,  7.34811944459721705660e7,
-                                  1.87601316108706159478e10, 3.88231277496238566008e12, 6.20557727146953693363e14,
-                                  6.87141087355300489866e16, 3.97270608116560655612e18};
-inline constexpr double kPiOver4 = 0.785398163397448309615660845819875721;
-inline constexpr double kThreePiOver4 = 2.356194490192344928846982537459627163;
-inline constexpr double kTwoOverPi = 0.636619772367581343075535053490057448;
-
-/** J_n(x) for n in {0, 1} (see Note [Bessel J and Y]); NaN at +-inf, as PyTorch. */
+/** J_n(x) for n in {0, 1}. */
 inline double bessel_j(int n, double x) {
   if (std::isnan(x)) return x;
-  if (n == 1 && x < 0) return -bessel_j(1, -x);
+  const double sign = (n == 1 && x < 0) ? -1.0 : 1.0;
   x = std::abs(x);
-  const double z = x * x;
-  if (n == 0) {
-    if (x < 1e-5) return 1 - z / 4;
-    if (x <= 5) {
-      // (z - j_{0,1}^2) (z - j_{0,2}^2) R(z), the squares of J0's first two zeros put in exactly.
-      return (z - 5.78318596294678452118e0) * (z - 3.04712623436620863991e1) * polynomial(kJ0RP, z) /
-             polynomial(kJ0RQ, z);
+  if (x == kInf) return kNaN;  // as PyTorch
+  if (x <= 17) {
+    const double q = x * x / 4;
+    double term = n == 0 ? 1.0 : x / 2, sum = term;
+    for (int k = 1; k < 300; ++k) {
+      term *= -q / (static_cast<double>(k) * (k + n));
+      sum += term;
+      if (k > x && std::abs(term) <= kEps * std::abs(sum)) break;
     }
-    return bessel_hankel(x, kPiOver4, false, kJ0PP, kJ0PQ, kJ0QP, kJ0QQ);
+    return sign * sum;
   }
-  if (x <= 5) {
-    return polynomial(kJ1RP, z) / polynomial(kJ1RQ, z) * x * (z - 1.46819706421238932572e1) *
-           (z - 4.92184563216946036703e1);
-  }
-  return bessel_hankel(x, kThreePiOver4, false, kJ1PP, kJ1PQ, kJ1QP, kJ1QQ);
+  double p, q;
+  hankel_pq(n, x, p, q);
+  const double c = std::cos(x), s = std::sin(x);
+  // chi = x - (n / 2 + 1 / 4) pi
+  const double cos_chi = n == 0 ? (c + s) * M_SQRT1_2 : (s - c) * M_SQRT1_2;
+  const double sin_chi = n == 0 ? (s - c) * M_SQRT1_2 : -(s + c) * M_SQRT1_2;
+  return sign * std::sqrt(2 / (kPi * x)) * (p * cos_chi - q * sin_chi);
 }
 
-/** Y_n(x) for n in {0, 1} (see Note [Bessel J and Y]): NaN below 0 and at inf, -inf at 0. */
+/** Y_n(x) for n in {0, 1}: NaN below 0, -inf at 0. */
 inline double bessel_y(int n, double x) {
   if (std::isnan(x)) return x;
   if (x < 0) return kNaN;
   if (x == 0) return -kInf;
-  const double z = x * x;
-  if (n == 0) {
-    if (x <= 5) return polynomial(kY0P, z) / polynomial(kY0Q, z) + kTwoOverPi * std::log(x) * bessel_j(0, x);
-    return bessel_hankel(x, kPiOver4, true, kJ0PP, kJ0PQ, kJ0QP, kJ0QQ);
+  if (x == kInf) return kNaN;  // as PyTorch
+  if (x <= 17) {
+    const double q = x * x / 4, log_half = std::log(x / 2);
+    if (n == 0) {
+      // Y0 = 2 / pi ((log(x / 2) + gamma) J0(x) + sum_{k >= 1} (-1)^(k+1) H_k q^k / (k!)^2)
+      double term = 1, harmonic = 0, sum = 0;
+      for (int k = 1; k < 300; ++k) {
+        term *= -q / (static_cast<double>(k) * k);
+        harmonic += 1.0 / k;
+        sum -= harmonic * term;
+        if (k > x && std::abs(harmonic * term) <= kEps * std::abs(sum)) break;
+      }
+      return 2 / kPi * ((log_half + kEulerGamma) * bessel_j(0, x) + sum);
+    }
+    // Y1 = -2 / (pi x) + 2 / pi log(x / 2) J1(x) - x / (2 pi) sum_{k >= 0} (psi(k+1) + psi(k+2)) (-q)^k / (k! (k+1)!)
+    double term = 1, psi_k1 = -kEulerGamma, psi_k2 = 1 - kEulerGamma, sum = psi_k1 + psi_k2;
+    for (int k = 1; k < 300; ++k) {
+      term *= -q / (static_cast<double>(k) * (k + 1));
+      psi_k1 += 1.0 / k;
+      psi_k2 += 1.0 / (k + 1);
+      const double add = (psi_k1 + psi_k2) * term;
+      sum += add;
+      if (k > x && std::abs(add) <= kEps * std::abs(sum)) break;
+    }
+    return -2 / (kPi * x) + 2 / kPi * log_half * bessel_j(1, x) - x / (2 * kPi) * sum;
   }
-  if (x <= 5) {
-    return x * (polynomial(kY1P, z) / polynomial(kY1Q, z)) + kTwoOverPi * (bessel_j(1, x) * std::log(x) - 1 / x);
-  }
-  return bessel_hankel(x, kThreePiOver4, true, kJ1PP, kJ1PQ, kJ1QP, kJ1QQ);
+  double p, q;
+  hankel_pq(n, x, p, q);
+  const double c = std::cos(x), s = std::sin(x);
+  const double cos_chi = n == 0 ? (c + s) * M_SQRT1_2 : (s - c) * M_SQRT1_2;
+  const double sin_chi = n == 0 ? (s - c) * M_SQRT1_2 : -(s + c) * M_SQRT1_2;
+  return std::sqrt(2 / (kPi * x)) * (p * sin_chi + q * cos_chi);
 }
 
 /** The Airy function Ai(x). */
