@@ -175,3 +175,22 @@ def test_rrelu_takes_a_generator():
     b = rill.rrelu(x, training=True, generator=rill.Generator().manual_seed(5))
     c = rill.rrelu(x, training=True, generator=rill.Generator().manual_seed(6))
     assert np.array_equal(a.numpy(), b.numpy()) and not np.array_equal(a.numpy(), c.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_rrelu_draws_like_torch(dtype):
+    # one float64 draw per element <= 0 (none for the others), so the stream after it is PyTorch's too
+    x = torch.randn(7, 13).to(getattr(torch, dtype))
+    x[0, :3] = 0
+    for seed in SEEDS:
+        torch.manual_seed(seed)
+        expected, after = torch.nn.functional.rrelu(x, 0.1, 0.3, training=True), torch.rand(4)
+        rill.manual_seed(seed)
+        got = rill.nn.functional.rrelu(rill.tensor(x.float().numpy()).to(getattr(rill, dtype)), 0.1, 0.3,
+                                       training=True)
+        assert np.array_equal(got.float().numpy(), expected.float().numpy())
+        assert np.array_equal(rill.rand(4).numpy(), after.numpy())
+    torch.manual_seed(1)
+    expected = torch.nn.RReLU()(x.float())
+    rill.manual_seed(1)
+    assert np.array_equal(rill.nn.RReLU()(rill.tensor(x.float().numpy())).numpy(), expected.numpy())

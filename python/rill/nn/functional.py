@@ -9,6 +9,8 @@ import builtins
 import math
 import warnings
 
+import numpy as np
+
 import rill
 from rill import _C
 from rill._C import Tensor
@@ -947,8 +949,19 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *,
     (_generator: torch.rrelu's generator=, which rill.nn.functional.rrelu, like PyTorch's, does not take.)"""
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    slope = rill.rand(*input.shape, generator=_generator).to(input.dtype) * (upper - lower) + lower
-    return _maybe_inplace(input, rill.where(input >= 0, input, input * slope), inplace)
+    from rill._generator import _resolve, _uniform_range
+    # as PyTorch: one float64 U(lower, upper) draw per element <= 0, in order, none for the others, with lower
+    # and upper first rounded to the input's compute type (float32 but for float64)
+    negative = input <= 0
+    flat = negative.reshape(-1)
+    if input.dtype != rill.float64:
+        lower, upper = float(np.float32(lower)), float(np.float32(upper))
+    draws = _uniform_range(_resolve(_generator), int(flat.sum()), lower, upper, True)
+    slope = rill.ones(flat.shape[0], dtype=rill.float64)
+    slope[flat] = rill.tensor(draws, dtype=rill.float64)
+    compute = rill.float64 if input.dtype == rill.float64 else rill.float32
+    scaled = (input.to(compute) * slope.reshape(input.shape).to(compute)).to(input.dtype)
+    return _maybe_inplace(input, rill.where(negative, scaled, input), inplace)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
