@@ -485,17 +485,33 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
             X = rill.matmul(_mT(Vh) * sinv.unsqueeze(-2), _mT(U))
     if not (A.requires_grad and rill.is_grad_enabled()):
         return _out(out, X)
-    # Note [pinv's gradient]: the derivative of A+ on A's constant-rank neighbourhood (Golub and Pereyra),
-    # dX = -X dA X + X X^T dA^T (I - A X) + (I - X A) dA^T X^T X, is linear in dA: f below is that map applied to
-    # A, so X + f(A) - f(A).detach() has X's value and dX as its derivative. Through the SVD the gradient would
-    # divide by differences of the zero singular values. PyTorch uses this derivative with hermitian=True too, at
-    # A itself (whose upper triangle the value never read).
-    P, Q = -rill.matmul(A.detach(), X), -rill.matmul(X, A.detach())
-    P, Q = P + rill.eye(P.shape[-1], dtype=P.dtype), Q + rill.eye(Q.shape[-1], dtype=Q.dtype)
-    At = _mT(A)
-    f = (-rill.matmul(rill.matmul(X, A), X) + rill.matmul(rill.matmul(rill.matmul(X, _mT(X)), At), P)
-         + rill.matmul(rill.matmul(Q, At), rill.matmul(_mT(X), X)))
-    return _out(out, X + (f - f.detach()))
+    return _out(out, _PinvGrad.apply(A, X))
+
+
+class _PinvGrad(rill.autograd.Function):
+    """X = pinv(A) (already computed) with PyTorch's gradient.
+
+    Note [pinv's gradient]: the derivative of A+ on A's constant-rank neighbourhood (Golub and Pereyra),
+    dX = -X dA X + X X^T dA^T (I - A X) + (I - X A) dA^T X^T X; its adjoint below is written in differentiable ops
+    of A and X (X's history is this node), so gradients of gradients (create_graph) are right too. Through the SVD
+    the gradient would divide by differences of the zero singular values. PyTorch uses this derivative with
+    hermitian=True too, at A itself (whose upper triangle the value never read)."""
+
+    @staticmethod
+    def forward(ctx, A, X):
+        X = X.clone()  # the output, saved: its history is this node
+        ctx.save_for_backward(A, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, gX):
+        A, X = ctx.saved_tensors
+        Xt, gXt = _mT(X), _mT(gX)
+        P = rill.eye(A.shape[-2], dtype=A.dtype) - rill.matmul(A, X)
+        Q = rill.eye(A.shape[-1], dtype=A.dtype) - rill.matmul(X, A)
+        gA = (-rill.matmul(rill.matmul(Xt, gX), Xt) + rill.matmul(rill.matmul(P, gXt), rill.matmul(X, Xt))
+              + rill.matmul(rill.matmul(rill.matmul(Xt, X), gXt), Q))
+        return gA, None
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):

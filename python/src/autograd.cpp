@@ -241,18 +241,20 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_set_autocast_state", [](bool enabled, DType dtype) { eager::set_autocast_state({enabled, dtype}); },
         nb::arg("enabled"), nb::arg("dtype"));
   m.def("_run_backward", [](const std::vector<Tensor>& tensors, const std::vector<std::optional<Tensor>>& grads,
-                            bool retain_graph, const std::vector<Tensor>& inputs) {
-    ag::backward(tensors, tensors_or_undefined(grads), retain_graph, inputs);
-  }, nb::arg("tensors"), nb::arg("grad_tensors"), nb::arg("retain_graph"), nb::arg("inputs"));
+                            bool retain_graph, const std::vector<Tensor>& inputs, bool create_graph) {
+    ag::backward(tensors, tensors_or_undefined(grads), retain_graph, inputs, create_graph);
+  }, nb::arg("tensors"), nb::arg("grad_tensors"), nb::arg("retain_graph"), nb::arg("inputs"),
+     nb::arg("create_graph") = false);
   m.def("_run_grad", [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                        const std::vector<std::optional<Tensor>>& grad_outputs, bool retain_graph, bool allow_unused) {
+                        const std::vector<std::optional<Tensor>>& grad_outputs, bool retain_graph, bool allow_unused,
+                        bool create_graph) {
     std::vector<Tensor> got = ag::grad(outputs, inputs, tensors_or_undefined(grad_outputs), retain_graph,
-                                       allow_unused);
+                                       allow_unused, create_graph);
     nb::list out;
     for (const Tensor& g : got) out.append(g.defined() ? nb::cast(g) : nb::none());
     return nb::tuple(out);
   }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs"), nb::arg("retain_graph"),
-     nb::arg("allow_unused"));
+     nb::arg("allow_unused"), nb::arg("create_graph") = false);
 }
 
 }  // namespace rill::py

@@ -556,10 +556,11 @@ def test_autograd_backward_several_roots():
     assert_close(x.grad, tx.grad)
 
 
-def test_create_graph_not_supported_yet():
+def test_create_graph_records_the_gradient():
+    # the rest of create_graph's tests: test_create_graph.py
     x = rill.ones(2, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="create_graph"):
-        (x * x).sum().backward(create_graph=True)
+    (x * x).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
 
 
 # --- node names --------------------------------------------------------------------------------

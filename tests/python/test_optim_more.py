@@ -13,6 +13,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Detected call of:UserWarning")
 
 SHAPES = [(5, 4), (4,), (3, 3, 2)]
 RTOL, ATOL = 1e-6, 1e-7  # float32: one rounding apart per op (torch fuses multiply-adds), over 20 steps
+MODEL_RTOL = 1e-5  # a float32 model trained for 20 steps (test_small_model_trains_as_torch)
 
 
 def _params(seed=0, dtype=np.float32):
@@ -578,7 +579,10 @@ def test_small_model_trains_as_torch(case):
             loss.backward()
             o.step()
         for r, t in zip(rm.parameters(), tm.parameters()):
-            assert_close(r.detach(), t.detach(), rtol=RTOL, atol=ATOL)
+            # the model's float32 forward and backward (tanh, matmul) round differently from PyTorch's by a few
+            # ulps, depending on the CPU's vector width, and training compounds it; the optimizers themselves are
+            # held to RTOL on fixed gradients above
+            assert_close(r.detach(), t.detach(), rtol=MODEL_RTOL, atol=ATOL)
 
 
 OPTIMIZERS = ["Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam",

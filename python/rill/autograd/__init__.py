@@ -16,15 +16,8 @@ def _as_list(x, what):
     raise TypeError(f"[autograd] {what} must be a Tensor or a sequence of Tensors, got {type(x).__name__}")
 
 
-def _check_create_graph(create_graph, api):
-    if create_graph:
-        raise NotImplementedError(f"[{api}] create_graph=True (gradients of gradients) is not supported: rill's "
-                                  "backward records no graph of its own; call it with create_graph=False")
-
-
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
     """Accumulate the gradients of tensors into the .grad of the leaves (or of `inputs` only)."""
-    _check_create_graph(create_graph, "backward")
     tensors = _as_list(tensors, "tensors")
     if grad_tensors is None:
         grad_tensors = grad_variables
@@ -34,17 +27,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     inputs = _as_list(inputs, "inputs")
     if retain_graph is None:
         retain_graph = create_graph
-    _C._run_backward(tensors, grads, bool(retain_graph), inputs)
+    _C._run_backward(tensors, grads, bool(retain_graph), inputs, bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs with respect to inputs, as a tuple (None for an unused input when
     allow_unused=True; zeros when materialize_grads=True)."""
-    _check_create_graph(create_graph, "grad")
-    if is_grads_batched:
-        raise NotImplementedError("[grad] is_grads_batched=True is not supported; "
-                                  "call grad once per grad_outputs entry")
     outputs = _as_list(outputs, "outputs")
     inputs = _as_list(inputs, "inputs")
     grads = _as_list(grad_outputs, "grad_outputs") or [None] * len(outputs)
@@ -54,7 +43,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
-    got = _C._run_grad(outputs, inputs, grads, bool(retain_graph), bool(allow_unused))
+    if is_grads_batched:
+        # each entry of grad_outputs holds a batch along dim 0: one backward per batch element, the results
+        # stacked (PyTorch vmaps this; the values are the same)
+        batch = {g.shape[0] for g in grads if g is not None}
+        if len(batch) != 1:
+            raise RuntimeError("[grad] is_grads_batched=True needs every grad_outputs entry to be a Tensor with the "
+                               "same size along dim 0 (the batch)")
+        (n,) = batch
+        per = [grad(outputs, inputs, [None if g is None else g[k] for g in grads], retain_graph=retain_graph or k < n - 1,
+                    create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+               for k in range(n)]
+        return tuple(None if per[0][j] is None else _C.stack([p[j] for p in per]) for j in range(len(inputs)))
+    got = _C._run_grad(outputs, inputs, grads, bool(retain_graph), bool(allow_unused), bool(create_graph))
     if materialize_grads:
         got = tuple(_C.zeros(*i.shape, dtype=i.dtype) if g is None else g for g, i in zip(got, inputs))
     return got

@@ -161,8 +161,8 @@ def _run_backward(cls, ctx, args, metas, positions, num_outputs, *grads):
         if g is None and ctx.materialize_grads:
             g = rill.zeros(*shape, dtype=dtype)
         full[pos] = g
-    with rill.no_grad():
-        result = _backward_fn(cls)(ctx, *full)
+    # grad mode is the engine's: on for create_graph, so the backward's own ops record (gradients of gradients)
+    result = _backward_fn(cls)(ctx, *full)
     if not isinstance(result, tuple):
         result = (result,)
     if len(result) < len(args) or any(r is not None for r in result[len(args):]):
@@ -192,7 +192,8 @@ def _run_backward(cls, ctx, args, metas, positions, num_outputs, *grads):
 
 
 def once_differentiable(fn):
-    """Mark a backward as not differentiable itself (every rill backward is: rill has no double backward)."""
+    """Mark a backward as not differentiable itself: it runs with recording off, so create_graph records nothing
+    through it."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with rill.no_grad():

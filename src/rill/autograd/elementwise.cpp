@@ -6,6 +6,7 @@
 // backward raises as PyTorch's does. Activations run their `<name>_backward` op.
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <string>
 #include <string_view>
 
@@ -91,6 +92,62 @@ std::vector<Tensor> reciprocal_backward(const GradContext& c) {
 // silu, gelu, softplus, ...: the op's own backward kernel, with the call's numbers and attrs.
 std::vector<Tensor> activation_rule(const GradContext& c) {
   return {eager::activation_backward(c.op(), c.grad(), c.input(0), c.scalars(), c.interned_attrs())};
+}
+
+// <activation>_backward(g, x) = g * f'(x), differentiable for create_graph (Note [Gradients of gradients] in
+// rules.h): linear in g (its gradient is the same backward op applied to gg), and gg * g * f''(x) for x.
+Tensor unary_op(const char* name, const Tensor& x) { return eager::unary(eager::op(name), x); }
+
+Tensor activation_second_derivative(std::string_view act, const Tensor& x, std::span<const Scalar> scalars,
+                                    const std::string& approximate) {
+  using namespace eager;
+  if (act == "silu") {  // s (1 - s) (2 + x (1 - 2 s))
+    Tensor s = unary_op("sigmoid", x);
+    return mul(mul(s, rsub(s, Scalar(1.0))), add(mul(x, rsub(mul(s, Scalar(2.0)), Scalar(1.0))), Scalar(2.0)));
+  }
+  if (act == "gelu" && approximate == "tanh") {
+    // f = x (1 + t) / 2, t = tanh(u), u = k (x + a x^3): f'' = (1 - t^2) u' - x t (1 - t^2) u'^2 + x (1 - t^2) u'' / 2
+    const double k = std::sqrt(2.0 / std::numbers::pi), a = 0.044715;
+    Tensor x2 = mul(x, x);
+    Tensor t = unary_op("tanh", mul(add(x, mul(mul(x2, x), Scalar(a))), Scalar(k)));
+    Tensor sech2 = rsub(mul(t, t), Scalar(1.0));
+    Tensor du = mul(add(mul(x2, Scalar(3.0 * a)), Scalar(1.0)), Scalar(k));
+    Tensor ddu = mul(x, Scalar(6.0 * a * k));
+    Tensor term = sub(add(du, mul(mul(x, ddu), Scalar(0.5))), mul(mul(mul(x, t), du), du));
+    return mul(sech2, term);
+  }
+  if (act == "gelu") {  // phi(x) (2 - x^2)
+    Tensor x2 = mul(x, x);
+    Tensor phi = mul(exp(mul(x2, Scalar(-0.5))), Scalar(1.0 / std::sqrt(2.0 * std::numbers::pi)));
+    return mul(phi, rsub(x2, Scalar(2.0)));
+  }
+  if (act == "softplus") {  // beta s (1 - s), s = sigmoid(beta x), where beta x <= threshold; else 0
+    const double beta = scalars[0].to_double(), threshold = scalars[1].to_double();
+    Tensor bx = mul(x, Scalar(beta));
+    Tensor s = unary_op("sigmoid", bx);
+    Tensor d2 = mul(mul(s, rsub(s, Scalar(1.0))), Scalar(beta));
+    return where(gt(bx, Scalar(threshold)), zeros(d2.shape(), d2.dtype()), d2);
+  }
+  if (act == "elu") {  // alpha exp(x) below 0
+    Tensor e = mul(exp(x), scalars[0]);
+    return where(gt(x, Scalar(int64_t{0})), zeros(e.shape(), e.dtype()), e);
+  }
+  return Tensor();  // leaky_relu, hardtanh: piecewise linear, f'' = 0
+}
+
+std::vector<Tensor> activation_backward_rule(const GradContext& c) {
+  std::string_view name = c.op().name;
+  std::string_view act = name.substr(0, name.size() - std::string_view("_backward").size());
+  const Tensor& gg = c.grad();
+  std::vector<Tensor> out(2);
+  if (c.needs_grad(0))
+    out[0] = eager::activation_backward(eager::op(act), gg, c.input(1), c.scalars(), c.interned_attrs());
+  if (c.needs_grad(1)) {
+    const std::string approximate = act == "gelu" ? c.attr<std::string>("approximate") : std::string();
+    Tensor d2 = activation_second_derivative(act, c.input(1), c.scalars(), approximate);
+    out[1] = d2.defined() ? eager::mul(eager::mul(gg, c.input(0)), d2) : Tensor();
+  }
+  return out;
 }
 
 // clamp with numbers: g where min <= x <= max (the bounds given), else 0 (NaN in x gets 0).
@@ -198,9 +255,12 @@ std::vector<Tensor> minimum_backward(const GradContext& c) { return extremum_bac
 std::vector<Tensor> divmod_backward(const GradContext& c, const char* rounding) {
   Tensor gb;
   if (c.needs_grad(1)) {
-    Tensor a = c.input(0), b = c.input(1);
-    Tensor q = std::string_view(rounding) == "floor" ? eager::floor_divide(a, b)
-                                                      : eager::trunc(eager::div(a, b));
+    Tensor a = c.input(0), b = c.input(1), q;
+    {
+      // the rounded quotient is piecewise constant: no gradient of its own (create_graph), as in PyTorch
+      eager::GradModeGuard constant(false);
+      q = std::string_view(rounding) == "floor" ? eager::floor_divide(a, b) : eager::trunc(eager::div(a, b));
+    }
     gb = eager::mul(eager::neg(c.grad()), q);
   }
   return {c.grad(), gb};
@@ -389,6 +449,11 @@ void register_elementwise_rules() {
   define_rule("leaky_relu", {"LeakyReluBackward0", activation_rule, kIn0});
   define_rule("elu", {"EluBackward0", activation_rule, kIn0});
   define_rule("hardtanh", {"HardtanhBackward0", activation_rule, kIn0});
+  for (std::string_view act : kActivationOps) {
+    std::string node(act == "leaky_relu" ? "LeakyRelu" : act == "softplus" ? "Softplus" : act == "hardtanh" ? "Hardtanh"
+                     : act == "silu" ? "Silu" : act == "gelu" ? "Gelu" : "Elu");
+    define_rule(std::string(act) + "_backward", {node + "BackwardBackward0", activation_backward_rule, kIn0 | kIn1});
+  }
   define_rule("clamp_scalar", {"ClampBackward1", clamp_scalar_backward, kIn0});
   define_rule("clamp", {"ClampBackward0", clamp_backward, kIn0 | kIn1 | kIn2});
   define_rule("clamp_min", {"ClampMinBackward1", clamp_min_backward, kIn0 | kIn1});

@@ -14,6 +14,8 @@
 namespace rill::autograd {
 namespace {
 
+thread_local bool t_creating_graph = false;
+
 // A gradient the caller asked for: what arrives at input input_nr of node, stored at index.
 struct Capture {
   Node* node;
@@ -62,8 +64,14 @@ std::vector<Capture> make_captures(std::span<const Tensor> inputs, std::vector<E
 // Runs the graph below roots. With captures, only nodes that lead to a captured gradient run and no
 // AccumulateGrad does; the captured gradients are returned.
 std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root_grads, bool keep_graph,
-                        const std::vector<Capture>& captures) {
-  eager::GradModeGuard no_grad(false);
+                        const std::vector<Capture>& captures, bool create_graph) {
+  // Recording on only for create_graph: the rules' ops then become the graph of the gradients.
+  eager::GradModeGuard grad_mode(create_graph);
+  struct CreatingGraph {
+    bool previous = t_creating_graph;
+    explicit CreatingGraph(bool on) { t_creating_graph = on; }
+    ~CreatingGraph() { t_creating_graph = previous; }
+  } creating(create_graph);
   // Gradient rules are rill's own code: the conversions they make (a gradient brought back to its input's
   // dtype) are not the user's, so strict dtype mode does not apply to them.
   StrictDtypeGuard not_strict(false);
@@ -157,32 +165,36 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root
 
 }  // namespace
 
+bool creating_graph() { return t_creating_graph; }
+
 void backward(std::span<const Tensor> tensors, std::span<const Tensor> grads, bool retain_graph,
-              std::span<const Tensor> inputs) {
+              std::span<const Tensor> inputs, bool create_graph) {
   eager::AutocastGuard no_autocast({});  // Note [Autocast]: backward ops keep the forward's dtypes
   std::vector<Edge> roots;
   std::vector<Tensor> root_grads;
   make_roots(tensors, grads, roots, root_grads);
   if (inputs.empty()) {
-    run(roots, std::move(root_grads), retain_graph, {});
+    run(roots, std::move(root_grads), retain_graph, {}, create_graph);
     return;
   }
   std::vector<Edge> keep_alive;
   std::vector<Capture> captures = make_captures(inputs, keep_alive);
-  std::vector<Tensor> got = run(roots, std::move(root_grads), retain_graph, captures);
+  std::vector<Tensor> got = run(roots, std::move(root_grads), retain_graph, captures, create_graph);
+  eager::GradModeGuard grad_mode(create_graph);
   for (size_t i = 0; i < inputs.size(); ++i)
     if (got[i].defined()) accumulate_grad(inputs[i], got[i]);
 }
 
 std::vector<Tensor> grad(std::span<const Tensor> outputs, std::span<const Tensor> inputs,
-                         std::span<const Tensor> grad_outputs, bool retain_graph, bool allow_unused) {
+                         std::span<const Tensor> grad_outputs, bool retain_graph, bool allow_unused,
+                         bool create_graph) {
   eager::AutocastGuard no_autocast({});  // Note [Autocast]: backward ops keep the forward's dtypes
   std::vector<Edge> roots;
   std::vector<Tensor> root_grads;
   make_roots(outputs, grad_outputs, roots, root_grads);
   std::vector<Edge> keep_alive;
   std::vector<Capture> captures = make_captures(inputs, keep_alive);
-  std::vector<Tensor> got = run(roots, std::move(root_grads), retain_graph, captures);
+  std::vector<Tensor> got = run(roots, std::move(root_grads), retain_graph, captures, create_graph);
   for (size_t i = 0; i < got.size(); ++i)
     RILL_CHECK(got[i].defined() || allow_unused, Runtime, "The differentiated Tensor at index ", i,
                " appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.");

@@ -5,6 +5,7 @@
 
 #include "rill/autograd/rules.h"
 #include "rill/eager/functional.h"
+#include "rill/eager/math.h"
 
 namespace rill::autograd {
 namespace {
@@ -141,7 +142,12 @@ void accumulate_grad(const Tensor& t, const Tensor& grad) {
     m.grad = g.is_same(grad) ? eager::clone(grad) : g;
     return;
   }
-  // In place, as PyTorch does outside create_graph: a reference to .grad sees the sum.
+  // With create_graph (grad mode on in backward) the sum is a recorded op, so .grad has a history, as in
+  // PyTorch; otherwise in place, as PyTorch does: a reference to .grad sees the sum.
+  if (eager::grad_enabled() && (grad.impl()->requires_grad() || m.grad.impl()->requires_grad())) {
+    m.grad = eager::add(m.grad, eager::to_dtype(grad, t.dtype()));
+    return;
+  }
   Tensor in[2] = {m.grad, grad};
   eager::call_into(add, in, {}, empty_attrs(), m.grad);
   m.grad.storage()->bump_version();

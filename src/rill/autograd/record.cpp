@@ -18,8 +18,16 @@ bool any_floating(std::span<const Tensor> ts) {
 
 const GradRule* rule_for(const OpSchema& op, const char* suffix = "") {
   const GradRule* rule = find_rule(op);
+  RILL_CHECK(rule != nullptr || !creating_graph(), NotImplemented, "[", op.name, suffix, "] a gradient computed "
+             "with create_graph=True runs this op, which has no gradient rule yet, so gradients of gradients "
+             "through it can't be computed; call backward/grad with create_graph=False");
   RILL_CHECK(rule != nullptr, NotImplemented, "[", op.name, suffix, "] has no gradient rule yet, so its result "
              "can't be differentiated; call it under rill.no_grad() or on detach()ed inputs");
+  // Note [Gradients of gradients] in rules.h: a float result of an op marked not differentiable would drop
+  // a term silently
+  RILL_CHECK(rule->backward || !creating_graph(), NotImplemented, "[", op.name, suffix, "] a gradient computed "
+             "with create_graph=True runs this op, which is not differentiable in rill, so gradients of "
+             "gradients through it can't be computed; call backward/grad with create_graph=False");
   return rule->backward ? rule : nullptr;
 }
 

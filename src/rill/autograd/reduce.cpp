@@ -5,6 +5,7 @@
 // input; norm follows PyTorch's linalg_vector_norm_backward (zero at a zero vector).
 #include <cmath>
 
+#include "rill/autograd/engine.h"
 #include "rill/autograd/rules.h"
 #include "rill/eager/math.h"
 
@@ -168,8 +169,31 @@ std::vector<Tensor> cumsum_backward(const GradContext& c) {
   return {eager::cumsum(c.grad(), scan_dim(c), !c.attr<bool>("reverse"))};
 }
 
+// cumprod's gradient in differentiable ops, exact with zeros, for create_graph (Note [Gradients of gradients] in
+// rules.h): dx_i = sum over k >= i of g_k prod_{j <= k, j != i} x_j, the products a cumprod of x with x_i set to
+// 1, one row per i (n^2 values per line: create_graph only).
+std::vector<Tensor> cumprod_backward_composite(const GradContext& c) {
+  using namespace eager;
+  const int64_t d = scan_dim(c);
+  const bool reverse = c.attr<bool>("reverse");
+  Tensor x = c.input(0), g = to_dtype(c.grad(), x.dtype());
+  if (x.ndim() == 0) return {g};
+  if (reverse) x = flip(x, {d}), g = flip(g, {d});
+  x = movedim(x, {d}, {-1});
+  g = movedim(g, {d}, {-1});
+  const int64_t n = x.shape().back(), last = x.ndim();
+  Tensor i = reshape(arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}), DType::kInt64), {n, 1});
+  Tensor k = reshape(arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}), DType::kInt64), {1, n});
+  Tensor rows = where(eq(i, k), full({}, Scalar(int64_t{1}), x.dtype()), unsqueeze(x, last - 1));  // (..., i, j)
+  Tensor products = scan(op("cumprod"), rows, last, std::nullopt);                                // (..., i, k)
+  Tensor terms = where(ge(k, i), mul(products, unsqueeze(g, last - 1)), zeros({}, x.dtype()));
+  Tensor dx = movedim(sum(terms, {last}, false), {-1}, {d});
+  return {reverse ? flip(dx, {d}) : dx};
+}
+
 // cumprod: its own kernel (Note [cumprod gradient with zeros] in kernels/cpu/scan.cpp).
 std::vector<Tensor> cumprod_backward(const GradContext& c) {
+  if (creating_graph()) return cumprod_backward_composite(c);
   return {eager::cumprod_backward(c.input(0), eager::to_dtype(c.grad(), c.input(0).dtype()), scan_dim(c))};
 }
 

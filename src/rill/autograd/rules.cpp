@@ -42,14 +42,30 @@ const GradRule* find_rule(const OpSchema& op) {
 
 // --- GradContext ----------------------------------------------------------------------------
 
+namespace {
+
+// Note [Gradients of gradients]: an alias of saved tensor t whose history is edge (or t itself when the
+// backward records nothing, or t had none).
+Tensor with_history(Tensor t, const Edge& edge) {
+  if (!eager::grad_enabled() || !t.defined() || !edge.valid()) return t;
+  Tensor alias = t.view_as_meta(t.meta(), t.offset());
+  set_history(alias, edge.fn, edge.input_nr);
+  return alias;
+}
+
+}  // namespace
+
 Tensor GradContext::input(size_t i) const {
   RILL_ASSERT(node_.rule_.saved_inputs & (1u << i), "[", node_.name_, "] reads input ", i, " it did not save");
-  return node_.saved_inputs_[i].unpack(node_);
+  return with_history(node_.saved_inputs_[i].unpack(node_), node_.next_edges()[i]);
 }
 
 Tensor GradContext::output(size_t i) const {
   RILL_ASSERT(node_.rule_.saved_outputs & (1u << i), "[", node_.name_, "] reads output ", i, " it did not save");
-  return node_.saved_outputs_[i].unpack(node_);
+  Tensor t = node_.saved_outputs_[i].unpack(node_);
+  if (!eager::grad_enabled()) return t;
+  // the output's history is this node (shared: the engine holds it while it runs)
+  return with_history(t, Edge{std::const_pointer_cast<Node>(node_.shared_from_this()), static_cast<uint32_t>(i)});
 }
 
 std::span<const Scalar> GradContext::scalars() const { return node_.scalars_; }

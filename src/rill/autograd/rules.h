@@ -5,7 +5,18 @@
 // saved, its attrs (read by name) and its input metas. The recorder
 // (record.cpp) attaches an OpNode running the rule to every recorded call
 // (Note [Recording] in eager/grad_mode.h). Rules compute with the functional
-// API; backward runs with recording off.
+// API; backward runs with recording off, except for create_graph.
+//
+// Note [Gradients of gradients]
+// backward/grad with create_graph=True run the same rules with recording on,
+// so the ops a rule issues become a graph whose outputs are the gradients. For
+// that graph to reach the forward's inputs, what a rule reads must carry
+// history: GradContext::input(i) gives an alias of the saved input whose
+// history is the node's edge i (the input's own grad_fn or AccumulateGrad),
+// and output(i) an alias whose history is this node's output i. Saved tensors
+// themselves stay history-free aliases, so no reference cycle runs through a
+// grad_fn (node.h). An op a rule issues that has no rule of its own raises at
+// the create_graph backward, never giving a silently missing term.
 #pragma once
 
 #include <span>

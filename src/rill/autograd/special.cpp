@@ -103,6 +103,12 @@ Tensor nonzero_or_one(const Tensor& x, const Tensor& is_zero) {
   return eager::where(is_zero, scalar_tensor(Scalar(1.0), x.dtype()), x);
 }
 
+// modified_bessel_i0: g * i1(x). PyTorch has no derivative for it; rill needs one for i1's second derivative
+// (create_graph), whose rule reads i0.
+std::vector<Tensor> modified_bessel_i0_backward(const GradContext& c) {
+  return {eager::mul(c.grad(), eager::unary(eager::op("special_i1"), c.input(0)))};
+}
+
 // i1: g * (i0(x) - y / x), 1/2 at 0.
 std::vector<Tensor> i1_backward(const GradContext& c) {
   Tensor x = c.input(0), zero = eager::eq(x, Scalar(0.0)), safe = nonzero_or_one(x, zero);
@@ -141,10 +147,12 @@ void register_special_rules() {
   define_rule("special_log_ndtr", {"SpecialLogNdtrBackward0", log_ndtr_backward, kIn0, kOut0});
   define_rule("special_ndtri", {"SpecialNdtriBackward0", ndtri_backward, 0, kOut0});
   define_rule("special_i1", {"SpecialI1Backward0", i1_backward, kIn0, kOut0});
+  define_rule("special_modified_bessel_i0",
+              {"SpecialModifiedBesselI0Backward0", modified_bessel_i0_backward, kIn0});
   define_rule("special_i1e", {"SpecialI1EBackward0", i1e_backward, kIn0, kOut0});
   define_rule("special_i0e", {"SpecialI0EBackward0", i0e_backward, kIn0, kOut0});
   for (const char* n : {"special_airy_ai", "special_bessel_j0", "special_bessel_j1", "special_bessel_y0",
-                        "special_bessel_y1", "special_modified_bessel_i0", "special_modified_bessel_i1",
+                        "special_bessel_y1", "special_modified_bessel_i1",
                         "special_modified_bessel_k0", "special_modified_bessel_k1",
                         "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
                         "special_spherical_bessel_j0", "special_chebyshev_polynomial_t",

@@ -5,6 +5,7 @@
 // view of them for the views that pick elements. The recorder also keeps, for
 // every view made in grad mode, its base and how to replay it (Note [Views and
 // in-place] in node.h).
+#include "rill/autograd/engine.h"
 #include "rill/autograd/rules.h"
 
 namespace rill::autograd {
@@ -35,7 +36,8 @@ std::vector<Tensor> expand_backward(const GradContext& c) { return {c.grad()}; }
 // slice, narrow, select, diagonal: the gradient written into the same view of zeros shaped like the input.
 std::vector<Tensor> pick_backward(const GradContext& c) {
   Tensor z = zeros(c.input_meta(0).shape, c.grad().dtype());
-  eager::GradModeGuard off(false);  // a view of a fresh tensor: nothing to record
+  // a view of a fresh tensor: nothing to record, but for create_graph (the copy is then the gradient's history)
+  eager::GradModeGuard mode(creating_graph());
   eager::copy_(eager::view_call(c.op(), z, c.interned_attrs()), c.grad());
   return {z};
 }

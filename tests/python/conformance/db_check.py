@@ -45,6 +45,12 @@ import rill
 
 SAMPLES_PER_DTYPE = 64
 GRAD_SAMPLES = 32
+GRADGRAD_SAMPLES = 2
+# Second derivatives at a point where they are not defined: PyTorch's value there is an accident of its formula.
+GRADGRAD_UNDEFINED = {
+    "linalg.norm.subgradients_at_zero": "the Hessian of a norm is unbounded at 0: PyTorch gives NaN, rill 0",
+}
+GRADGRAD_CHECKED = set()  # the OpInfos whose gradgrad check compared at least one sample
 EXPECTED_PATH = pathlib.Path(__file__).with_name("expected.json")
 
 RILL_DTYPES = {d: getattr(rill, str(d).split(".")[-1]) for d in (
@@ -638,8 +644,78 @@ def seeded(fn):
     return run
 
 
-def check_op(op, samples_per_dtype=SAMPLES_PER_DTYPE, grad_samples=GRAD_SAMPLES):
-    """None if rill agrees with PyTorch on the op's samples, else "missing" or "fails: <reason>"."""
+def _weights(t):
+    """Fixed, uneven weights shaped like t (so no second-order term cancels by symmetry)."""
+    return torch.cos(torch.arange(t.numel(), dtype=t.dtype) * 0.7 + 0.3).reshape(t.shape)
+
+
+def _second_order(lib, outs, leaves, create):
+    """The gradient of sum(w * grad) over the first-order gradients of the summed outputs."""
+    total = outs[0].sum()
+    for o in outs[1:]:
+        total = total + o.sum()
+    first = lib.autograd.grad(total, leaves, create_graph=True, allow_unused=True)
+    used = [(g, w) for g, w in zip(first, create(first)) if g is not None and g.requires_grad]
+    if not used:
+        return None
+    s = (used[0][0] * used[0][1]).sum()
+    for g, w in used[1:]:
+        s = s + (g * w).sum()
+    return lib.autograd.grad(s, leaves, allow_unused=True)
+
+
+def check_op_gradgrad(op, samples=GRADGRAD_SAMPLES):
+    """None if rill's gradients of gradients (create_graph=True) agree with PyTorch's on the op's first float64
+    samples, or the OpInfo has none to check (no autograd, no gradgrad, a random op); else "fails: <reason>"."""
+    rill_fn = op_callable(op)[0]
+    if (rill_fn is None or not op.supports_autograd or not op.supports_gradgrad or op.name in RANDOM_OPS
+            or op_key(op) in GRADGRAD_UNDEFINED
+            or op.name in TORCH_GRAD_WRONG or torch.float64 not in op.supported_backward_dtypes("cpu")):
+        return None
+    tols = tolerances(op)
+    for sample in samples_of(op, torch.float64, True, samples):
+        if draws_dropout(op, sample):
+            continue
+        try:
+            out = sample.output_process_fn_grad(op.op(sample.input, *sample.args, **sample.kwargs))
+            outs = floating_tensors(out)
+            leaves = {}
+            to_rill((sample.input, sample.args, sample.kwargs), leaves)
+            pairs = [(t, r) for t, r in leaves.values() if t.requires_grad]
+            if not outs or not pairs:
+                continue
+            weights = []
+            expected = _second_order(torch, outs, [t for t, _ in pairs],
+                                     lambda first: weights.extend(
+                                         None if g is None else _weights(g.detach()) for g in first) or weights)
+            if expected is None:
+                continue
+        except Exception:
+            continue
+        GRADGRAD_CHECKED.add(op_key(op))
+        args = to_rill((sample.input, sample.args, sample.kwargs), leaves)
+        try:
+            routs = floating_tensors(sample.output_process_fn_grad(rill_fn(args[0], *args[1], **args[2])))
+            got = _second_order(rill, routs, [r for _, r in pairs],
+                                lambda first: [None if w is None else rill.tensor(w.numpy()) for w in weights])
+        except Exception as e:
+            return f"fails: gradgrad: {short(e)}"
+        if got is None:  # rill's first-order gradients are constant in the inputs: zeros
+            got = [None] * len(pairs)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            if e is None and g is None:
+                continue
+            e = torch.zeros_like(pairs[i][0]) if e is None else e
+            g = torch.zeros_like(e) if g is None else to_torch(g)
+            try:
+                assert_same(g, e, tols, what=f"gradgrad of input {i}")
+            except Mismatch as m:
+                return f"fails: {m}"
+    return None
+
+
+def op_callable(op):
+    """(rill's function for the OpInfo or None, its method name or None, its in-place method name or None)."""
     rill_fn = rill_function(op.name) if op.op is not None else None
     if rill_fn is not None and op.name in OPINFO_WRAPPERS:
         rill_fn = OPINFO_WRAPPERS[op.name]
@@ -657,6 +733,12 @@ def check_op(op, samples_per_dtype=SAMPLES_PER_DTYPE, grad_samples=GRAD_SAMPLES)
         rill_fn = (lambda fn: lambda x, first, *args, **kwargs: fn(first, x, *args, **kwargs))(rill_fn)
     method = variant_name(op.method_variant, op.name.split(".")[-1]) if op.method_variant else None
     inplace = variant_name(op.inplace_variant, op.name.split(".")[-1] + "_") if op.inplace_variant else None
+    return rill_fn, method, inplace
+
+
+def check_op(op, samples_per_dtype=SAMPLES_PER_DTYPE, grad_samples=GRAD_SAMPLES):
+    """None if rill agrees with PyTorch on the op's samples, else "missing" or "fails: <reason>"."""
+    rill_fn, method, inplace = op_callable(op)
     if rill_fn is None and (method is None or getattr(rill.Tensor, method, None) is None):
         return "missing"
     tols = tolerances(op)
@@ -812,19 +894,22 @@ def load_databases():
 
 
 def read_expected():
-    """{"ops": {key: reason}, "modules": {name: reason}} from expected.json."""
-    return json.loads(EXPECTED_PATH.read_text())
+    """{"ops": {key: reason}, "modules": {name: reason}, "gradgrad": {key: reason}} from expected.json."""
+    expected = json.loads(EXPECTED_PATH.read_text())
+    expected.setdefault("gradgrad", {})
+    return expected
 
 
-def write_expected(ops, modules):
+def write_expected(ops, modules, gradgrad):
     """Write expected.json: the not-passing entries of each kind, sorted, one per line."""
     lines = ["{"]
-    for i, (kind, entries) in enumerate((("ops", ops), ("modules", modules))):
+    kinds = (("ops", ops), ("modules", modules), ("gradgrad", gradgrad))
+    for i, (kind, entries) in enumerate(kinds):
         lines.append(f' "{kind}": {{')
         items = sorted(entries.items())
         for j, (key, reason) in enumerate(items):
             comma = "," if j < len(items) - 1 else ""
             lines.append(f"  {json.dumps(key)}: {json.dumps(reason)}{comma}")
-        lines.append(" }," if i == 0 else " }")
+        lines.append(" }," if i < len(kinds) - 1 else " }")
     lines.append("}")
     EXPECTED_PATH.write_text("\n".join(lines) + "\n")

@@ -40,12 +40,31 @@ def test_moduleinfo(key):
     check_expectation(key, db_check.check_module(MODULES[key]), EXPECTED["modules"].get(key))
 
 
+@pytest.mark.parametrize("key", list(OPS))
+def test_opinfo_gradgrad(key):
+    result, listed = db_check.check_op_gradgrad(OPS[key]), EXPECTED["gradgrad"].get(key)
+    if listed is None:
+        assert result is None, f"{key} {result}: fix it, or list it under gradgrad in expected.json ({UPDATE})"
+    elif result is None:
+        pytest.fail(f"{key}'s gradients of gradients now pass: remove its gradgrad line from expected.json ({UPDATE})")
+
+
+def test_gradgrad_compares_second_order_ops():
+    # the check must really compare (not skip everything): the ops whose gradients depend on their inputs
+    for key in ("tanh", "nn.functional.gelu", "matmul", "nn.functional.conv2d", "nn.functional.max_pool2d",
+                "nn.functional.scaled_dot_product_attention", "cumprod", "linalg.pinv", "softmax", "log_softmax", "nn.functional.layer_norm"):
+        db_check.GRADGRAD_CHECKED.discard(key)
+        assert db_check.check_op_gradgrad(OPS[key]) is None
+        assert key in db_check.GRADGRAD_CHECKED, f"{key}: no sample compared"
+
+
 def test_expected_names_only_database_entries():
-    stale = sorted(set(EXPECTED["ops"]) - set(OPS)) + sorted(set(EXPECTED["modules"]) - set(MODULES))
+    stale = (sorted(set(EXPECTED["ops"]) - set(OPS)) + sorted(set(EXPECTED["modules"]) - set(MODULES))
+             + sorted(set(EXPECTED["gradgrad"]) - set(OPS)))
     assert not stale, f"expected.json lists entries the databases no longer have: {stale} ({UPDATE})"
 
 
 def test_expected_reasons_are_missing_or_fails():
-    bad = [f"{k}: {r}" for kind in ("ops", "modules") for k, r in EXPECTED[kind].items()
+    bad = [f"{k}: {r}" for kind in ("ops", "modules", "gradgrad") for k, r in EXPECTED[kind].items()
            if r != "missing" and not r.startswith("fails: ")]
     assert not bad, f"each reason is 'missing' or 'fails: <why>': {bad}"

@@ -3,6 +3,7 @@
     python3 tests/python/conformance/update_expected.py          # rewrite expected.json, print the counts
     python3 tests/python/conformance/update_expected.py --counts # print the counts only
 
+It also checks gradients of gradients (create_graph=True) on each OpInfo's first float64 samples, against PyTorch's.
 Run it after adding or fixing an op or module: test_conformance.py fails while the file lists
 something that now passes, or misses something that fails.
 """
@@ -38,11 +39,15 @@ def main():
             results[key] = check(info)
             if args.verbose:
                 print(f"{time.perf_counter() - start:7.3f}s {key}: {results[key] or 'pass'}", flush=True)
+    gradgrad = {key: db_check.check_op_gradgrad(op) for key, op in ops.items()}
     print(summary("OpInfo", op_results))
     print(summary("ModuleInfo", module_results))
+    compared = {k: r for k, r in gradgrad.items() if k in db_check.GRADGRAD_CHECKED or r is not None}
+    print(summary("OpInfo gradients of gradients (ops with second-order terms)", compared))
     if not args.counts:
         db_check.write_expected({k: r for k, r in op_results.items() if r is not None},
-                                {k: r for k, r in module_results.items() if r is not None})
+                                {k: r for k, r in module_results.items() if r is not None},
+                                {k: r for k, r in gradgrad.items() if r is not None})
         print(f"wrote {db_check.EXPECTED_PATH}")
     return 0
 
