@@ -248,3 +248,31 @@ def test_an_op_without_a_second_derivative_says_so():
     x = rill.tensor([0.5, 1.5], dtype=rill.float64, requires_grad=True)
     with pytest.raises(NotImplementedError, match="not implemented"):
         rill.special.modified_bessel_i1(x).sum().backward()
+
+
+@pytest.mark.parametrize("name", ["lstm", "gru", "conv_bn_pool"])
+def test_input_gradient_penalty_through_modules_matches_torch(name):
+    makers = {
+        "lstm": (lambda L: L.nn.LSTM(4, 5, num_layers=2, batch_first=True), (2, 3, 4)),
+        "gru": (lambda L: L.nn.GRU(4, 5, bidirectional=True), (3, 2, 4)),
+        "conv_bn_pool": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 3, 3), L.nn.BatchNorm2d(3), L.nn.ReLU(),
+                                                   L.nn.MaxPool2d(2), L.nn.Flatten(), L.nn.Linear(12, 2)),
+                         (2, 2, 6, 6)),
+    }
+    make, shape = makers[name]
+
+    def run(lib):
+        lib.manual_seed(0)
+        m = make(lib).double()
+        x = lib.tensor(np.random.RandomState(0).randn(*shape), requires_grad=True)
+        out = m(x)
+        out = out[0] if isinstance(out, tuple) else out
+        (g,) = lib.autograd.grad((out ** 2).sum(), x, create_graph=True)
+        penalty = (g ** 2).sum()
+        penalty.backward()
+        return penalty.item(), [p.grad.numpy() for p in m.parameters()]
+
+    (rp, rg), (tp, tg) = run(rill), run(torch)
+    assert rp == pytest.approx(tp, rel=1e-12)
+    for a, b in zip(rg, tg):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
