@@ -77,7 +77,10 @@ namespace {
 // forward (a branch per element) costs 20x oneDNN's, so the pair is 10x faster.
 // The forward uses forward_training even without autograd: forward_inference
 // saves ~20% of the forward and would need an op of its own. The loops write
-// their own workspace format (the maximum's offset in its window), so a
+// their own workspace format (the maximum's offset in its window; oneDNN's
+// entries are the same offsets, kh * kernel_w + kw, which max pooling's second
+// derivative reads: autograd/conv.cpp, checked on both paths by
+// test_create_graph.py), so a
 // workspace must be read by the path that wrote it: both passes decide by dtype,
 // input size and geometry alone, the primitive over all planes standing for the
 // pieces (oneDNN refuses a descriptor, never a channel count), and oneDNN's
