@@ -102,6 +102,18 @@ def random_pair(shape, dtype, seed=0, **kwargs):
     return pair(make_array(shape, dtype, seed, **kwargs), dtype)
 
 
+def to_rill(t):
+    """A rill copy of torch tensor t."""
+    return rill.tensor(t.detach().numpy().copy())
+
+
+def same(actual, expected, **tols):
+    """rill actual equals torch expected in dtype, shape and values (within tols)."""
+    assert str(actual.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    assert tuple(actual.shape) == tuple(expected.shape)
+    np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(), **tols)
+
+
 def to_numpy(t):
     """A numpy copy of a rill or torch tensor (bfloat16 values as float32)."""
     if dtype_name(t.dtype) == "bfloat16":

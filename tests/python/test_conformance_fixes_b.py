@@ -1,19 +1,9 @@
 """Argument forms and edge cases found by PyTorch's OpInfo/ModuleInfo samples, checked against PyTorch."""
-import numpy as np
 import pytest
 import torch
 
 import rill
-
-
-def to_rill(t):
-    return rill.tensor(t.detach().numpy().copy())
-
-
-def same(actual, expected, **tols):
-    assert str(actual.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
-    assert tuple(actual.shape) == tuple(expected.shape)
-    np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(), **tols)
+from conftest import same, to_rill
 
 
 @pytest.mark.parametrize("args, dtype", [((True, 5), None), ((False, True, True), "float32"),

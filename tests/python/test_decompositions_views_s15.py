@@ -11,16 +11,7 @@ import rill
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "conformance"))
 import db_check  # noqa: E402
-
-
-def to_rill(t):
-    return rill.tensor(t.detach().numpy().copy())
-
-
-def same(actual, expected, **tols):
-    assert str(actual.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
-    assert tuple(actual.shape) == tuple(expected.shape)
-    np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(), **tols)
+from conftest import same, to_rill  # noqa: E402
 
 
 def same_up_to_column_signs(actual, expected, **tols):
