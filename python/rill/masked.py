@@ -121,9 +121,13 @@ def norm(input, ord=2.0, dim=None, *, keepdim=False, dtype=None, mask=None):
 
 
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
-    """log(sum(exp(x))) over the unmasked elements (-inf where all are masked)."""
-    x, m = _prepare(input, mask, dtype)
-    return rill.logsumexp(_filled(x, m, _lowest(x.dtype)), _dims(dim, x.dim()), keepdim)
+    """log(sum(exp(x))) over the unmasked elements (-inf where all are masked), computed in input's dtype and
+    returned in dtype (input's by default). As in PyTorch, an integer input gives an integer result (the float
+    logsumexp truncated), and its masked elements count as the dtype's lowest value, so an all-masked uint8 row
+    of three gives int(log(3)) = 1."""
+    x, m = _prepare(input, mask, None)
+    out = rill.logsumexp(_filled(x, m, _lowest(x.dtype)), _dims(dim, x.dim()), keepdim)
+    return out.to(input.dtype if dtype is None else dtype)
 
 
 def cumsum(input, dim, *, dtype=None, mask=None):

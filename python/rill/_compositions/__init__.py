@@ -49,11 +49,16 @@ _INPLACE = {"deg2rad_": deg2rad, "rad2deg_": rad2deg, "frac_": frac, "xlogy_": x
             "conj_physical_": conj_physical}
 
 
-def _inplace(fn):
+def _inplace(fn, resize=False):
+    """fn as an in-place method: its result copied into self. resize: self takes the result's shape first when
+    they differ, as PyTorch's addbmm_ does (it writes through addbmm's out= form, which resizes its output, so
+    an input that only broadcasts to the result, shape [1] for a [5, 10] result, grows to [5, 10])."""
     def method(self, *args, **kwargs):
         result = fn(self, *args, **kwargs)
         if result.dtype != self.dtype and not can_cast(result.dtype, self.dtype):
             raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output type {self.dtype}")
+        if resize and tuple(result.shape) != tuple(self.shape):
+            self.resize_(tuple(result.shape))
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(result.shape)}")
@@ -99,7 +104,7 @@ if not hasattr(Tensor, "mH"):
     Tensor.H = property(lambda self: self.t(), doc="The transpose of a matrix (the conjugate transpose of a real one).")
 for _name, _fn in _INPLACE.items():
     if not hasattr(Tensor, _name):
-        setattr(Tensor, _name, _inplace(_fn))
+        setattr(Tensor, _name, _inplace(_fn, resize=_name == "addbmm_"))
 
 __all__ = [*creation.__all__, *native.__all__, *numeric.__all__, *pointwise.__all__, *products.__all__,
            *reductions.__all__, *segment.__all__, *shape.__all__,

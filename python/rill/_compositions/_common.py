@@ -47,3 +47,15 @@ def _along(mask_1d, dim, ndim):
 
 def _false_like(x):
     return rill.zeros(tuple(x.shape), dtype=rill.bool)
+
+
+def _to_integer(value, dtype):
+    """A Python number converted to an integer dtype as PyTorch converts a Scalar argument, else RuntimeError: a
+    float must lie in the dtype's range (it is then truncated); an int may also be negative down to -max for an
+    unsigned dtype, where it wraps (-7 is 249 in uint8)."""
+    info = rill.iinfo(dtype)
+    low = -info.max if info.min == 0 and not isinstance(value, float) else info.min
+    if not low <= value <= info.max:
+        raise RuntimeError(f"value cannot be converted to type {str(dtype).split('.')[-1]} without overflow")
+    v = int(value)
+    return v % (info.max + 1) if v < 0 and info.min == 0 else v

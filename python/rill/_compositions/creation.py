@@ -1,6 +1,9 @@
 """Creation functions: eye, linspace, logspace, tril/triu_indices, ..."""
+import math
+
 import rill
 from rill._C import Tensor
+from rill._compositions._common import _to_integer
 
 
 # --- creation ------------------------------------------------------------------------------------------------------
@@ -67,9 +70,36 @@ def _linspace_in(start, end, steps, dtype):
 def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
     """base ** linspace(start, end, steps)."""
     dtype = dtype if dtype is not None else rill.get_default_dtype()
+    if not dtype.is_floating_point and dtype != rill.bool and steps >= 1:
+        return _integer_logspace(_scalar(start), _scalar(end), steps, base, dtype)
     exponents = linspace(start, end, steps, dtype=rill.float64)
     out = rill.pow(rill.full((steps,), float(base), dtype=rill.float64), exponents).to(dtype)
     return out.requires_grad_() if requires_grad else out
+
+
+def _integer_logspace(start, end, steps, base, dtype):
+    """logspace's integer values as PyTorch's CPU kernel computes them: start and end converted to dtype first
+    (logspace(0, 1.2, 2) is [1, 10]), the step, each exponent (the first half counted from start, the rest from
+    end) and the power in float64, and the power converted to dtype as x86 does: truncated through int32 for the
+    narrower dtypes (int8 keeps the low bits of 1000: -24), and the int32 (int64) minimum where it does not fit
+    (NaN included)."""
+    if steps == 1:  # base ** start in float64, held by dtype or refused (as fill_ refuses it)
+        try:
+            value = float(base) ** float(start)
+        except (ZeroDivisionError, OverflowError):
+            value = math.inf
+        return rill.full((1,), value if isinstance(value, float) else math.nan, dtype=dtype)  # complex: NaN
+    lo, hi = _to_integer(start, dtype), _to_integer(end, dtype)
+    index = rill.arange(steps)
+    step = (hi - lo) / (steps - 1)
+    from_start = lo + step * index.double()
+    from_end = hi - step * (steps - 1 - index).double()
+    exponents = rill.where(index < steps // 2, from_start, from_end)
+    values = rill.pow(rill.full((steps,), float(base), dtype=rill.float64), exponents)
+    bits = 63 if dtype == rill.int64 else 31
+    fits = rill.isfinite(values) & (values >= -2.0 ** bits) & (values < 2.0 ** bits)
+    return rill.where(fits, rill.trunc(values), -2.0 ** bits).to(rill.int64).to(dtype)
+
 
 def _strided_extent(size, stride, name):
     size, stride = [int(n) for n in size], [int(st) for st in stride]

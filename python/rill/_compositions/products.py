@@ -8,7 +8,7 @@ import numbers
 import rill
 from rill._C import Tensor
 from rill.amp.autocast_mode import _lower_precision_policy
-from rill._compositions._common import _dim, _opmath
+from rill._compositions._common import _dim, _opmath, _to_integer
 
 
 # --- products ------------------------------------------------------------------------------------------------------
@@ -19,7 +19,11 @@ def _matmul(a, b):
 
 
 def _scaled_sum(input, product, beta, alpha):
-    """beta * input + alpha * product; input is ignored (NaNs included) when beta is 0."""
+    """beta * input + alpha * product; input is ignored (NaNs included) when beta is 0. For integer tensors beta
+    and alpha are truncated to integers first, as PyTorch casts them to the integer dtype (beta=0.2 drops input,
+    alpha=2.6 doubles the product; -1.5 is refused for uint8), so the result stays integer."""
+    if not product.dtype.is_floating_point and product.dtype != rill.bool:
+        beta, alpha = _to_integer(beta, product.dtype), _to_integer(alpha, product.dtype)
     product = product if alpha == 1 else product * alpha
     if beta == 0:
         return product + rill.zeros_like(input) if input.dim() > product.dim() else product
@@ -159,11 +163,23 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 @_lower_precision_policy
-@_opmath
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (the sum over the batch of batch1 @ batch2)."""
     _check_dims("addbmm", batch1=(batch1, 3), batch2=(batch2, 3))
-    return _scaled_sum(input, _matmul(batch1, batch2).sum(0), beta, alpha)
+    if batch1.dtype in (rill.float16, rill.bfloat16) and batch1.shape[0] > 0:
+        # PyTorch adds one batch at a time (an addmm each, beta for the first only), so a 16-bit result is
+        # rounded to its dtype after every batch; summing in float32 first would differ in the last bit
+        out = addmm(input, batch1[0], batch2[0], beta=beta, alpha=alpha)
+        for b in range(1, batch1.shape[0]):
+            out = addmm(out, batch1[b], batch2[b], alpha=alpha)
+        return out
+    return _addbmm_summed(input, batch1, batch2, beta, alpha)
+
+
+@_opmath
+def _addbmm_summed(input, batch1, batch2, beta, alpha):
+    products = _matmul(batch1, batch2)
+    return _scaled_sum(input, products.sum(0).to(products.dtype), beta, alpha)  # integer sums stay in their dtype
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):

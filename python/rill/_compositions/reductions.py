@@ -5,6 +5,7 @@ import collections
 
 import rill
 from rill._C import Tensor
+from rill._compositions import _introsort
 from rill._compositions._common import _along, _dim, _float, _inf, _opmath
 from rill._compositions.pointwise import isfinite, isnan
 from rill._compositions.shape import diff
@@ -387,22 +388,46 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 def mode(input, dim=-1, keepdim=False):
-    """The most frequent value along dim (the smallest of equally frequent ones) and the last index it is at."""
+    """The most frequent value along dim (the smallest of equally frequent ones) and the index PyTorch's CPU
+    kernel reports for it: the last one up to 16 elements, otherwise the one std::sort's unstable order leaves
+    last (_introsort)."""
     d = _dim(dim, input.dim())
     x = (input if input.dim() else input.reshape(1)).movedim(d, -1)
     equal_to = x.unsqueeze(-1) == x.unsqueeze(-2)
     counts = equal_to.sum(-1)
-    best = counts == counts.amax(-1, keepdim=True)
+    top = counts.amax(-1, keepdim=True)
+    best = counts == top
     sorted_values = rill.sort(x, -1)[0]
     big = sorted_values[..., -1:]
     value = rill.where(best, x, big).amin(-1, keepdim=True)
     n = x.shape[-1]
     index = rill.where(x == value, rill.arange(n), -1).amax(-1, keepdim=True)
+    index = _sorted_tie_index(x, index, top)
     value = rill.take_along_dim(x, index, -1)
     value, index = value.movedim(-1, d), index.movedim(-1, d)
     if not keepdim or not input.dim():
         value, index = value.squeeze(d), index.squeeze(d)
     return _median_type["mode"](value, index)
+
+
+def _sorted_tie_index(x, index, top):
+    """index with each row whose mode is tied beyond 16 elements (where std::sort is unstable), or that holds a
+    NaN (which no order sorts), replaced by the index PyTorch's std::sort leaves last in the mode's run."""
+    n = x.shape[-1]
+    if n == 0:
+        return index
+    replay = top.reshape(-1) > (1 if n > _introsort._THRESHOLD else n)
+    if x.is_floating_point():
+        replay = replay | isnan(x).reshape(-1, n).any(-1)
+    rows = replay.nonzero().reshape(-1).tolist()
+    if not rows:
+        return index
+    flat = x.detach().reshape(-1, n)
+    flat = flat.double() if flat.dtype in (rill.float16, rill.bfloat16) else flat  # exact, compared as PyTorch does
+    picked = index.reshape(-1).tolist()
+    for r in rows:
+        picked[r] = _introsort.mode_index(flat[r].tolist())
+    return rill.tensor(picked, dtype=rill.int64).reshape(tuple(index.shape))
 
 __all__ = [_n for _n, _v in list(globals().items())
            if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]

@@ -76,10 +76,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         return rill.stack(out) if out else rill.zeros((0, dim), dtype=weight.dtype)
     sel = np.nonzero(keep)[0]
     picked = rows.index_select(0, rill.tensor(sel, dtype=rill.int64))
+    # PyTorch sums float16 rows (and their products with per_sample_weights) in float32, rounding once
+    wide = mode == "sum" and weight.dtype == rill.float16
+    picked = picked.float() if wide else picked
     if psw is not None:
         picked = picked * psw.index_select(0, rill.tensor(sel, dtype=rill.int64)).to(picked.dtype).unsqueeze(1)
-    out = rill.zeros((num_bags, dim), dtype=weight.dtype).index_add(0, rill.tensor(bag_of[sel], dtype=rill.int64),
-                                                                     picked)
+    out = rill.zeros((num_bags, dim), dtype=picked.dtype).index_add(0, rill.tensor(bag_of[sel], dtype=rill.int64),
+                                                                    picked).to(weight.dtype)
     if mode == "mean":
         counts = np.bincount(bag_of[sel], minlength=num_bags).astype(np.float64)
         out = out / rill.tensor(np.maximum(counts, 1.0)[:, None], dtype=out.dtype)

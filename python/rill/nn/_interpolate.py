@@ -86,6 +86,58 @@ def _aa_matrix(out_size, in_size, scale, mode, align_corners):
     return m
 
 
+def _uint8_weights(out_size, in_size, scale, mode, align_corners, antialias):
+    """(out_size, in_size) int16-valued weights and their fixed-point shift for PyTorch's uint8 bilinear/bicubic
+    CPU kernels (Pillow's scheme). The taps are the antialias kernel's window (without antialias: the filter
+    unstretched, centred half a pixel off with align_corners), normalised to sum to 1, except non-antialiased
+    bicubic, which replicates the border as the float kernel does; then scaled by 2 ** shift, the largest
+    shift (at most 22) keeping twice the largest weight below 2 ** 15, and rounded half away from zero."""
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    m = np.zeros((out_size, in_size))
+    if mode == "bicubic" and not antialias:
+        rows = np.arange(out_size)
+        src = rows * ratio if align_corners else (rows + 0.5) * ratio - 0.5
+        base = np.floor(src).astype(np.int64)
+        for offset, w in zip((-1, 0, 1, 2), _cubic_weights(src - base)):
+            np.add.at(m, (rows, np.clip(base + offset, 0, in_size - 1)), w)
+    else:
+        stretch = antialias and ratio >= 1.0
+        half = 1.0 if mode == "bilinear" else 2.0
+        support, invscale = (half * ratio, 1.0 / ratio) if stretch else (half, 1.0)
+        delta = 0.5 if align_corners and not antialias else 0.0
+        filt = _aa_filter(mode)
+        for i in range(out_size):
+            center = ratio * (i + 0.5 - delta)
+            lo = max(int(center - support + 0.5 + delta), 0)
+            hi = min(int(center + support + 0.5 + delta), in_size)
+            w = filt((np.arange(lo, hi) - center + 0.5 - delta) * invscale)
+            total = w.sum()
+            m[i, lo:hi] = w / total if total != 0 else w
+    largest = m.max() if m.size else 0.0
+    shift = 0
+    while shift < 22 and int(0.5 + largest * (1 << (shift + 1))) < (1 << 15):
+        shift += 1
+    scaled = m * (1 << shift)
+    return np.trunc(scaled + np.where(scaled < 0, -0.5, 0.5)), shift
+
+
+def _resize_uint8(input, sizes, scales, mode, align_corners, antialias):
+    """uint8 bilinear/bicubic resize as PyTorch's CPU kernels compute it: in fixed point (_uint8_weights), the
+    width pass first and then the height pass, each skipped when its size is unchanged, each sum rounded
+    (half up) by the shift and saturated to [0, 255]. Exact: the integer sums stay far below 2 ** 53."""
+    x = input.double()
+    for d in (1, 0):
+        if sizes[d] == input.shape[2 + d]:
+            continue
+        weights, shift = _uint8_weights(sizes[d], input.shape[2 + d], scales[d], mode, align_corners, antialias)
+        x = (x.movedim(d + 2, -1) @ rill.tensor(weights.T)).movedim(-1, d + 2)
+        x = rill.clamp(rill.floor((x + (1 << shift >> 1)) / (1 << shift)), 0, 255)
+    return x.to(rill.uint8).contiguous()
+
+
 _INTERPOLATE_MODES = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": (1, 2, 3), "linear": (1,),
                       "bilinear": (2,), "bicubic": (2,), "trilinear": (3,)}
 
@@ -95,7 +147,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """Resize the spatial dims of a 3-D (N, C, W), 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input: mode 'nearest',
     'nearest-exact' or 'area' for any of them, 'linear' (3-D), 'bilinear' or 'bicubic' (4-D, antialiased with
     antialias=True), 'trilinear' (5-D), to size or by scale_factor. Computed as products with one interpolation matrix per spatial dim, so
-    the gradient is their transpose; integer inputs are computed in float64 and rounded as PyTorch does."""
+    the gradient is their transpose; integer inputs are computed in float64 and rounded as PyTorch does (uint8
+    bilinear/bicubic: in PyTorch's fixed point, _resize_uint8)."""
     spatial = input.ndim - 2
     if mode not in _INTERPOLATE_MODES:
         raise NotImplementedError(f"Input Error: got mode '{mode}'; expected one of {', '.join(_INTERPOLATE_MODES)}")
@@ -126,6 +179,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             scales = [None] * spatial
     if any(s <= 0 for s in sizes):
         raise RuntimeError(f"[interpolate] output sizes should be greater than 0, got {sizes}")
+    if input.dtype == rill.uint8 and mode in ("bilinear", "bicubic"):
+        return _resize_uint8(input, sizes, [None] * 2 if align_corners else scales, mode, bool(align_corners),
+                             antialias)
     integer = not input.dtype.is_floating_point
     # integers in float64, 16-bit floats in float32: one rounding at the end, as PyTorch's kernels
     x = input.double() if integer else input.float() if input.dtype in (rill.float16, rill.bfloat16) else input
@@ -155,6 +211,8 @@ def _upsample_bilinear2d_aa(input, output_size=None, align_corners=False, scale_
     if scales == [None, None]:
         return interpolate(input, size=list(output_size), mode="bilinear", align_corners=align_corners,
                            antialias=True)
+    if input.dtype == rill.uint8:
+        return _resize_uint8(input, [int(n) for n in output_size], scales, "bilinear", bool(align_corners), True)
     integer = not input.dtype.is_floating_point
     x = input.double() if integer else input.float() if input.dtype in (rill.float16, rill.bfloat16) else input
     info = np.iinfo(str(input.dtype).split(".")[-1]) if integer else None

@@ -795,7 +795,12 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     window = sq.narrow(-1, 0, c)
     for j in range(1, size):
         window = window + sq.narrow(-1, j, c)
-    div = (window.movedim(-1, 1) * (alpha / size) + k) ** beta
+    window = window.movedim(-1, 1)
+    if input.dtype.is_floating_point:
+        div = (window * (alpha / size) + k) ** beta
+    else:
+        # PyTorch averages the squares with an integer avg_pool, which truncates the mean before alpha scales it
+        div = (rill.div(window, size, rounding_mode="trunc") * alpha + k) ** beta
     return input / div
 
 

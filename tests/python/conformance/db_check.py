@@ -98,7 +98,8 @@ OPINFO_WRAPPERS = {"max_pool2d_with_indices_backward": _max_pool2d_backward}
 DROPOUT_ARG = {"nn.functional.multi_head_attention_forward": 9}
 # Ops whose OpInfo lambda takes the tensor first but whose function takes it second (polygamma(n, input),
 # where(condition, input, other), einsum(equation, tensors), embedding(indices, weight)).
-INPUT_SECOND = {"polygamma", "special.polygamma", "where", "einsum", "nn.functional.embedding"}
+INPUT_SECOND = {"polygamma", "special.polygamma", "where", "einsum", "nn.functional.embedding",
+                "nn.functional.embedding_bag"}
 # OpInfo variants whose op is a lambda composing the function with other ops: the same composition in rill.
 VARIANT_LAMBDAS = {
     "linalg.pinv.singular": lambda a, b: rill.linalg.pinv(a @ b.mT),
