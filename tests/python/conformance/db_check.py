@@ -26,6 +26,11 @@ Per ModuleInfo: float32 and float64 where the ModuleInfo supports them, in train
 module built from each module input's constructor arguments, PyTorch's state_dict loaded into
 rill's module, forward outputs compared, then on float64 the gradients of the summed outputs with
 respect to the inputs and the parameters.
+Gradients of gradients (check_op_gradgrad, check_module_gradgrad), on the first GRADGRAD_SAMPLES float64
+samples of each OpInfo that supports gradgrad and of each ModuleInfo: the first-order gradients taken with
+create_graph=True, then the gradient of their sum weighted by fixed uneven weights, against PyTorch's (but at
+points where the second derivative is undefined: GRADGRAD_UNDEFINED); expected.json lists what fails under
+"gradgrad".
 
 Samples: at most SAMPLES_PER_DTYPE per op (or module) and dtype, and GRAD_SAMPLES for
 gradients, the first ones the database yields, so the suite stays inside CI's time (today's
@@ -880,6 +885,66 @@ def check_module(info, samples_per_dtype=SAMPLES_PER_DTYPE):
             return f"fails: {str(dtype).split('.')[-1]} {e}"
     if checked == 0:
         return f"fails: no input checked ({skipped})"
+    return None
+
+
+def check_module_gradgrad(info, samples=GRADGRAD_SAMPLES):
+    """None if rill's gradients of gradients (create_graph=True) with respect to the inputs and parameters agree
+    with PyTorch's on the ModuleInfo's first float64 inputs (or there is nothing to compare); else "fails: ..."."""
+    cls = rill_module_class(info)
+    if cls is None or info.name in RANDOM_MODULES or torch.float64 not in info.dtypes:
+        return None
+    try:
+        module_inputs = info.module_inputs_func(info, device="cpu", dtype=torch.float64, requires_grad=True,
+                                                training=True)[:samples]
+    except Exception:
+        return None
+    for module_input in module_inputs:
+        ctor, fwd = module_input.constructor_input, module_input.forward_input
+        weights = []
+        try:
+            torch.manual_seed(0)
+            tm = info.module_cls(*ctor.args, **ctor.kwargs).to(torch.float64)
+            leaves = {}
+            to_rill((ctor.args, ctor.kwargs), leaves)
+            to_rill((fwd.args, fwd.kwargs), leaves)
+            inputs = [t for t, _ in leaves.values() if t.requires_grad]
+            names = [n for n, p in tm.named_parameters() if p.requires_grad]
+            tparams = dict(tm.named_parameters())
+            outs = floating_tensors(tm(*fwd.args, **fwd.kwargs))
+            if not outs or not (inputs or names):
+                continue
+            expected = _second_order(torch, outs, inputs + [tparams[n] for n in names],
+                                     lambda first: weights.extend(
+                                         None if g is None else _weights(g.detach()) for g in first) or weights)
+            if expected is None:
+                continue
+        except Exception:
+            continue
+        GRADGRAD_CHECKED.add(info.name)
+        try:
+            cargs = to_rill((ctor.args, ctor.kwargs), leaves)
+            fargs = to_rill((fwd.args, fwd.kwargs), leaves)
+            rm = cls(*cargs[0], **cargs[1]).to(rill.float64)
+            rm.load_state_dict({k: to_rill(v.detach(), {}) for k, v in tm.state_dict().items()})
+            rparams = dict(rm.named_parameters())
+            routs = floating_tensors(rm(*fargs[0], **fargs[1]))
+            rleaves = [r for t, r in leaves.values() if t.requires_grad] + [rparams[n] for n in names]
+            got = _second_order(rill, routs, rleaves,
+                                lambda first: [None if w is None else rill.tensor(w.numpy()) for w in weights])
+        except Exception as e:
+            return f"fails: gradgrad: {short(e)}"
+        got = [None] * len(expected) if got is None else got
+        for name, g, e in zip([f"input {i}" for i in range(len(inputs))] + names, got, expected):
+            if e is None and g is None:
+                continue
+            g = to_torch(g) if g is not None else None
+            e = torch.zeros_like(g) if e is None else e
+            g = torch.zeros_like(e) if g is None else g
+            try:
+                assert_same(g, e, torch_comparison._DTYPE_PRECISIONS, what=f"gradgrad of {name}")
+            except Mismatch as m:
+                return f"fails: {m}"
     return None
 
 

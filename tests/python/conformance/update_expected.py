@@ -40,10 +40,11 @@ def main():
             if args.verbose:
                 print(f"{time.perf_counter() - start:7.3f}s {key}: {results[key] or 'pass'}", flush=True)
     gradgrad = {key: db_check.check_op_gradgrad(op) for key, op in ops.items()}
+    gradgrad.update({name: db_check.check_module_gradgrad(info) for name, info in modules.items()})
     print(summary("OpInfo", op_results))
     print(summary("ModuleInfo", module_results))
     compared = {k: r for k, r in gradgrad.items() if k in db_check.GRADGRAD_CHECKED or r is not None}
-    print(summary("OpInfo gradients of gradients (ops with second-order terms)", compared))
+    print(summary("Gradients of gradients (OpInfos and ModuleInfos with second-order terms)", compared))
     if not args.counts:
         db_check.write_expected({k: r for k, r in op_results.items() if r is not None},
                                 {k: r for k, r in module_results.items() if r is not None},
