@@ -181,25 +181,3 @@ def _install_gather():
 
 
 _install_gather()
-
-
-# --- base ** integer tensor with negative exponents ---------------------------------------------------------------
-def _rpow_allowing_negative(plain):
-    def __rpow__(self, other):
-        import rill
-        signed = self.dtype in (rill.int8, rill.int16, rill.int32, rill.int64)
-        if not signed or not isinstance(other, (Tensor, int, float)) or rill.result_type(self, other).is_floating_point:
-            return plain(self, other)
-        # PyTorch gives 1 / base ** -e truncated for an integer power with a negative exponent tensor: 1 for a
-        # base of 1, +-1 for -1 (by the exponent's parity), 0 otherwise (base 0 too); only a negative Python
-        # number as the exponent is refused (the kernel refuses any negative exponent: it never sees one here)
-        powers = plain(self.clamp_min(0), other)
-        base = other.to(powers.dtype) if isinstance(other, Tensor) else rill.tensor(other, dtype=powers.dtype)
-        odd = rill.remainder(self, 2) != 0
-        reciprocal = rill.where(base == 1, 1, rill.where(base == -1, rill.where(odd, -1, 1), 0)).to(powers.dtype)
-        return rill.where(self < 0, reciprocal, powers)
-    __rpow__.__doc__ = "other ** self."
-    return __rpow__
-
-
-Tensor.__rpow__ = _rpow_allowing_negative(Tensor.__rpow__)

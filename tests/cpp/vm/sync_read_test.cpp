@@ -10,6 +10,7 @@
 #include "rill/vm/config.h"
 #include "rill/vm/virtual_machine.h"
 #include "rill/util/env.h"
+#include "../values.h"
 
 // Count heap allocations made by a thread while it asks to (the whole test binary shares these).
 namespace {
@@ -97,8 +98,8 @@ TEST(SyncRead, FinishedProducerIsReadWithoutTheVM) {
 
 TEST(SyncRead, PoisonIsRaised) {
   Tensor base = eager::full({1}, Scalar(int64_t{2}), DType::kInt64);
-  Tensor bad = eager::binary(eager::op("pow"), base, eager::full({1}, Scalar(int64_t{-1}), DType::kInt64));
-  EXPECT_THROW(read<int64_t>(bad), Error);
+  Tensor bad = test::failing_kernel({1});
+  EXPECT_THROW(read<float>(bad), Error);
   EXPECT_EQ(read<int64_t>(base), 2);  // the VM keeps going
 }
 
@@ -120,9 +121,8 @@ TEST(SyncRead, MarkersCompletedOnTheWorker) {
     through_vm += vm_read;
     if (i % 100 == 0) vm::synchronize();  // a sync_all marker that follows only worker 0
   }
-  Tensor bad = eager::binary(eager::op("pow"), eager::full({1}, Scalar(int64_t{2}), DType::kInt64),
-                             eager::full({1}, Scalar(int64_t{-1}), DType::kInt64));
-  EXPECT_THROW(read<int64_t>(bad), Error);  // poison reaches a marker the worker completes
+  Tensor bad = test::failing_kernel({1});
+  EXPECT_THROW(read<float>(bad), Error);  // poison reaches a marker the worker completes
   EXPECT_EQ(read<float>(eager::binary(add, x, one)), 501.0f);
   env::set_override("RILL_VM_COMPUTE_ON_WORKER_THREAD", std::nullopt);
   if (vm::config().multi_thread) {

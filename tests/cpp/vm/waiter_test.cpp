@@ -11,6 +11,7 @@
 #include "rill/eager/functional.h"
 #include "rill/util/env.h"
 #include "rill/vm/virtual_machine.h"
+#include "../values.h"
 
 namespace rill {
 namespace {
@@ -112,7 +113,7 @@ TEST_F(VMWaiter, KeepsOrderAndPoisonWhenWaitersRunBatches) {
         if (i % 200 == 0) {
           // A kernel error raised at a sync point after a waiter ran it: its dependents are poisoned.
           Tensor base = eager::full({4}, Scalar(int64_t{2}), DType::kInt64);
-          Tensor bad = eager::binary(eager::op("pow"), base, eager::full({4}, Scalar(int64_t{-1}), DType::kInt64));
+          Tensor bad = test::failing_kernel({4});
           Tensor later = eager::binary(eager::op("add"), bad, base);
           try {
             vm::wait_readable(later);
@@ -181,18 +182,16 @@ TEST_F(VMWaiter, ErrorsOfATakenOverQueueReachTheNextSyncPoint) {
   waiters_poll();
   int tid = vm::reserve_thread_id();
   vm::set_current_thread_id(tid);
-  const OpSchema& pow = eager::op("pow");
   Tensor base = eager::full({4}, Scalar(int64_t{2}), DType::kInt64);
-  Tensor minus_one = eager::full({4}, Scalar(int64_t{-1}), DType::kInt64);
   int unraised = 0, unreported = 0, wrong = 0;
   for (int i = 0; i < 50; ++i) {
-    Tensor later = eager::binary(eager::op("add"), eager::binary(pow, base, minus_one), base);
+    Tensor later = eager::binary(eager::op("add"), test::failing_kernel({4}), base);
     try {
       vm::wait_readable(later);
       ++unraised;
     } catch (const Error&) {
     }
-    eager::binary(pow, base, minus_one);  // read by nobody: reported by synchronize()
+    test::failing_kernel({4});  // read by nobody: reported by synchronize()
     Tensor fine = eager::binary(eager::op("add"), base, base);
     if (read_float(eager::to_dtype(fine, DType::kFloat32)) != 4.0f) ++wrong;  // touches no poison: no error
     try {

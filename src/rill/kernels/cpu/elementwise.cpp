@@ -104,13 +104,9 @@ struct Pow {
       return a || !b;
     } else {
       if constexpr (std::is_signed_v<T>) {
-        // PyTorch gives 0 here (1 / a^-b truncated) for |a| > 1; rill raises instead
-        // (tests/cpp/eager/eager_test.cpp, Eager.ErrorsAreTyped, pins this).
-        if (b < 0) {
-          RILL_CHECK(a == 1 || a == -1, Runtime, "[pow] integers to negative integer powers are not "
-                     "allowed; convert the base to float first");
-          return (a == 1 || b % 2 == 0) ? T(1) : T(-1);
-        }
+        // 1 / a^-b truncated, as PyTorch: 1 for a == 1, +-1 for a == -1 (by b's parity), 0 otherwise (a == 0
+        // too). Only a negative Python number as the exponent is refused (binary_scalar_kernel, as PyTorch).
+        if (b < 0) return a == 1 ? T(1) : a == -1 ? (b % 2 == 0 ? T(1) : T(-1)) : T(0);
       }
       // Square-and-multiply in unsigned arithmetic, so overflow wraps instead of being undefined.
       using U = std::make_unsigned_t<T>;
