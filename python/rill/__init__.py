@@ -93,6 +93,9 @@ __version__ = "0.1.0"
 from rill import _torch_level  # noqa: E402
 
 _torch_level.install()  # torch.* spellings beside rill.nn.functional and the Tensor methods
+from rill import _aten_forms  # noqa: E402
+
+_aten_forms.install()  # torch.* forms with aten's argument orders (torch.batch_norm, torch.kl_div, ...)
 
 import atexit as _atexit
 

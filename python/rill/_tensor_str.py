@@ -11,6 +11,7 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None  # rill.set_printoptions(sci_mode=): True or False forces it, None chooses
 
 
 class _Formatter:
@@ -42,6 +43,11 @@ class _Formatter:
             self.max_width = max([self.max_width] + [len(f"{v:.{PRECISION}e}") for v in vals])
         else:
             self.max_width = max([self.max_width] + [len(f"{v:.{PRECISION}f}") for v in vals])
+        if SCI_MODE is not None and SCI_MODE != self.sci_mode:
+            self.sci_mode = SCI_MODE
+            width = (lambda v: len(f"{v:.{PRECISION}e}")) if SCI_MODE else (
+                (lambda v: len(f"{v:.0f}") + 1) if self.int_mode else (lambda v: len(f"{v:.{PRECISION}f}")))
+            self.max_width = max([1] + [width(v) for v in vals])
 
     def format(self, v):
         if self.floating:

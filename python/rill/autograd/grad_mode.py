@@ -1,5 +1,6 @@
 """Grad mode switches, usable as context managers and as decorators (like torch's)."""
 import functools
+import threading
 
 from rill import _C
 
@@ -101,9 +102,22 @@ class inference_mode(no_grad):
         self._previous = _C.is_grad_enabled()
         if self._mode_arg:
             _C._set_grad_enabled(False)
+            _INFERENCE.depth = _inference_depth() + 1
+
+    def __exit__(self, *exc):
+        if self._mode_arg:
+            _INFERENCE.depth -= 1
+        return super().__exit__(*exc)
 
     def _fresh(self):
         return self.__class__(self._mode_arg)
+
+
+_INFERENCE = threading.local()  # how many inference_mode(True) blocks the thread is in
+
+
+def _inference_depth():
+    return getattr(_INFERENCE, "depth", 0)
 
 
 def is_grad_enabled():
