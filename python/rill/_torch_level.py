@@ -410,6 +410,42 @@ def _map_(self, tensor, callable):
     return self.copy_(rill.tensor(values, dtype=self.dtype))
 
 
+def _map2_(self, x, y, callable):
+    """Each element replaced by callable(element, x's element, y's element), x and y broadcast to self."""
+    import numpy as np
+    a, b = x.expand(*self.shape).numpy(), y.expand(*self.shape).numpy()
+    values = np.vectorize(callable, otypes=[self.numpy().dtype])(self.numpy(), a, b) if self.numel() else \
+        self.numpy()
+    return self.copy_(rill.tensor(values, dtype=self.dtype))
+
+
+def _new(self, *args, **kwargs):
+    """The legacy constructor in self's dtype: new() empty, new(sizes...) or new(size) uninitialised, new(data)
+    a sequence's values, new(tensor) an alias of a tensor of self's dtype."""
+    if kwargs.get("dtype") is None:
+        kwargs["dtype"] = self.dtype
+    if not args:
+        return rill.empty(0, **kwargs)
+    if len(args) == 1 and isinstance(args[0], rill.Tensor):
+        if args[0].dtype != kwargs["dtype"]:
+            raise TypeError(f"new(tensor): expected a tensor of dtype {kwargs['dtype']}, got {args[0].dtype}")
+        return args[0].detach()  # an alias of its memory, as PyTorch's legacy constructor
+    if len(args) == 1 and isinstance(args[0], (list, tuple)) and not isinstance(args[0], rill.Size):
+        return rill.tensor(args[0], **kwargs)
+    return rill.empty(*args, **kwargs)
+
+
+def _is_set_to(self, tensor):
+    """True when both view the same memory with the same offset, sizes and strides."""
+    return (self.data_ptr() == tensor.data_ptr() and tuple(self.shape) == tuple(tensor.shape)
+            and tuple(self.stride()) == tuple(tensor.stride()))
+
+
+def _module_load(self, other, assign=False):
+    """What nn.Module.load_state_dict stores for this parameter or buffer: other (PyTorch's default)."""
+    return other
+
+
 def _prelu(self, weight):
     return rill.nn.functional.prelu(self, weight)
 
@@ -417,7 +453,8 @@ def _prelu(self, weight):
 _TENSOR_METHODS = {"get_device": _get_device, "type": _type, "dim_order": _dim_order,
                    "fill_diagonal_": _fill_diagonal_, "apply_": _apply_, "map_": _map_, "prelu": _prelu,
                    "is_shared": lambda self: False, "share_memory_": lambda self: self,
-                   "is_distributed": lambda self: False}
+                   "is_distributed": lambda self: False, "map2_": _map2_, "new": _new, "is_set_to": _is_set_to,
+                   "module_load": _module_load, "const_data_ptr": lambda self: self.data_ptr()}
 
 
 def install():

@@ -132,3 +132,22 @@ def test_set_printoptions_like_torch():
         torch.set_printoptions(profile="default", sci_mode=None)
         rill.set_printoptions(profile="default", sci_mode=None)
     assert repr(rill.tensor([1.5, 2.25])) == "tensor([1.5000, 2.2500])"
+
+
+def test_legacy_tensor_methods_like_torch():
+    for lib in (rill, torch):
+        x = lib.ones(2, 3, dtype=lib.float64)
+        assert tuple(x.new(2).shape) == (2,) and x.new(2).dtype == lib.float64
+        assert x.new([1, 2]).tolist() == [1.0, 2.0] and x.new([1, 2]).dtype == lib.float64
+        assert tuple(x.new().shape) == (0,) and tuple(x.new(4, 5).shape) == (4, 5)
+        assert tuple(x.new(lib.Size([1, 2])).shape) == (1, 2)
+        t = lib.tensor([3.0, 4.0], dtype=lib.float64)
+        assert x.new(t).data_ptr() == t.data_ptr()
+        with pytest.raises((TypeError, RuntimeError)):
+            x.new(lib.tensor([3, 4]))
+        assert x.is_set_to(x) and not x.is_set_to(x.view(3, 2)) and not x.is_set_to(x.clone())
+        assert x.const_data_ptr() == x.data_ptr()
+        assert x.module_load(lib.zeros(2, 3)).sum().item() == 0
+        y = lib.zeros(2)
+        y.map2_(lib.ones(2), lib.tensor([2.0, 3.0]), lambda a, b, c: a + b * c)
+        assert y.tolist() == [2.0, 3.0]
