@@ -655,6 +655,15 @@ def _weights(t):
     return torch.cos(torch.arange(t.numel(), dtype=t.dtype) * 0.7 + 0.3).reshape(t.shape)
 
 
+def _keeping_weights(weights):
+    """For torch's side of _second_order: fixed weights for its first-order gradients, kept in weights for
+    rill's side."""
+    def create(first):
+        weights.extend(None if g is None else _weights(g.detach()) for g in first)
+        return weights
+    return create
+
+
 def _second_order(lib, outs, leaves, create):
     """The gradient of sum(w * grad) over the first-order gradients of the summed outputs."""
     total = outs[0].sum()
@@ -691,9 +700,7 @@ def check_op_gradgrad(op, samples=GRADGRAD_SAMPLES):
             if not outs or not pairs:
                 continue
             weights = []
-            expected = _second_order(torch, outs, [t for t, _ in pairs],
-                                     lambda first: weights.extend(
-                                         None if g is None else _weights(g.detach()) for g in first) or weights)
+            expected = _second_order(torch, outs, [t for t, _ in pairs], _keeping_weights(weights))
             if expected is None:
                 continue
         except Exception:
@@ -914,9 +921,7 @@ def check_module_gradgrad(info, samples=GRADGRAD_SAMPLES):
             outs = floating_tensors(tm(*fwd.args, **fwd.kwargs))
             if not outs or not (inputs or names):
                 continue
-            expected = _second_order(torch, outs, inputs + [tparams[n] for n in names],
-                                     lambda first: weights.extend(
-                                         None if g is None else _weights(g.detach()) for g in first) or weights)
+            expected = _second_order(torch, outs, inputs + [tparams[n] for n in names], _keeping_weights(weights))
             if expected is None:
                 continue
         except Exception:
