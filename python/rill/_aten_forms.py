@@ -232,6 +232,18 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     s.SCI_MODE = sci_mode
 
 
+def is_anomaly_enabled():
+    return rill.autograd.anomaly_mode.is_anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled():
+    return rill.autograd.anomaly_mode.is_anomaly_check_nan_enabled()
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    rill.autograd.anomaly_mode.set_anomaly_enabled(enabled, check_nan)
+
+
 def init_num_threads():
     """Nothing to do: rill's intra-op pool starts with the VM."""
 
@@ -255,6 +267,7 @@ _NAMES = ("batch_norm", "instance_norm", "norm_except_dim", "kl_div", "binary_cr
           "embedding_renorm_", "native_dropout", "max_pool1d_with_indices", "kaiser_window", "segment_reduce",
           "unsafe_split_with_sizes", "resize_as_", "as_strided_", "asarray", "set_deterministic_debug_mode",
           "get_deterministic_debug_mode", "is_inference_mode_enabled", "set_printoptions", "init_num_threads",
+          "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
           "is_distributed", "is_storage", "get_device")
 
 

@@ -240,6 +240,9 @@ void init_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   }, "(enabled, dtype) of CPU autocast on this thread (Note [Autocast]).");
   m.def("_set_autocast_state", [](bool enabled, DType dtype) { eager::set_autocast_state({enabled, dtype}); },
         nb::arg("enabled"), nb::arg("dtype"));
+  m.def("_set_anomaly_mode", &ag::set_anomaly_mode, nb::arg("enabled"), nb::arg("check_nan"),
+        "Anomaly mode: NaN gradients raise, naming the node (rill.autograd.set_detect_anomaly).");
+  m.def("_anomaly_mode", []() { return std::make_pair(ag::anomaly_enabled(), ag::anomaly_check_nan()); });
   m.def("_run_backward", [](const std::vector<Tensor>& tensors, const std::vector<std::optional<Tensor>>& grads,
                             bool retain_graph, const std::vector<Tensor>& inputs, bool create_graph) {
     ag::backward(tensors, tensors_or_undefined(grads), retain_graph, inputs, create_graph);

@@ -63,3 +63,4 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 from rill.autograd.function import Function, FunctionCtx, InplaceFunction, once_differentiable  # noqa: E402,F401
 from rill.autograd import function, functional  # noqa: E402,F401
+from rill.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402,F401

@@ -1,5 +1,6 @@
 #include "rill/autograd/engine.h"
 
+#include <atomic>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,6 +16,20 @@ namespace rill::autograd {
 namespace {
 
 thread_local bool t_creating_graph = false;
+std::atomic<bool> g_anomaly{false}, g_anomaly_check_nan{true};
+
+// Anomaly mode: raise PyTorch's error when a node returns a NaN gradient (a sync per gradient: debugging only).
+void check_no_nan(const Node& n, const std::vector<Tensor>& outs) {
+  static const OpSchema& any = eager::op("any");
+  for (size_t j = 0; j < outs.size(); ++j) {
+    if (!outs[j].defined() || !dtype_is_floating(outs[j].dtype())) continue;
+    eager::GradModeGuard off(false);
+    Tensor flag = eager::reduce(any, eager::ne(outs[j], outs[j]), {}, false);
+    eager::wait_readable(flag);
+    RILL_CHECK(!*static_cast<const bool*>(flag.data_ptr()), Runtime, "Function '", n.name(),
+               "' returned nan values in its ", j, "th output.");
+  }
+}
 
 // A gradient the caller asked for: what arrives at input input_nr of node, stored at index.
 struct Capture {
@@ -154,6 +169,8 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root
     std::vector<Tensor> outs;
     if (any) {
       outs = n->apply(std::move(grads));
+      if (g_anomaly.load(std::memory_order_relaxed) && g_anomaly_check_nan.load(std::memory_order_relaxed))
+        check_no_nan(*n, outs);
       if (!keep_graph) n->release_saved();
     }
     const auto& edges = n->next_edges();
@@ -166,6 +183,13 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root
 }  // namespace
 
 bool creating_graph() { return t_creating_graph; }
+
+void set_anomaly_mode(bool enabled, bool check_nan) {
+  g_anomaly.store(enabled);
+  g_anomaly_check_nan.store(check_nan);
+}
+bool anomaly_enabled() { return g_anomaly.load(); }
+bool anomaly_check_nan() { return g_anomaly_check_nan.load(); }
 
 void backward(std::span<const Tensor> tensors, std::span<const Tensor> grads, bool retain_graph,
               std::span<const Tensor> inputs, bool create_graph) {

@@ -32,4 +32,10 @@ std::vector<Tensor> grad(std::span<const Tensor> outputs, std::span<const Tensor
 /** True while the calling thread runs a backward with create_graph (its rules' ops are recorded). */
 bool creating_graph();
 
+/** Anomaly mode (rill.autograd.detect_anomaly / set_detect_anomaly), process-wide as in PyTorch: with
+ * check_nan, every node's gradients are read as it returns them, and a NaN raises naming the node. */
+void set_anomaly_mode(bool enabled, bool check_nan);
+bool anomaly_enabled();
+bool anomaly_check_nan();
+
 }  // namespace rill::autograd
