@@ -1,7 +1,7 @@
 """Anomaly detection, as torch.autograd's: while enabled (with check_nan), backward reads each node's
 gradients as the node returns them and raises PyTorch's "Function 'XBackward0' returned nan values in its
 0th output." on a NaN. Process-wide, as in PyTorch; it makes every backward step a sync point, so it is for
-debugging. (A kernel error already names the line that issued the failing op, Note [Errors] in the VM, so
+debugging. (A kernel error already names the line that issued the failing op (Note [Errors inside the VM]), so
 there is no separate forward trace to record.)"""
 import functools
 import warnings
