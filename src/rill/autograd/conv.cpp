@@ -80,16 +80,19 @@ std::vector<Tensor> conv2d_backward_weight_backward(const GradContext& c) {
   return out;
 }
 
-// max_pool2d_backward(g, indices) scatters g to the maxima: its gradient gathers gg there.
-std::vector<Tensor> max_pool2d_backward_backward(const GradContext& c) {
-  const Tensor& gg = c.grad();
-  const Tensor indices = c.input(1);
+// gg (..., H, W) read at positions (..., OH, OW), each flat within its H x W plane (PyTorch's pooling indices).
+Tensor gather_in_planes(const Tensor& gg, const Tensor& positions) {
   Shape planes(gg.shape().begin(), gg.shape().end() - 2), picks = planes;
   planes.push_back(gg.shape()[gg.ndim() - 2] * gg.shape()[gg.ndim() - 1]);
-  picks.push_back(indices.shape()[indices.ndim() - 2] * indices.shape()[indices.ndim() - 1]);
+  picks.push_back(positions.shape()[positions.ndim() - 2] * positions.shape()[positions.ndim() - 1]);
   Tensor got = eager::gather(eager::reshape(gg, planes), static_cast<int64_t>(planes.size()) - 1,
-                             eager::reshape(indices, picks));
-  return {eager::reshape(got, indices.shape()), Tensor()};
+                             eager::reshape(positions, picks));
+  return eager::reshape(got, positions.shape());
+}
+
+// max_pool2d_backward(g, indices) scatters g to the maxima: its gradient gathers gg there.
+std::vector<Tensor> max_pool2d_backward_backward(const GradContext& c) {
+  return {gather_in_planes(c.grad(), c.input(1)), Tensor()};
 }
 
 // The workspace holds each maximum's offset in its window (kh * kernel_w + kw, in both oneDNN's and the loops'
@@ -112,12 +115,7 @@ std::vector<Tensor> max_pool2d_workspace_backward_backward(const GradContext& c)
   Tensor row = floor_divide(ws, full({}, Scalar(kw), DType::kInt64)), col = sub(ws, mul(row, Scalar(kw)));
   Tensor h = add(origins(oh, sh, ph, {oh, 1}), mul(row, Scalar(dh)));
   Tensor w = add(origins(ow, sw, pw, {1, ow}), mul(col, Scalar(dw)));
-  Tensor flat = add(mul(h, Scalar(width)), w);
-  Shape planes(gg.shape().begin(), gg.shape().end() - 2), picks = planes;
-  planes.push_back(gg.shape()[gg.ndim() - 2] * width);
-  picks.push_back(oh * ow);
-  Tensor got = gather(reshape(gg, planes), static_cast<int64_t>(planes.size()) - 1, reshape(flat, picks));
-  return {reshape(got, ws.shape()), Tensor()};
+  return {gather_in_planes(gg, add(mul(h, Scalar(width)), w)), Tensor()};
 }
 
 std::vector<Tensor> avg_pool2d_backward_backward(const GradContext& c) {

@@ -94,6 +94,21 @@ std::vector<Tensor> activation_rule(const GradContext& c) {
   return {eager::activation_backward(c.op(), c.grad(), c.input(0), c.scalars(), c.interned_attrs())};
 }
 
+// PyTorch's node name of an op: its snake_case name in CamelCase ("leaky_relu" -> "LeakyRelu") and suffix.
+std::string camel_node_name(std::string_view op, std::string_view suffix) {
+  std::string name;
+  bool upper = true;
+  for (char ch : op) {
+    if (ch == '_') {
+      upper = true;
+      continue;
+    }
+    name += upper && ch >= 'a' && ch <= 'z' ? static_cast<char>(ch - 'a' + 'A') : ch;
+    upper = false;
+  }
+  return name += suffix;
+}
+
 // <activation>_backward(g, x) = g * f'(x), differentiable for create_graph (Note [Gradients of gradients] in
 // rules.h): linear in g (its gradient is the same backward op applied to gg), and gg * g * f''(x) for x.
 Tensor unary_op(const char* name, const Tensor& x) { return eager::unary(eager::op(name), x); }
@@ -430,11 +445,7 @@ void register_elementwise_rules() {
   define_rule("where", {"WhereBackward0", where_backward, kIn0});
 
   define_rule("sign", {"SignBackward0", zero_backward});
-  for (std::string_view n : kRoundingOps) {
-    std::string node(n);
-    node[0] = static_cast<char>(node[0] - 'a' + 'A');
-    define_rule(n, {node + "Backward0", zero_backward});
-  }
+  for (std::string_view n : kRoundingOps) define_rule(n, {camel_node_name(n, "Backward0"), zero_backward});
   define_rule("round_decimals", {"RoundBackward1", zero_backward});
   define_rule("log1p", {"Log1PBackward0", log1p_backward, kIn0});
   define_rule("expm1", {"Expm1Backward0", expm1_backward, 0, kOut0});
@@ -449,11 +460,9 @@ void register_elementwise_rules() {
   define_rule("leaky_relu", {"LeakyReluBackward0", activation_rule, kIn0});
   define_rule("elu", {"EluBackward0", activation_rule, kIn0});
   define_rule("hardtanh", {"HardtanhBackward0", activation_rule, kIn0});
-  for (std::string_view act : kActivationOps) {
-    std::string node(act == "leaky_relu" ? "LeakyRelu" : act == "softplus" ? "Softplus" : act == "hardtanh" ? "Hardtanh"
-                     : act == "silu" ? "Silu" : act == "gelu" ? "Gelu" : "Elu");
-    define_rule(std::string(act) + "_backward", {node + "BackwardBackward0", activation_backward_rule, kIn0 | kIn1});
-  }
+  for (std::string_view act : kActivationOps)
+    define_rule(std::string(act) + "_backward",
+                {camel_node_name(act, "BackwardBackward0"), activation_backward_rule, kIn0 | kIn1});
   define_rule("clamp_scalar", {"ClampBackward1", clamp_scalar_backward, kIn0});
   define_rule("clamp", {"ClampBackward0", clamp_backward, kIn0 | kIn1 | kIn2});
   define_rule("clamp_min", {"ClampMinBackward1", clamp_min_backward, kIn0 | kIn1});

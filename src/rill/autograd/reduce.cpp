@@ -182,8 +182,8 @@ std::vector<Tensor> cumprod_backward_composite(const GradContext& c) {
   x = movedim(x, {d}, {-1});
   g = movedim(g, {d}, {-1});
   const int64_t n = x.shape().back(), last = x.ndim();
-  Tensor i = reshape(arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}), DType::kInt64), {n, 1});
-  Tensor k = reshape(arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}), DType::kInt64), {1, n});
+  Tensor positions = arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}), DType::kInt64);
+  Tensor i = reshape(positions, {n, 1}), k = reshape(positions, {1, n});
   Tensor rows = where(eq(i, k), full({}, Scalar(int64_t{1}), x.dtype()), unsqueeze(x, last - 1));  // (..., i, j)
   Tensor products = scan(op("cumprod"), rows, last, std::nullopt);                                // (..., i, k)
   Tensor terms = where(ge(k, i), mul(products, unsqueeze(g, last - 1)), zeros({}, x.dtype()));
