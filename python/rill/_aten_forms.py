@@ -249,7 +249,7 @@ def init_num_threads():
 
 
 def is_distributed(input):
-    return False
+    return input.is_distributed()
 
 
 def is_storage(obj):
@@ -258,7 +258,7 @@ def is_storage(obj):
 
 
 def get_device(input):
-    return -1
+    return input.get_device()
 
 
 _NAMES = ("batch_norm", "instance_norm", "norm_except_dim", "kl_div", "binary_cross_entropy_with_logits",

@@ -84,8 +84,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     # u -> u^T J is linear in u, so its vjp with v is J v
     us = tuple(rill.zeros_like(o).requires_grad_(True) for o in outs)
     back = _grad(outs, ins, us, create_graph=True)
-    used = [(b, w) for b, w in zip(back, vs) if b is not None]
-    jv = _grad([b for b, _ in used], us, [w for _, w in used], create_graph) if used else (None,) * len(us)
+    jv = _grad(back, us, vs, create_graph)
     jv = _fill(jv, outs, strict, "its input")
     return _finish(outs, create_graph, single_out), _finish(jv, create_graph, single_out)
 
@@ -156,8 +155,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     vs = _vector(v, ins, "input")
     out = _scalar_output(func, "vhp")(*ins)
     g = _grad((out,), ins, (None,), create_graph=True)
-    used = [(a, w) for a, w in zip(g, vs) if a is not None]
-    res = _grad([a for a, _ in used], ins, [w for _, w in used], create_graph) if used else (None,) * len(ins)
+    res = _grad(g, ins, vs, create_graph)
     res = _fill(res, ins, strict, "its input")
     return _finish((out,), create_graph, True), _finish(res, create_graph, single_in)
 
@@ -172,7 +170,6 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     g = _fill(_grad((out,), ins, (None,), create_graph=True), ins, False, "its input")
     us = tuple(rill.zeros_like(t).requires_grad_(True) for t in ins)
     back = _grad(g, ins, us, create_graph=True)
-    used = [(b, w) for b, w in zip(back, vs) if b is not None]
-    res = _grad([b for b, _ in used], us, [w for _, w in used], create_graph) if used else (None,) * len(ins)
+    res = _grad(back, us, vs, create_graph)
     res = _fill(res, ins, strict, "its input")
     return _finish((out,), create_graph, True), _finish(res, create_graph, single_in)

@@ -404,90 +404,9 @@ from rill.nn._interpolate import interpolate  # noqa: E402,F401  (resizing, in i
 
 
 # ---------------------------------------------------------------------------------------------------------
-# attention
+# attention: scaled_dot_product_attention and multi_head_attention_forward (nn/_attention.py)
 # ---------------------------------------------------------------------------------------------------------
-
-
-def _fused_attention_applies(query, key, value, attn_mask, dropout_p):
-    """True where the one-kernel op rill._sdpa computes the call: no dropout, float32 or float64 operands of
-    one dtype with the same leading dims and no empty dim, and a bool mask or one of their dtype that
-    broadcasts to the scores (..., L, S)."""
-    if dropout_p > 0.0 or query.dtype not in (rill.float32, rill.float64):
-        return False
-    if key.dtype != query.dtype or value.dtype != query.dtype or key.shape[-1] != query.shape[-1]:
-        return False
-    lead = query.shape[:-2]
-    if key.shape[:-2] != lead or value.shape[:-2] != lead or value.shape[-2] != key.shape[-2]:
-        return False
-    if 0 in query.shape or 0 in key.shape or 0 in value.shape:
-        return False
-    if attn_mask is None:
-        return True
-    if attn_mask.dtype != rill.bool and attn_mask.dtype != query.dtype:
-        return False
-    scores = (*lead, query.shape[-2], key.shape[-2])
-    mask = attn_mask.shape
-    return len(mask) <= len(scores) and all(m in (1, s) for m, s in zip(reversed(mask), reversed(scores)))
-
-
-def _sdpa_16_bit(query, key, value, attn_mask, dropout_p, is_causal, scale):
-    """float16/bfloat16 attention in float32, as PyTorch's CPU kernels: for 4-D inputs without dropout its
-    flash kernel, whose unnormalised probabilities exp(s - max) are rounded to the 16-bit dtype before they
-    meet value (the row sums are not); otherwise its math path, all in float32. The result is rounded once."""
-    dtype = query.dtype
-    q, k, v = query.float(), key.float(), value.float()
-    mask = attn_mask.float() if attn_mask is not None and attn_mask.is_floating_point() else attn_mask
-    if dropout_p > 0.0 or not query.ndim == key.ndim == value.ndim == 4:
-        return scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal, scale).to(dtype)
-    scores = (q @ k.transpose(-2, -1)) * scale
-    if is_causal:
-        mask = rill.arange(q.shape[-2]).unsqueeze(1) >= rill.arange(k.shape[-2]).unsqueeze(0)
-    if mask is not None:
-        scores = rill.where(mask, scores, -math.inf) if mask.dtype == rill.bool else scores + mask
-    top = scores.amax(-1, keepdim=True)
-    seen = top > -math.inf  # a row with every position masked gives zeros, as PyTorch's attention does
-    weights = rill.exp(scores - rill.where(seen, top, 0.0))
-    out = (weights.to(dtype).float() @ v) / weights.sum(-1, keepdim=True)
-    return rill.where(seen, out, 0.0).to(dtype)
-
-
-@_lower_precision_policy
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
-    """softmax(query @ key^T * scale + mask) @ value, scale = 1/sqrt(E) by default; a bool attn_mask keeps the
-    True positions, a float one is added; is_causal masks the upper triangle. One fused kernel forward and
-    backward (rill._sdpa, Note [Fused attention] in src/rill/kernels/cpu/attention.cpp) where it applies;
-    otherwise (dropout, broadcast leading dims) composed from matmul, the softmax kernel and dropout. float16
-    and bfloat16 are computed in float32 as PyTorch computes them (_sdpa_16_bit)."""
-    if enable_gqa:
-        raise NotImplementedError("[scaled_dot_product_attention] enable_gqa is not supported")
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("[scaled_dot_product_attention] Explicit attn_mask should not be set when "
-                           "is_causal=True")
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
-        raise RuntimeError("[scaled_dot_product_attention] expected query, key and value of at least 2 dims")
-    if scale is None:
-        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
-    if query.dtype in (rill.float16, rill.bfloat16):
-        return _sdpa_16_bit(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    if _fused_attention_applies(query, key, value, attn_mask, dropout_p):
-        return _C._sdpa(query, key, value, attn_mask, float(scale), bool(is_causal))[0]
-    scores = (query * scale) @ key.transpose(-2, -1)
-    if is_causal:
-        length, source = query.shape[-2], key.shape[-2]
-        attn_mask = rill.arange(length).unsqueeze(1) >= rill.arange(source).unsqueeze(0)
-    if attn_mask is not None:
-        if attn_mask.dtype == rill.bool:
-            scores = rill.where(attn_mask, scores, -math.inf)
-        else:
-            scores = scores + attn_mask
-    attn = _nn.softmax(scores, -1, None)
-    if attn_mask is not None:
-        # A row with every position masked gives zeros, as PyTorch's attention does, not softmax's NaNs.
-        attn = rill.where(scores.amax(-1, keepdim=True) > -math.inf, attn, 0.0)
-    if dropout_p > 0.0:
-        attn = _nn.dropout(attn, dropout_p, True)
-    return attn @ value
+from rill.nn._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1005,6 +924,5 @@ from rill.nn._poolnd import (  # noqa: E402,F401  (3-D and adaptive max pooling:
     fractional_max_pool2d, fractional_max_pool3d, lp_pool3d, max_pool3d, unfold,
 )
 from rill.nn._losses import *  # noqa: E402,F401,F403  (the losses: their own module, using the functions above)
-from rill.nn._attention import multi_head_attention_forward  # noqa: E402,F401
 from rill.nn._ctc import ctc_loss  # noqa: E402,F401
 from rill.nn._grid_sample import affine_grid, grid_sample  # noqa: E402,F401
