@@ -20,7 +20,7 @@
 namespace rill::py {
 namespace {
 
-enum class Form : uint8_t { kFunction, kMethod, kInplace };
+enum class Form : uint8_t { kFunction, kMethod, kInplace, kUpdate };  // kUpdate: rill._C.<op>_ of an update op
 
 struct BoundOp {
   PyObject_HEAD
@@ -210,6 +210,10 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
       Py_INCREF(args[0]);
       return args[0];
     }
+    if (b.form == Form::kUpdate) {
+      eager::update_in_place(op, inputs, numbers, interned);
+      Py_RETURN_NONE;
+    }
     if (out && out != Py_None) {
       nb::handle oh(out);
       RILL_CHECK(nb::isinstance<Tensor>(oh), Type, "[", b.name, "] argument 'out' must be a Tensor, got ",
@@ -244,7 +248,7 @@ std::string text_signature(const BoundOp& b) {
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const ArgSpec& a = sig.args[i];
     if (i) s += ", ";
-    if (i == 0 && b.form != Form::kFunction) {
+    if (i == 0 && (b.form == Form::kMethod || b.form == Form::kInplace)) {
       s += "self";
       continue;
     }
@@ -334,7 +338,7 @@ PyTypeObject* op_type() {
 // A bound form of op; it lives as long as the interpreter (like a module function).
 PyObject* make_bound(const OpSchema& op, Form form) {
   auto* b = PyObject_New(BoundOp, op_type());
-  new (&b->name) std::string(op.name + (form == Form::kInplace ? "_" : ""));
+  new (&b->name) std::string(op.name + (form == Form::kInplace || form == Form::kUpdate ? "_" : ""));
   new (&b->kw_names) std::vector<PyObject*>();
   b->vectorcall = call;
   b->op = &op;
@@ -372,6 +376,7 @@ void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
     if (op->flags.nn_functional) nn_functional.append(op->name);
     if (op->flags.method) install(cls, op->name, make_bound(*op, Form::kMethod));
     if (op->flags.inplace) install(cls, op->name + "_", make_bound(*op, Form::kInplace));
+    if (op->flags.updates_in_place) install(m, op->name + "_", make_bound(*op, Form::kUpdate));
   }
   m.attr("_schema_functions") = nb::tuple(functions);
   m.attr("_schema_nn_functional") = nb::tuple(nn_functional);

@@ -2,6 +2,7 @@
 import math
 
 import rill
+from rill.optim import _fused
 from rill.optim.optimizer import Optimizer, _increment_step
 
 
@@ -42,9 +43,7 @@ class Adam(Optimizer):
             lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
             amsgrad, maximize = group["amsgrad"], group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in _fused.step_in_place(self, "adam", group):  # the loop steps what the fused op can't
                 grad = p.grad if not maximize else -p.grad
                 state = self.state[p]
                 if len(state) == 0:

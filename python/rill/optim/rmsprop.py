@@ -1,5 +1,6 @@
 """RMSprop (centered, momentum, weight decay), PyTorch's update step for step."""
 import rill
+from rill.optim import _fused
 from rill.optim.adam import _lerp_
 from rill.optim.optimizer import Optimizer, _increment_step
 
@@ -31,9 +32,7 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             weight_decay, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in _fused.step_in_place(self, "rmsprop", group):  # the loop steps what the fused op can't
                 grad = p.grad if not group["maximize"] else -p.grad
                 state = self.state[p]
                 if len(state) == 0:

@@ -1,5 +1,6 @@
 """SGD with momentum, dampening, nesterov and weight decay (PyTorch's update, step for step)."""
 import rill
+from rill.optim import _fused
 from rill.optim.optimizer import Optimizer, required
 
 
@@ -28,9 +29,7 @@ class SGD(Optimizer):
         for group in self.param_groups:
             lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
             weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in _fused.step_in_place(self, "sgd", group):  # the loop steps what the fused op can't
                 grad = p.grad if not maximize else -p.grad
                 if weight_decay != 0:
                     grad = grad.add(p, alpha=weight_decay)

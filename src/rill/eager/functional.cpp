@@ -176,6 +176,37 @@ const Tensor& inplace(const OpSchema& op, std::span<const Tensor> inputs, std::s
   return inputs[0];
 }
 
+void update_in_place(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
+                     AttrsSym attrs) {
+  RILL_ASSERT(op.flags.updates_in_place, "[", op.name, "] update_in_place on an op that does not update in place");
+  check_arity(op, inputs, scalars);
+  const InferResult& r = infer(op, inputs, scalars, attrs);
+  const int n = static_cast<int>(inputs.size());
+  std::vector<Tensor> targets;
+  targets.reserve(r.outputs.size());
+  bool direct = !t_trace_sink && r.input_dtypes.empty();
+  for (size_t k = 0; k < r.outputs.size(); ++k) {
+    const int j = ops::updated_input(op, static_cast<int>(k), n);
+    RILL_ASSERT(j >= 0, "[", op.name, "] output ", k, " updates no input");
+    const Tensor& t = inputs[static_cast<size_t>(j)];
+    RILL_CHECK(!grad_enabled() || !t.impl()->requires_grad(), Runtime, "[", op.name, "_] a tensor that requires "
+               "grad is updated in place; call it under rill.no_grad(), as optimizer.step() does");
+    const TensorMeta& m = *r.outputs[k];
+    direct &= t.is_contiguous() && t.dtype() == m.dtype && t.shape() == m.shape;
+    for (int i = 0; i < n; ++i)  // a written tensor shares memory with no other operand
+      direct &= i == j || inputs[static_cast<size_t>(i)].storage() != t.storage();
+    targets.push_back(t);
+  }
+  if (direct) {
+    submit(op, inputs, scalars, attrs, targets);
+    for (const Tensor& t : targets) t.storage()->bump_version();
+    return;
+  }
+  GradModeGuard off(false);
+  std::vector<Tensor> results = call(op, inputs, scalars, attrs);
+  for (size_t k = 0; k < targets.size(); ++k) copy_(targets[k], results[k]);  // recorded copies bump versions
+}
+
 void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
                const Tensor& out) {
   check_arity(op, inputs, scalars);

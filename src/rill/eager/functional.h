@@ -29,6 +29,12 @@ Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const
  * autograd/node.h). Returns inputs[0]. */
 const Tensor& inplace(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars = {},
                       AttrsSym attrs = empty_attrs());
+/** Run an op with OpFlags::updates_in_place (an optimizer update) writing each output over the input it
+ * updates (ops::updated_input), as PyTorch's _fused_adam_ does; not recorded, each written tensor's version
+ * bumped. Where a written tensor is not dense in the output's dtype or shares memory with another operand, the
+ * op runs out of place and its results are copied back. */
+void update_in_place(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars = {},
+                     AttrsSym attrs = empty_attrs());
 /** Record outputs as one call of a composite op (no kernel: its forward ran as other ops with grad mode off). */
 void record_composite(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                       AttrsSym attrs, std::span<const Tensor> outputs);
