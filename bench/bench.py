@@ -14,17 +14,14 @@ its work finished. Each timing is settled first (run.py, SETTLE_S).
     python3 bench/bench.py --threads 1 --background 2   # with 2 CPU-bound processes beside the suite
 """
 import argparse
-import os
-import signal
 import statistics
-import subprocess
-import sys
 
 import numpy as np
 import torch
 
 import rill
-from run import _sync, _time, chain_64, item_1k, scalar_loop, tiny_mlp  # the suite's workloads and timing (bench/run.py)
+from run import (_sync, _time, chain_64, item_1k, scalar_loop, start_background, stop_background,  # bench/run.py
+                 tiny_mlp)
 
 
 def workloads():
@@ -219,18 +216,6 @@ def workloads():
         "layer_norm+gelu+linear 64x512 fwd+bwd": (norm_mlp, 50, 1),
         "sdpa 8x4x128x64 fwd+bwd": (attention, 10, 1),
     }
-
-
-def start_background(n):
-    """n CPU-bound busy-loop processes (a loaded machine: DataLoader workers, a second job, a compile)."""
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-            for _ in range(n)]
-
-
-def stop_background(procs):
-    for proc in procs:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def main():

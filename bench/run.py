@@ -4,6 +4,7 @@
     python3 bench/run.py                       # every workload; table on stdout, JSON in bench/results.json
     python3 bench/run.py --only mlp --repeats 11
     python3 bench/run.py --json out.json --threads 1
+    python3 bench/run.py --background 2        # with 2 CPU-bound processes beside the suite (a busy machine)
 
 Each workload is timed in rill and in PyTorch alternately (so drift hits both), `--repeats` times after a
 warm-up. Before each timing the framework about to be timed runs the workload untimed for SETTLE_S: the
@@ -24,7 +25,9 @@ and passes when neither grows.
 import argparse
 import json
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
 
@@ -264,6 +267,18 @@ def flat_memory_loop(ops=100_000, warmup=10_000, every=10_000):
             "rss_growth_kib": rss[-1] - rss[0], "allocated_growth_bytes": alloc[-1] - alloc[0]}
 
 
+def start_background(n):
+    """n CPU-bound busy-loop processes (a loaded machine: DataLoader workers, a second job, a compile)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            for _ in range(n)]
+
+
+def stop_background(procs):
+    for proc in procs:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=1, help="intra-op threads for both frameworks")
@@ -271,13 +286,23 @@ def main(argv=None):
     p.add_argument("--only", default=None, help="run the workloads whose name contains this")
     p.add_argument("--no-memory", action="store_true", help="skip the forked peak-memory runs")
     p.add_argument("--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json"))
+    p.add_argument("--background", type=int, default=0,
+                   help="CPU-bound busy-loop processes to run beside the suite (killed at the end)")
     args = p.parse_args(argv)
+    background = start_background(args.background)
+    try:
+        run_suite(args)
+    finally:
+        stop_background(background)
+
+
+def run_suite(args):
     rill.set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
     libs = {"rill": rill, "torch": torch}
     results = []
     cpu = cpu_description()
-    print(f"CPU: {cpu}; {args.threads} intra-op thread(s)")
+    print(f"CPU: {cpu}; {args.threads} intra-op thread(s); {args.background} CPU-bound process(es) beside it")
     print(f"{'workload':40s} {'rill (us)':>10s} {'torch (us)':>10s} {'rill/torch':>10s} {'bar':>5s} "
           f"{'rill MiB':>8s} {'torch MiB':>9s}")
     for name, (setup, calls, ops_per_call, bar) in WORKLOADS.items():
@@ -297,7 +322,8 @@ def main(argv=None):
         ratio = med["rill"] / med["torch"]
         results.append({"workload": name, "rill_s": med["rill"], "torch_s": med["torch"], "ratio": ratio,
                         "bar": bar, "meets_bar": ratio <= bar, "rill_peak_mib": mem["rill"],
-                        "torch_peak_mib": mem["torch"], "repeats": args.repeats, "threads": args.threads})
+                        "torch_peak_mib": mem["torch"], "repeats": args.repeats, "threads": args.threads,
+                        "background": args.background})
         print(f"{name:40s} {med['rill'] * 1e6:10.2f} {med['torch'] * 1e6:10.2f} {ratio:10.2f} {bar:5.2f} "
               f"{mem['rill']:8.1f} {mem['torch']:9.1f}", flush=True)
     if not args.only or args.only in "100,000-op loop":

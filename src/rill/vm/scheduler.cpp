@@ -128,17 +128,23 @@ bool Scheduler::run_batch() {
 // waiter that gets the mutex with try_lock handles the queued batch on its own thread exactly as the
 // scheduler would, in the same order, with the same dependences, poisoning and retirement; the scheduler
 // thread, when it comes round, finds the work done. A waiter helps only where the scheduler is not at it:
-// when it sleeps (asleep_), or when the waiter has waited kHelpGrace without the work being taken (a
-// scheduler that spins on a core takes a submission within a microsecond or two; one that is mid-batch
-// holds the mutex). On a quiet machine the scheduler thread therefore runs everything as before. Fork and odb
+// when it sleeps (asleep_), or when the waiter has waited kHelpGrace (1 us) without the work being taken (a
+// scheduler that spins on a core of its own takes a submission sooner; one that is mid-batch holds the mutex).
+// The grace was 10 us at first; measured on 2 vCPUs with a rill.asyncs worker, the OS put the scheduler on
+// the waiter's core, where it ran only when the waiter yielded, so every `x.add_(1); x.item()` paid the
+// whole grace (8-14 us against PyTorch's 2.6). A scheduler woken by a submission stays awake whether or not
+// the work is still there (VmThread::wake): when it went back to sleep, every later submission paid a futex
+// wake (about 10 us on this VM's client thread) for work its waiter then ran anyway. And the scheduler does
+// not block on drive_mutex_ while a waiter holds it: it yields and looks again (Scheduler::loop). On a quiet
+// machine the scheduler thread still runs what is submitted without a wait after it. Fork and odb
 // keep their rules: the scheduler parks holding drive_mutex_, so nobody runs a batch behind a stopped scheduler
 // (Note [Parking] in park.h), and a waiter is a client thread, which the fork handler drains like any other.
 // A worker's queue is taken over the same way. A kernel of a thread id with a worker (a rill.asyncs thread;
 // thread 0 with compute on the worker) would otherwise cost two more hand-offs: the worker wakes and runs it,
 // then signals back. So a waiter, after the scheduler's batch, runs the queue of the worker its own thread
-// submits to (help_worker, Worker::help) when the worker sleeps or has left the queue unclaimed for kWorkerGrace
-// (a worker on a core claims queued work within a microsecond, and each microsecond more is paid at every sync
-// point of a rill.asyncs thread). Order: whoever runs a thread id's instructions holds its claim
+// submits to (help_worker, Worker::help) when the worker sleeps or has left the queue unclaimed for the same
+// grace (a worker on a core claims queued work within a microsecond, and each microsecond more is paid at every
+// sync point of a rill.asyncs thread). Order: whoever runs a thread id's instructions holds its claim
 // (Worker::claimed_, under the worker's mutex_), taken together with the whole queue and kept until that batch
 // has run; the worker thread takes it with each batch, keeps it while work that finishes later is outstanding,
 // and lets go between batches. So one thread at a time runs a thread id's instructions, in queue order. The
@@ -175,6 +181,7 @@ bool Scheduler::help(int64_t waiting_since_ns) {
 
 void Scheduler::loop() {
   auto last_work = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point locked_out_since;  // since when a waiter holds drive_mutex_ (zero: it does not)
   bool spin = true;
   for (;;) {
     // Note [Parking] in park.h: between batches. It parks holding drive_mutex_, so no waiter runs a batch
@@ -185,7 +192,20 @@ void Scheduler::loop() {
     }
     if (has_work_.exchange(false, std::memory_order_acquire)) {
       {
-        std::lock_guard<std::mutex> drive(drive_mutex_);
+        // A waiter may hold drive_mutex_, running a batch (Note [A waiter runs the queue]). Blocking on the mutex
+        // would cost that waiter a futex wake when it lets go and this thread a wake-up (43 us measured on a
+        // 2-vCPU VM), during which the waiter's next submission waits out its grace and is run by the waiter
+        // again: a convoy in which every op paid both. So look again after a yield, for the online time while a
+        // core is free (Note [Staying online]); block when a yield was slow or the waiter's batch runs long.
+        std::unique_lock<std::mutex> drive(drive_mutex_, std::try_to_lock);
+        if (!drive.owns_lock()) {
+          auto now = std::chrono::steady_clock::now();
+          if (locked_out_since == std::chrono::steady_clock::time_point{}) locked_out_since = now;
+          has_work_.store(true, std::memory_order_relaxed);  // what the waiter did not take is still ours
+          if (now - locked_out_since < std::chrono::microseconds(config().online_us) && spin_yield()) continue;
+          drive.lock();
+        }
+        locked_out_since = {};
         run_batch();
       }
       last_work = std::chrono::steady_clock::now();

@@ -22,11 +22,10 @@
 namespace rill::vm {
 
 inline constexpr int kMaxThreads = kMaxThreadIds;
-/** How long a waiter leaves queued work to a scheduler that is not asleep (Note [A waiter runs the queue]). */
-inline constexpr int64_t kHelpGraceNs = 10'000;
-/** How long a waiter leaves a worker's queued, unclaimed work to that worker: one on a core takes it sooner
- * (Note [A waiter runs the queue]). */
-inline constexpr int64_t kWorkerGraceNs = 1'000;
+/** How long a waiter leaves queued work to a scheduler or worker thread that is not asleep: one on a core takes
+ * it within a microsecond, and each microsecond more is paid at every sync point; one that shares a core with
+ * the waiter would take it only when the waiter yields (Note [A waiter runs the queue]). */
+inline constexpr int64_t kHelpGraceNs = 1'000;
 /** How long a slow yield of the scheduler's spin counts as "no core is free" (Note [A waiter runs the queue]). */
 inline constexpr int64_t kNoFreeCoreNs = 20'000'000;
 

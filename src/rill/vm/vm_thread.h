@@ -70,9 +70,12 @@ class VmThread {
     return post(queue, item, [] { return true; });
   }
 
-  /** Wake the thread from its sleep. */
+  /** Wake the thread from its sleep, whether or not the work is still there when it runs: a waiter may have
+   * taken it meanwhile (Note [A waiter runs the queue]), and a thread that went back to sleep would cost every
+   * later submission this wake-up again; woken, it spins online and takes the next one. */
   void wake() {
     std::lock_guard<std::mutex> lock(mutex_);  // it sleeps on cv_ or is about to re-check its predicate
+    woken_ = true;
     cv_.notify_one();
   }
 
@@ -91,8 +94,9 @@ class VmThread {
   template <typename Ready>
   void sleep(std::unique_lock<std::mutex>& lock, const ParkGate& gate, Ready ready) {
     sleeping_ = true;
+    woken_ = false;
     asleep_.store(true, std::memory_order_relaxed);  // a hint for waiters (Note [A waiter runs the queue])
-    cv_.wait(lock, [&] { return ready() || gate.stop_requested(); });
+    cv_.wait(lock, [&] { return ready() || woken_ || gate.stop_requested(); });
     asleep_.store(false, std::memory_order_relaxed);
     sleeping_ = false;
   }
@@ -101,6 +105,7 @@ class VmThread {
   std::condition_variable cv_;
   std::atomic<bool> has_work_{false};
   bool sleeping_ = false;  // under mutex_
+  bool woken_ = false;     // under mutex_: wake() was called since the thread went to sleep
   std::atomic<bool> asleep_{false};  // sleeping_, for waiters deciding to take the thread's work (a hint: no lock)
   std::thread thread_;
 };

@@ -28,7 +28,7 @@ bool Worker::help(int64_t waiting_since_ns) {
   int mode = config().waiter_runs_queued;
   if (mode == 0 || pinned_.load(std::memory_order_relaxed) || gate_->stop_requested()) return false;
   // A hint: a stale value only delays or hastens the help.
-  if (mode == 1 && !asleep_.load(std::memory_order_relaxed) && now_ns() - waiting_since_ns < kWorkerGraceNs)
+  if (mode == 1 && !asleep_.load(std::memory_order_relaxed) && now_ns() - waiting_since_ns < kHelpGraceNs)
     return false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
