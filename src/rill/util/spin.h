@@ -25,6 +25,30 @@ inline bool spin_yield() {
   return std::chrono::steady_clock::now() - before < kSlowYield;
 }
 
+// Note [Waiting for a core]
+// A slow yield sees only the threads that compete with the spinner inside its own scheduling group. With
+// the kernel's autogroups (a process started from another terminal or session, or with setsid, is its own
+// group) a yield returns at once even when every core is taken: it yields only to the spinner's siblings,
+// and the whole group, rill's client thread included, then waits for its share while the spin burns it. What
+// tells the thread the truth is the time it spent runnable but not running: the run delay the kernel keeps
+// per thread (/proc/thread-self/schedstat: time on a CPU, time waiting on a run queue). A thread whose
+// recent runnable time was more than kContendedShare waiting, and at least kContendedDelay, is on a machine
+// with no free core. The read costs a pread of an open file (about 2 us), so a thread takes a new reading at
+// most every kContendedEvery and needs kContendedWindow of runnable time since its last verdict before it
+// changes it, or kContendedStale of wall time: a thread that mostly sleeps (the scheduler leaving its work to
+// the clients) runs too little to fill the window, and its wake-up delay alone then decides, so the verdict
+// follows the load going away. Without the file (not Linux, no schedstats) it never finds the cores contended,
+// and the slow yield is the only signal.
+inline constexpr double kContendedShare = 0.2;
+inline constexpr auto kContendedDelay = std::chrono::microseconds(100);
+inline constexpr auto kContendedEvery = std::chrono::milliseconds(2);
+inline constexpr auto kContendedWindow = std::chrono::microseconds(500);
+inline constexpr auto kContendedStale = std::chrono::milliseconds(15);
+
+/** True when the calling thread recently waited for a core for more than kContendedShare of its runnable time
+ * (Note [Waiting for a core]); cheap to call often (a clock read between readings). */
+bool cores_contended();
+
 /** A short busy-wait hint to the CPU (a pause on x86-64): polls without giving the core away. */
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -183,6 +183,7 @@ void Scheduler::loop() {
   auto last_work = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point locked_out_since;  // since when a waiter holds drive_mutex_ (zero: it does not)
   bool spin = true;
+  bool deferred = false;  // the last turn left the work to the clients
   for (;;) {
     // Note [Parking] in park.h: between batches. It parks holding drive_mutex_, so no waiter runs a batch
     // behind a stopped scheduler (Note [A waiter runs the queue]).
@@ -191,6 +192,11 @@ void Scheduler::loop() {
       gate_.park();
     }
     if (has_work_.exchange(false, std::memory_order_acquire)) {
+      if (leave_to_clients(deferred)) {  // Note [Waiting for a core]
+        deferred = true;
+        continue;
+      }
+      deferred = false;
       {
         // A waiter may hold drive_mutex_, running a batch (Note [A waiter runs the queue]). Blocking on the mutex
         // would cost that waiter a futex wake when it lets go and this thread a wake-up (43 us measured on a
@@ -224,6 +230,33 @@ void Scheduler::loop() {
     spin = true;
     has_work_.store(true, std::memory_order_relaxed);
   }
+}
+
+// Note [Waiting for a core]
+// A step of a compute-bound model (the encoder layer of bench/run.py: 30 ms of kernels) keeps the scheduler
+// thread busy from its first op to its sync point, and the client thread runs Python beside it: on a quiet
+// machine the two overlap on two cores. When other processes take the cores, the kernel shares the CPU among
+// scheduling groups (a process, or its session with autogroups), not threads: rill's two threads then split
+// one share, and the work hopping between them waits for a time slice at each hand-off. Measured with two
+// busy-loop processes in their own sessions (`bench/run.py --background 2`), the step took 1.1-1.6x
+// PyTorch's time, which runs everything on the calling thread; with every batch run by the submitting client
+// (RILL_VM_WAITER_RUNS_QUEUED=2) it took 0.8-0.9x. So when the scheduler finds itself waiting for a core
+// (cores_contended(), its run delay, Note [Waiting for a core] in util/spin.h) it leaves queued work to the
+// clients: it marks the cores taken for kNoFreeCoreNs, in which a submitting client runs the batch at once and a
+// waiter takes it without a grace (Note [A waiter runs the queue]), and sleeps for that long or until woken.
+// When it comes back it runs one batch, whoever left it (a completion from a worker, work a client queued and
+// went on), so nothing waits longer than kNoFreeCoreNs, and then looks at its run delay again. It does not
+// leave work while a client waits for the in-flight bound to fall (back-pressure waits do not help), nor with
+// RILL_VM_WAITER_RUNS_QUEUED=0, nor when asked to park.
+bool Scheduler::leave_to_clients(bool deferred) {
+  if (deferred || config().waiter_runs_queued == 0 || !cores_contended()) return false;
+  if (drained_waiters_.load(std::memory_order_acquire) > 0 || gate_.stop_requested()) return false;
+  no_free_core_until_.store(now_ns() + kNoFreeCoreNs, std::memory_order_relaxed);
+  deferrals_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
+  std::unique_lock<std::mutex> lock(mutex_);
+  sleep_for(lock, gate_, std::chrono::nanoseconds(kNoFreeCoreNs));
+  has_work_.store(true, std::memory_order_relaxed);  // look at the queues again whatever woke it
+  return true;
 }
 
 bool Scheduler::on_a_worker(int thread_id) const { return thread_id != 0 || config().compute_on_worker; }

@@ -62,9 +62,12 @@ class Scheduler : private VmThread {
   uint64_t waiter_batches() const { return waiter_batches_.load(std::memory_order_relaxed); }
   /** Batches of a worker's queue run by client threads instead of the worker (for tests and benchmarks). */
   uint64_t waiter_worker_batches() const { return waiter_worker_batches_.load(std::memory_order_relaxed); }
+  /** Times the scheduler left the queued work to the clients (Note [Waiting for a core] in scheduler.cpp). */
+  uint64_t deferrals() const { return deferrals_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
+  bool leave_to_clients(bool deferred);
   bool run_batch();
   void admit(Instruction* instruction);
   void place_marker(Instruction* instruction);
@@ -82,6 +85,7 @@ class Scheduler : private VmThread {
   std::atomic<bool> spin_missed_{false};
   std::atomic<uint64_t> waiter_batches_{0};  // a waiter ran a batch while the scheduler was online (Note [A waiter runs the queue])
   std::atomic<uint64_t> waiter_worker_batches_{0};  // a waiter ran a worker's queue (the same Note)
+  std::atomic<uint64_t> deferrals_{0};  // Note [Waiting for a core]
   // Held by whoever runs the scheduler's loop body (run_batch): the scheduler thread, or a waiter helping. All
   // the scheduler-thread state below, and the instructions' bookkeeping, is touched only under it.
   std::mutex drive_mutex_;

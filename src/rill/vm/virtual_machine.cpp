@@ -444,6 +444,8 @@ uint64_t num_waiter_batches() { return Scheduler::started() ? scheduler().waiter
 
 uint64_t num_waiter_worker_batches() { return Scheduler::started() ? scheduler().waiter_worker_batches() : 0; }
 
+uint64_t num_scheduler_deferrals() { return Scheduler::started() ? scheduler().deferrals() : 0; }
+
 int64_t num_in_flight() { return Scheduler::started() ? scheduler().in_flight() : 0; }
 
 }  // namespace rill::vm

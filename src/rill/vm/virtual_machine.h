@@ -86,6 +86,9 @@ uint64_t num_submitted();
 uint64_t num_waiter_batches();
 /** Batches of a worker's queue a client thread ran in the worker's place (the same Note). */
 uint64_t num_waiter_worker_batches();
+/** Times the scheduler thread, waiting for a core, left the queued work to the clients (Note [Waiting for a core]
+ * in scheduler.cpp). */
+uint64_t num_scheduler_deferrals();
 /** Instructions submitted and not yet finished. */
 int64_t num_in_flight();
 

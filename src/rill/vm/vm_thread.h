@@ -7,8 +7,11 @@
 // RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS before it blocks, so the next op does not pay a futex wake and a
 // context switch. The spin stops early when it does not pay: when a yield handed the core to another thread
 // for a while (no core is free: spinning only delays that thread, maybe the very client that will submit
-// the next op; Note [Spinning on a busy machine] in util/spin.h), and, for the scheduler, after a waiter had
-// to run a batch itself (Note [A waiter runs the queue] in scheduler.cpp).
+// the next op; Note [Spinning on a busy machine] in util/spin.h), or before it starts when the thread has
+// lately waited for a core more than it ran (its run delay; Note [Waiting for a core] in util/spin.h: with
+// the competing processes in other scheduling groups a yield returns at once however busy the cores are),
+// and, for the scheduler, after a waiter had to run a batch itself (Note [A waiter runs the queue] in
+// scheduler.cpp).
 #pragma once
 
 #include <pthread.h>
@@ -80,8 +83,9 @@ class VmThread {
   }
 
   /** Note [Staying online]: yield until work is flagged, a stop is requested, or online_us have passed since
-   * `since`; kNoFreeCore when a yield was slow. */
+   * `since`; kNoFreeCore when a yield was slow or the thread lately waited for a core. */
   Spin spin_online(const ParkGate& gate, std::chrono::steady_clock::time_point since) {
+    if (cores_contended()) return has_work_.load(std::memory_order_acquire) ? Spin::kWork : Spin::kNoFreeCore;
     auto deadline = since + std::chrono::microseconds(config().online_us);
     while (!has_work_.load(std::memory_order_acquire)) {
       if (gate.stop_requested() || std::chrono::steady_clock::now() >= deadline) return Spin::kTimeout;
@@ -97,6 +101,17 @@ class VmThread {
     woken_ = false;
     asleep_.store(true, std::memory_order_relaxed);  // a hint for waiters (Note [A waiter runs the queue])
     cv_.wait(lock, [&] { return ready() || woken_ || gate.stop_requested(); });
+    asleep_.store(false, std::memory_order_relaxed);
+    sleeping_ = false;
+  }
+
+  /** Sleep (holding lock on mutex_) for at most `most`, until a producer wakes it or a stop request, whatever is
+   * queued meanwhile: the scheduler leaving its work to the clients (Note [Waiting for a core] in scheduler.cpp). */
+  void sleep_for(std::unique_lock<std::mutex>& lock, const ParkGate& gate, std::chrono::nanoseconds most) {
+    sleeping_ = true;
+    woken_ = false;
+    asleep_.store(true, std::memory_order_relaxed);
+    cv_.wait_for(lock, most, [&] { return woken_ || gate.stop_requested(); });
     asleep_.store(false, std::memory_order_relaxed);
     sleeping_ = false;
   }

@@ -1,7 +1,11 @@
 // util/: symbols, env knobs, the intra-op pool.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -10,6 +14,7 @@
 #include "rill/util/env.h"
 #include "rill/util/error.h"
 #include "rill/util/parallel.h"
+#include "rill/util/spin.h"
 
 namespace rill {
 namespace {
@@ -86,6 +91,26 @@ TEST(Parallel, WaitersHelpRunningRegions) {
   for (auto& h : hits) ASSERT_EQ(h.load(), 50);
   EXPECT_FALSE(parallel::busy());
   RecordProperty("regions_helped", static_cast<int>(helped.load()));
+}
+
+// Note [Waiting for a core] in util/spin.h: with twice as many busy threads as cores, each waits for a core more
+// than half the time it is runnable, and the run delay says so.
+TEST(Spin, OversubscribedCoresAreContended) {
+  if (access("/proc/thread-self/schedstat", R_OK) != 0) GTEST_SKIP() << "no per-thread schedstat here";
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<bool> stop{false}, seen{false};
+  std::vector<std::thread> busy;
+  for (unsigned k = 0; k < 2 * cores + 1; ++k)
+    busy.emplace_back([&] {
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+      while (!stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < until)
+        if (cores_contended()) seen.store(true, std::memory_order_relaxed);
+    });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (!seen.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  stop.store(true);
+  for (auto& t : busy) t.join();
+  EXPECT_TRUE(seen.load()) << "no busy thread found the cores contended";
 }
 
 TEST(Error, CarriesKindAndMessage) {

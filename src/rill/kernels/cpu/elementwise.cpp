@@ -4,6 +4,7 @@
 #include "rill/ops/elementwise.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "rill/kernels/cpu/kernels.h"
@@ -568,11 +569,24 @@ void addc_kernel(const KernelContext& c) {
   });
 }
 
+// where selects by bits, not by a branch: with a mask of random signs (relu's backward, where(x <= 0, 0, g))
+// the branch mispredicted every other element, and 524k floats took 2.1 ms (PyTorch's where too, 2.0 ms); the
+// bit select is a vector loop.
+template <typename T>
+T select_bits(bool k, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+                               std::conditional_t<sizeof(T) == 2, uint16_t,
+                                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  static_assert(sizeof(U) == sizeof(T));
+  U m = static_cast<U>(U{0} - static_cast<U>(k));
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & static_cast<U>(~m))));
+}
+
 void where_kernel(const KernelContext& c) {
   visit_dtype(c.inputs[1].meta->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     map_elements<T, bool, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1], &c.inputs[2]},
-                                [](bool k, T a, T b) { return k ? a : b; });
+                                [](bool k, T a, T b) { return select_bits(k, a, b); });
   });
 }
 

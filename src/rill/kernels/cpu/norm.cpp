@@ -98,33 +98,35 @@ void layer_norm_backward_kernel(const KernelContext& c) {
         std::max<int64_t>(1, std::min<int64_t>(parallel::num_threads(), work / kParallelGrain + 1));
     std::vector<A> partial(static_cast<size_t>(pieces * 2 * n), A(0));
     parallel::parallel_for(0, pieces, 1, [&](int64_t pb, int64_t pe) {
-      std::vector<A> gw(static_cast<size_t>(n));
+      std::vector<A> gw(static_cast<size_t>(n)), xh(static_cast<size_t>(n));
       for (int64_t p = pb; p < pe; ++p) {
-        A* pdw = partial.data() + p * 2 * n;
-        A* pdb = pdw + n;
+        A* __restrict pdw = partial.data() + p * 2 * n;
+        A* __restrict pdb = pdw + n;
         const int64_t begin = r.rows * p / pieces, end = r.rows * (p + 1) / pieces;
         for (int64_t i = begin; i < end; ++i) {
           const T* gr = g + i * n;
           const T* xr = x + i * n;
           T* dxr = dx + i * n;
           const A m = mean[i], rs = rstd[i];
-          A sum_gw, sum_gwx = 0;
+          // Elementwise sweeps and the row's two sums by the vectorised row::sum and row::dot: a sum
+          // accumulated inside the first sweep is a serial chain of adds (the compiler may not reorder them),
+          // and a [512, 256] backward took 254 us against PyTorch's 82.
+          A* __restrict xhr = xh.data();
+          A* __restrict gwr = gw.data();
           for (int64_t j = 0; j < n; ++j) {
             const A gv = static_cast<A>(gr[j]);
             const A xhat = (static_cast<A>(xr[j]) - m) * rs;
+            xhr[j] = xhat;
             pdw[j] += gv * xhat;
             pdb[j] += gv;
-            gw[j] = w ? gv * static_cast<A>(w[j]) : gv;
+            gwr[j] = gv;
           }
-          sum_gw = row::sum(gw.data(), n);
-          for (int64_t j = 0; j < n; ++j) sum_gwx += gw[j] * (static_cast<A>(xr[j]) - m);
-          sum_gwx *= rs;
+          if (w)
+            for (int64_t j = 0; j < n; ++j) gwr[j] *= static_cast<A>(w[j]);
+          const A sum_gw = row::sum(gw.data(), n), sum_gwx = row::dot(gw.data(), xh.data(), n);
           const A inv_n = n ? A(1) / static_cast<A>(n) : A(0);
           const A c1 = sum_gw * inv_n, c2 = sum_gwx * inv_n;
-          for (int64_t j = 0; j < n; ++j) {
-            const A xhat = (static_cast<A>(xr[j]) - m) * rs;
-            dxr[j] = T(rs * (gw[j] - c1 - xhat * c2));
-          }
+          for (int64_t j = 0; j < n; ++j) dxr[j] = T(rs * (gw[j] - c1 - xh[j] * c2));
         }
       }
     });
