@@ -242,19 +242,19 @@ void Scheduler::loop() {
 // PyTorch's time, which runs everything on the calling thread; with every batch run by the submitting client
 // (RILL_VM_WAITER_RUNS_QUEUED=2) it took 0.8-0.9x. So when the scheduler finds itself waiting for a core
 // (cores_contended(), its run delay, Note [Waiting for a core] in util/spin.h) it leaves queued work to the
-// clients: it marks the cores taken for kNoFreeCoreNs, in which a submitting client runs the batch at once and a
+// clients: it marks the cores taken for kLeaveToClientsNs, in which a submitting client runs the batch at once and a
 // waiter takes it without a grace (Note [A waiter runs the queue]), and sleeps for that long or until woken.
 // When it comes back it runs one batch, whoever left it (a completion from a worker, work a client queued and
-// went on), so nothing waits longer than kNoFreeCoreNs, and then looks at its run delay again. It does not
+// went on), so nothing waits longer than kLeaveToClientsNs, and then looks at its run delay again. It does not
 // leave work while a client waits for the in-flight bound to fall (back-pressure waits do not help), nor with
 // RILL_VM_WAITER_RUNS_QUEUED=0, nor when asked to park.
 bool Scheduler::leave_to_clients(bool deferred) {
   if (deferred || config().waiter_runs_queued == 0 || !cores_contended()) return false;
   if (drained_waiters_.load(std::memory_order_acquire) > 0 || gate_.stop_requested()) return false;
-  no_free_core_until_.store(now_ns() + kNoFreeCoreNs, std::memory_order_relaxed);
+  no_free_core_until_.store(now_ns() + kLeaveToClientsNs, std::memory_order_relaxed);
   deferrals_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
   std::unique_lock<std::mutex> lock(mutex_);
-  sleep_for(lock, gate_, std::chrono::nanoseconds(kNoFreeCoreNs));
+  sleep_for(lock, gate_, std::chrono::nanoseconds(kLeaveToClientsNs));
   has_work_.store(true, std::memory_order_relaxed);  // look at the queues again whatever woke it
   return true;
 }

@@ -28,6 +28,8 @@ inline constexpr int kMaxThreads = kMaxThreadIds;
 inline constexpr int64_t kHelpGraceNs = 1'000;
 /** How long a slow yield of the scheduler's spin counts as "no core is free" (Note [A waiter runs the queue]). */
 inline constexpr int64_t kNoFreeCoreNs = 20'000'000;
+/** How long the scheduler, waiting for a core, leaves queued work to the clients (Note [Waiting for a core]). */
+inline constexpr int64_t kLeaveToClientsNs = 100'000'000;
 
 /** The one scheduler of the process. */
 class Scheduler : private VmThread {
