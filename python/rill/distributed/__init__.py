@@ -60,11 +60,12 @@ class ProcessGroup:
     def __init__(self, gid, ranks):
         self._id = gid
         self._ranks = list(ranks)
+        me = _state.rank
+        self._rank = self._ranks.index(me) if me in self._ranks else -1
 
     def rank(self):
         """This process's rank in the group, or -1 when it is not a member."""
-        me = _state.rank
-        return self._ranks.index(me) if me in self._ranks else -1
+        return self._rank
 
     def size(self):
         return len(self._ranks)
@@ -264,6 +265,8 @@ def _check_init(what):
 
 
 def _group(group, what):
+    if group is None and _state.world is not None:  # the common case first: every collective comes here
+        return _state.world
     _check_init(what)
     if group is None or group is GroupMember.WORLD:
         return _state.world
@@ -275,7 +278,7 @@ def _group(group, what):
 
 
 def _member(g, what):
-    if g.rank() >= 0:
+    if g._rank >= 0:
         return True
     warnings.warn(f"Running {what} on global rank {_state.rank} which does not belong to the given group.")
     return False
@@ -294,10 +297,11 @@ def _tensor(t, what, name="tensor"):
 
 
 def _op(op, what):
-    try:
-        return int(ReduceOp(op))
-    except ValueError:
-        raise ValueError(f"[{what}] unknown op {op!r}; use a rill.distributed.ReduceOp") from None
+    if type(op) is ReduceOp:  # every collective comes here: no enum lookup
+        return op._value_
+    if type(op) is int and 0 <= op < len(ReduceOp):
+        return op
+    raise ValueError(f"[{what}] unknown op {op!r}; use a rill.distributed.ReduceOp")
 
 
 def _done(tensors, async_op, result=None):

@@ -53,9 +53,12 @@ Scheduler::Scheduler() {
 void Scheduler::submit(Instruction* instruction) {
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   if (!post(inbox_, instruction)) return;
-  // Note [A waiter runs the queue]: with no core free, run it here rather than wake the scheduler.
+  // Note [A waiter runs the queue]: with no core free, run it here rather than wake the scheduler; and a
+  // collective is admitted here (Note [The comm stream's hand-offs]).
   int mode = config().waiter_runs_queued;
-  if (mode != 0 && (mode == 2 || now_ns() < no_free_core_until_.load(std::memory_order_relaxed)) &&
+  if (mode != 0 &&
+      (mode == 2 || instruction->stream.pinned() || instruction->is_sync() ||
+       now_ns() < no_free_core_until_.load(std::memory_order_relaxed)) &&
       !gate_.stop_requested()) {
     std::unique_lock<std::mutex> drive(drive_mutex_, std::try_to_lock);
     if (drive.owns_lock()) {
@@ -66,8 +69,70 @@ void Scheduler::submit(Instruction* instruction) {
   wake();
 }
 
+// Note [The comm stream's hand-offs]
+// A collective's round trip is client -> comm thread -> client: the client submits it, the comm thread runs the
+// MPI call (Note [The comm stream] in comm/collectives.cpp), the client reads the result. With a rank on every
+// core (two ranks on a 2-core machine) the scheduler thread has no core of its own, and each wake-up of it takes
+// one from a rank's comm thread or client in the middle of a collective: a 4-byte all_reduce waited for cost
+// 31-41 us against MPI's 1.5-1.8 (bench/comm.py), the scheduler waking once or twice per call. So the scheduler
+// thread stays out of the round trip:
+// - A client admits a collective, and a sync marker it is about to wait on, itself when the scheduler thread
+//   sleeps (Scheduler::submit): admitting takes a fraction of a microsecond, a wake-up microseconds and a core.
+// - A marker behind a collective is not queued on the comm thread (Note [Markers on a worker]): the client that
+//   retires the collective completes the marker on its own thread.
+// - The comm thread hands a finished instruction back without waking the scheduler when a client polls at a sync
+//   point (it retires it, wait_turn -> help), or when the scheduler sleeps with a deadline and no client waits
+//   blocked (at a sync point or for the in-flight bound). Once the comm stream is in use the scheduler sleeps at
+//   most kCommRetireNs (kLeaveToClientsNs while it leaves its work to the clients, Note [Waiting for a core]), so
+//   a completion nobody polls for is retired within that, by it or by the next client that submits or waits; a
+//   deadline that finds nothing queued sends it back to sleep.
+// - A client that stops polling (its wait is over, or it is about to block) retires what was left meanwhile, or
+//   wakes the scheduler when it cannot (stop_polling).
+// - The comm thread, out of work, yields for kCommIdleSpin before it sleeps even when no core is free (Note
+//   [Waiting for a core] in util/spin.h would have it sleep at once): collectives come in runs (a latency loop,
+//   DDP's buckets, an all_gather after an all_reduce), and a sleeping comm thread costs the next one a futex wake
+//   from the client and a wake-up. 20-50 us measured alike; 200 us (the online time) hurt, the spinner then taking
+//   the other rank's core.
+// The counts and the completion queue pair up as in a Dekker handshake: the comm thread posts (under mutex_) and
+// then reads the counts; a client changes its count and then looks at the queue (under mutex_); either the client
+// sees the completion or the comm thread sees the client. RILL_VM_WAITER_RUNS_QUEUED=0 turns all of it off: the
+// scheduler thread then does all the admitting and retiring, as odb's stepping expects.
 void Scheduler::complete(Instruction* instruction) {
-  if (post(completions_, instruction)) wake();
+  const bool pinned = instruction->stream.pinned();  // once posted, the instruction may be retired and reused
+  bool comes_back = false;                           // the scheduler sleeps with a deadline
+  auto its_turn = [&] {
+    comes_back = sleep_has_deadline_;
+    return true;
+  };
+  if (!post(completions_, instruction, its_turn)) return;
+  if (pinned && config().waiter_runs_queued != 0 &&
+      (polling_waiters_.load(std::memory_order_seq_cst) > 0 ||
+       (comes_back && blocked_waiters_.load(std::memory_order_seq_cst) == 0 &&
+        drained_waiters_.load(std::memory_order_seq_cst) == 0))) {
+    comm_completions_left_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
+    return;
+  }
+  wake();
+}
+
+void Scheduler::stop_polling(bool to_block) {
+  if (to_block) blocked_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  polling_waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  bool left;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    left = sleeping_ && !completions_.empty();
+  }
+  if (!left) return;
+  // Retire it here if nobody runs a batch now; else make sure the one who does (maybe a client that returns to
+  // Python after its batch) is not the last to look.
+  std::unique_lock<std::mutex> drive(drive_mutex_, std::try_to_lock);
+  if (drive.owns_lock() && !gate_.stop_requested()) {
+    if (run_batch()) waiter_batches_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
+    return;
+  }
+  if (drive.owns_lock()) drive.unlock();
+  wake();
 }
 
 bool Scheduler::wait_in_flight_below(int64_t limit) {
@@ -226,7 +291,17 @@ void Scheduler::loop() {
       if (how == Spin::kNoFreeCore) no_free_core_until_.store(now_ns() + kNoFreeCoreNs, std::memory_order_relaxed);
     }
     std::unique_lock<std::mutex> lock(mutex_);
-    sleep(lock, gate_, [&] { return !inbox_.empty() || !completions_.empty(); });  // sets asleep_, a hint for help
+    auto queued = [&] { return !inbox_.empty() || !completions_.empty(); };
+    if (comm_stream_used_.load(std::memory_order_relaxed)) {
+      // Note [The comm stream's hand-offs]: the comm stream may leave its completions unannounced meanwhile; a
+      // deadline that finds nothing queued goes back to sleep (no online spin).
+      sleep_has_deadline_ = true;
+      while (!sleep(lock, gate_, queued, std::chrono::nanoseconds(kCommRetireNs))) {
+      }
+      sleep_has_deadline_ = false;
+    } else {
+      sleep(lock, gate_, queued);  // sets asleep_, a hint for help
+    }
     spin = true;
     has_work_.store(true, std::memory_order_relaxed);
   }
@@ -254,7 +329,9 @@ bool Scheduler::leave_to_clients(bool deferred) {
   no_free_core_until_.store(now_ns() + kLeaveToClientsNs, std::memory_order_relaxed);
   deferrals_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
   std::unique_lock<std::mutex> lock(mutex_);
-  sleep_for(lock, gate_, std::chrono::nanoseconds(kLeaveToClientsNs));
+  sleep_has_deadline_ = true;  // it comes back: the comm stream need not wake it (Note [The comm stream's hand-offs])
+  sleep(lock, gate_, [] { return false; }, std::chrono::nanoseconds(kLeaveToClientsNs));  // whatever is queued
+  sleep_has_deadline_ = false;
   has_work_.store(true, std::memory_order_relaxed);  // look at the queues again whatever woke it
   return true;
 }
@@ -276,8 +353,11 @@ void Scheduler::place_marker(Instruction* instr) {
   int tid = -1;
   auto on_same_worker = [&](const void* pred) {
     if (!pred) return true;
-    int t = static_cast<const Instruction*>(pred)->stream.thread_id;  // a kernel: only kernels write
-    if (!on_a_worker(t) || (tid >= 0 && t != tid)) return false;
+    const Stream& stream = static_cast<const Instruction*>(pred)->stream;  // a kernel: only kernels write
+    int t = stream.thread_id;
+    // Not behind a collective: a polling client retires the collective and completes the marker itself
+    // (Note [The comm stream's hand-offs]).
+    if (!on_a_worker(t) || stream.pinned() || (tid >= 0 && t != tid)) return false;
     tid = t;
     return true;
   };
@@ -330,6 +410,8 @@ void Scheduler::dispatch(Instruction* instr) {
     return;
   }
   if (instr->on_worker || on_a_worker(instr->stream.thread_id)) {
+    if (instr->stream.pinned() && !comm_stream_used_.load(std::memory_order_relaxed))
+      comm_stream_used_.store(true, std::memory_order_relaxed);  // read by the scheduler thread before it sleeps
     worker(instr->stream.thread_id)->push(instr);
     return;
   }

@@ -30,6 +30,9 @@ inline constexpr int64_t kHelpGraceNs = 1'000;
 inline constexpr int64_t kNoFreeCoreNs = 20'000'000;
 /** How long the scheduler, waiting for a core, leaves queued work to the clients (Note [Waiting for a core]). */
 inline constexpr int64_t kLeaveToClientsNs = 100'000'000;
+/** How long the scheduler sleeps at most once the comm stream is in use, whose completions need not wake it
+ * (Note [The comm stream's hand-offs]). */
+inline constexpr int64_t kCommRetireNs = 1'000'000;
 
 /** The one scheduler of the process. */
 class Scheduler : private VmThread {
@@ -46,6 +49,14 @@ class Scheduler : private VmThread {
   void submit(Instruction* instruction);
   /** A worker finished an instruction (worker threads). */
   void complete(Instruction* instruction);
+  /** A client starts polling at a sync point (it then retires what the comm stream finishes: Note [The comm
+   * stream's hand-offs]). */
+  void start_polling() { polling_waiters_.fetch_add(1, std::memory_order_seq_cst); }
+  /** It stops polling: its wait ended, or (to_block) it is about to block on its marker until the VM wakes it.
+   * It retires what was left to it meanwhile. */
+  void stop_polling(bool to_block = false);
+  /** A client that blocked (stop_polling(true)) wakes. */
+  void unblocked() { blocked_waiters_.fetch_sub(1, std::memory_order_seq_cst); }
   /** Instructions submitted and not yet retired. */
   int64_t in_flight() const { return in_flight_.load(std::memory_order_acquire); }
   /** Block until fewer than limit instructions are in flight; false if the scheduler is stopped meanwhile. */
@@ -66,6 +77,8 @@ class Scheduler : private VmThread {
   uint64_t waiter_worker_batches() const { return waiter_worker_batches_.load(std::memory_order_relaxed); }
   /** Times the scheduler left the queued work to the clients (Note [Waiting for a core] in scheduler.cpp). */
   uint64_t deferrals() const { return deferrals_.load(std::memory_order_relaxed); }
+  /** Comm-stream completions handed back without waking the scheduler (Note [The comm stream's hand-offs]). */
+  uint64_t comm_completions_left() const { return comm_completions_left_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
@@ -88,6 +101,12 @@ class Scheduler : private VmThread {
   std::atomic<uint64_t> waiter_batches_{0};  // a waiter ran a batch while the scheduler was online (Note [A waiter runs the queue])
   std::atomic<uint64_t> waiter_worker_batches_{0};  // a waiter ran a worker's queue (the same Note)
   std::atomic<uint64_t> deferrals_{0};  // Note [Waiting for a core]
+  // Note [The comm stream's hand-offs]
+  std::atomic<int> polling_waiters_{0};  // clients polling at a sync point
+  std::atomic<int> blocked_waiters_{0};  // clients blocked at a sync point until the VM wakes them
+  std::atomic<bool> comm_stream_used_{false};  // an instruction of the comm stream was dispatched
+  std::atomic<uint64_t> comm_completions_left_{0};
+  bool sleep_has_deadline_ = false;  // under mutex_: the scheduler sleeps for at most kCommRetireNs
   // Held by whoever runs the scheduler's loop body (run_batch): the scheduler thread, or a waiter helping. All
   // the scheduler-thread state below, and the instructions' bookkeeping, is touched only under it.
   std::mutex drive_mutex_;

@@ -295,8 +295,33 @@ bool wait_turn(int64_t waiting_since_ns) {
   return false;
 }
 
+// While it polls, the waiter is counted (Scheduler::start_polling): the comm stream then leaves it what it
+// finishes to retire, instead of waking the scheduler thread (Note [The comm stream's hand-offs] in
+// scheduler.cpp).
+class Polling {
+ public:
+  Polling() { scheduler().start_polling(); }
+  ~Polling() {
+    if (polling_) scheduler().stop_polling();
+  }
+  /** Stop polling to block on the marker until the VM wakes it, then poll again. */
+  void block() {
+    scheduler().stop_polling(true);
+    polling_ = false;
+  }
+  void unblock() {
+    scheduler().unblocked();
+    scheduler().start_polling();
+    polling_ = true;
+  }
+
+ private:
+  bool polling_ = true;
+};
+
 bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
   if (signal.done.load(std::memory_order_acquire)) return true;
+  Polling polling;
   int64_t since = now_ns();
   auto now = std::chrono::steady_clock::now();
   auto deadline = now + timeout;
@@ -308,12 +333,14 @@ bool wait_for(SyncSignal& signal, std::chrono::microseconds timeout) {
     wait_turn(since);
   }
   if (!signal.ready.load(std::memory_order_acquire) && scheduler().in_flight() >= 2) {
+    polling.block();  // may retire what makes the marker ready
     std::unique_lock<std::mutex> lock(signal.mutex);
     signal.blocked.store(true, std::memory_order_seq_cst);
     bool woke = signal.cv.wait_until(lock, deadline, [&] {
       return signal.ready.load(std::memory_order_seq_cst) || signal.done.load(std::memory_order_seq_cst);
     });
     signal.blocked.store(false, std::memory_order_relaxed);
+    polling.unblock();
     if (!woke) return false;
   }
   while (!signal.done.load(std::memory_order_acquire)) {
@@ -445,6 +472,7 @@ uint64_t num_waiter_batches() { return Scheduler::started() ? scheduler().waiter
 uint64_t num_waiter_worker_batches() { return Scheduler::started() ? scheduler().waiter_worker_batches() : 0; }
 
 uint64_t num_scheduler_deferrals() { return Scheduler::started() ? scheduler().deferrals() : 0; }
+uint64_t num_comm_completions_left() { return Scheduler::started() ? scheduler().comm_completions_left() : 0; }
 
 int64_t num_in_flight() { return Scheduler::started() ? scheduler().in_flight() : 0; }
 

@@ -89,6 +89,9 @@ uint64_t num_waiter_worker_batches();
 /** Times the scheduler thread, waiting for a core, left the queued work to the clients (Note [Waiting for a core]
  * in scheduler.cpp). */
 uint64_t num_scheduler_deferrals();
+/** Comm-stream completions left to a polling client or the scheduler's deadline instead of waking the scheduler
+ * (Note [The comm stream's hand-offs] in scheduler.cpp). */
+uint64_t num_comm_completions_left();
 /** Instructions submitted and not yet finished. */
 int64_t num_in_flight();
 

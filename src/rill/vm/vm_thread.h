@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -86,7 +87,12 @@ class VmThread {
    * `since`; kNoFreeCore when a yield was slow or the thread lately waited for a core. */
   Spin spin_online(const ParkGate& gate, std::chrono::steady_clock::time_point since) {
     if (cores_contended()) return has_work_.load(std::memory_order_acquire) ? Spin::kWork : Spin::kNoFreeCore;
-    auto deadline = since + std::chrono::microseconds(config().online_us);
+    return spin_until(gate, since + std::chrono::microseconds(config().online_us));
+  }
+
+  /** Yield until work is flagged, a stop is requested, or deadline, however busy the cores are; kNoFreeCore when a
+   * yield was slow. */
+  Spin spin_until(const ParkGate& gate, std::chrono::steady_clock::time_point deadline) {
     while (!has_work_.load(std::memory_order_acquire)) {
       if (gate.stop_requested() || std::chrono::steady_clock::now() >= deadline) return Spin::kTimeout;
       if (!spin_yield()) return Spin::kNoFreeCore;
@@ -94,26 +100,22 @@ class VmThread {
     return Spin::kWork;
   }
 
-  /** Sleep (holding lock on mutex_) until ready() or a stop request; producers then wake it (post, wake). */
+  /** Sleep (holding lock on mutex_) until ready(), a wake or a stop request, or for at most `most` when given (the
+   * scheduler leaving its work to the clients, Note [Waiting for a core] in scheduler.cpp); producers wake it
+   * (post, wake). False when `most` passed with none of these. */
   template <typename Ready>
-  void sleep(std::unique_lock<std::mutex>& lock, const ParkGate& gate, Ready ready) {
+  bool sleep(std::unique_lock<std::mutex>& lock, const ParkGate& gate, Ready ready,
+             std::optional<std::chrono::nanoseconds> most = std::nullopt) {
     sleeping_ = true;
     woken_ = false;
     asleep_.store(true, std::memory_order_relaxed);  // a hint for waiters (Note [A waiter runs the queue])
-    cv_.wait(lock, [&] { return ready() || woken_ || gate.stop_requested(); });
+    auto done = [&] { return ready() || woken_ || gate.stop_requested(); };
+    bool woke = true;
+    if (most) woke = cv_.wait_for(lock, *most, done);
+    else cv_.wait(lock, done);
     asleep_.store(false, std::memory_order_relaxed);
     sleeping_ = false;
-  }
-
-  /** Sleep (holding lock on mutex_) for at most `most`, until a producer wakes it or a stop request, whatever is
-   * queued meanwhile: the scheduler leaving its work to the clients (Note [Waiting for a core] in scheduler.cpp). */
-  void sleep_for(std::unique_lock<std::mutex>& lock, const ParkGate& gate, std::chrono::nanoseconds most) {
-    sleeping_ = true;
-    woken_ = false;
-    asleep_.store(true, std::memory_order_relaxed);
-    cv_.wait_for(lock, most, [&] { return woken_ || gate.stop_requested(); });
-    asleep_.store(false, std::memory_order_relaxed);
-    sleeping_ = false;
+    return woke;
   }
 
   std::mutex mutex_;

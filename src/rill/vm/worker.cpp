@@ -145,7 +145,11 @@ bool Worker::take_batch() {
   if (!runnable()) {
     if (queue_.empty()) has_work_.store(false, std::memory_order_relaxed);  // a waiter took the work with it
     lock.unlock();
-    spin_online(*gate_, std::chrono::steady_clock::now());  // Note [Staying online] in vm_thread.h
+    auto now = std::chrono::steady_clock::now();
+    // Note [The comm stream's hand-offs] in scheduler.cpp: the comm thread waits for the next collective a little even
+    // when no core is free.
+    if (pinned_.load(std::memory_order_relaxed)) spin_until(*gate_, now + kCommIdleSpin);
+    spin_online(*gate_, now);  // Note [Staying online] in vm_thread.h
     lock.lock();
     sleep(lock, *gate_, runnable);
     if (!runnable()) return false;  // woken to park

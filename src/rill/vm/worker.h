@@ -3,6 +3,7 @@
 // sync point may run them in its place (Note [A waiter runs the queue] in scheduler.cpp).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -16,6 +17,10 @@
 namespace rill::vm {
 
 class Scheduler;
+
+/** How long the comm thread yields for the next collective before it sleeps, however busy the cores are (Note [The
+ * comm stream's hand-offs] in scheduler.cpp). */
+inline constexpr auto kCommIdleSpin = std::chrono::microseconds(50);
 
 /** One VM thread ("rill-worker-N"). */
 class Worker : private VmThread {

@@ -1,7 +1,8 @@
 // vm/: a client waiting at a sync point runs the queued batch in the scheduler's place, and the queue of the
 // worker it submits to in the worker's place (Note [A waiter runs the queue] in vm/scheduler.cpp): order,
 // dependences across VM threads and poisoning hold whoever runs a batch; a pinned stream's kernels run only on
-// its worker. Also built with ThreadSanitizer by scripts/tsan.sh.
+// its worker; the comm stream's completions are retired by a polling client. Also built with ThreadSanitizer by
+// scripts/tsan.sh.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -291,6 +293,13 @@ TEST_F(VMWaiter, TwoWaitersAndTheWorkerRaceForOneQueue) {
   EXPECT_GT(g_ran_on_client.load(), 0) << "no waiter ran the worker's queue: the path went untested";
 }
 
+// The thread id of the tests' comm stream: reserved once and kept, as the comm stream's is (a worker that ran a
+// pinned stream's instruction stays pinned, so the id must not go to a later test's rill.asyncs thread).
+int comm_thread_id() {
+  static const int tid = vm::reserve_thread_id();
+  return tid;
+}
+
 // A pinned stream's kernels (the comm stream's MPI calls) run on its worker only, however the client waits; the
 // same kernels on an unpinned stream are taken over, so the check can fail.
 TEST_F(VMWaiter, PinnedStreamsAreNeverTakenOver) {
@@ -300,7 +309,7 @@ TEST_F(VMWaiter, PinnedStreamsAreNeverTakenOver) {
   Tensor gate = eager::full({1}, Scalar(1.0), DType::kFloat32);
   int taken_after = 0;  // iterations the unpinned stream needed: the pinned one gets as many chances
   for (auto role : {vm::StreamRole::kCompute, vm::StreamRole::kComm}) {
-    int tid = vm::reserve_thread_id();  // a pinned worker stays pinned: its id is kept reserved below
+    int tid = role == vm::StreamRole::kComm ? comm_thread_id() : vm::reserve_thread_id();
     vm::set_current_thread_id(tid);
     Tensor out = eager::full({1}, Scalar(0.0), DType::kFloat32);
     vm::wait_readable(out);
@@ -322,6 +331,105 @@ TEST_F(VMWaiter, PinnedStreamsAreNeverTakenOver) {
   }
   vm::release_thread_id(slow_id);
   t_client = false;
+}
+
+// Adds 1 to its one output, read and written in place.
+void add_one_kernel(const KernelContext& ctx) { *ctx.outputs[0].ptr<float>() += 1.0f; }
+
+// Sleeps 5 ms, then adds 1: the client and the scheduler thread are long done with it when it finishes.
+void slow_add_one_kernel(const KernelContext& ctx) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  add_one_kernel(ctx);
+}
+
+void submit_on_comm_stream(KernelFn kernel, const Tensor& out, int thread_id) {
+  auto instr = vm::new_instruction();
+  instr->op = &eager::op("neg");
+  instr->kernel = kernel;
+  instr->inputs = {out};
+  instr->outputs = {out};
+  instr->stream.thread_id = static_cast<int16_t>(thread_id);
+  instr->stream.role = vm::StreamRole::kComm;
+  vm::submit(std::move(instr));
+}
+
+// The comm stream's round trip leaves the scheduler thread out (Note [The comm stream's hand-offs] in
+// vm/scheduler.cpp): a polling client retires what the comm thread finishes, the scheduler's deadline retires what
+// nobody waits for, and a blocked client is still woken. Kernels of a pinned stream stand in for MPI calls.
+class VMCommHandOff : public ::testing::Test {
+ protected:
+  void SetUp() override { tid_ = comm_thread_id(); }
+  void TearDown() override {
+    env::set_override("RILL_VM_WAITER_RUNS_QUEUED", std::nullopt);
+    env::set_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", std::nullopt);
+  }
+  int tid_ = -1;
+};
+
+// Round trips (a collective, then its result read) until one completion was left to the polling client: each reads
+// the right value, and the scheduler thread was not needed for it.
+TEST_F(VMCommHandOff, APollingClientRetiresWhatTheCommThreadFinishes) {
+  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
+  vm::wait_readable(x);
+  uint64_t before = vm::num_comm_completions_left();
+  int i = 0;
+  while (++i <= 100 || (vm::num_comm_completions_left() == before && i <= 20000)) {
+    submit_on_comm_stream(add_one_kernel, x, tid_);
+    ASSERT_EQ(read_float(x), static_cast<float>(i));
+  }
+  EXPECT_GT(vm::num_comm_completions_left(), before) << "every completion woke the scheduler thread";
+  vm::synchronize();
+  EXPECT_EQ(vm::num_in_flight(), 0);
+}
+
+// With RILL_VM_WAITER_RUNS_QUEUED=0 the scheduler thread does it all: no completion is left.
+TEST_F(VMCommHandOff, OffWhenWaitersLeaveEverythingToTheScheduler) {
+  env::set_override("RILL_VM_WAITER_RUNS_QUEUED", "0");
+  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
+  vm::wait_readable(x);
+  uint64_t before = vm::num_comm_completions_left();
+  for (int i = 1; i <= 200; ++i) {
+    submit_on_comm_stream(add_one_kernel, x, tid_);
+    ASSERT_EQ(read_float(x), static_cast<float>(i));
+  }
+  EXPECT_EQ(vm::num_comm_completions_left(), before);
+}
+
+// A completion that no client waits for, left unannounced while the scheduler sleeps with its deadline, is
+// retired without any client doing anything. (The scheduler may happen to be awake when one finishes: then it is
+// announced; so on until one was left.)
+TEST_F(VMCommHandOff, WhatNobodyWaitsForIsRetiredAtTheDeadline) {
+  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
+  vm::wait_readable(x);
+  submit_on_comm_stream(add_one_kernel, x, tid_);  // the comm stream in use: the scheduler sleeps with a deadline
+  vm::synchronize();
+  uint64_t before = vm::num_comm_completions_left();
+  int added = 1;
+  for (int i = 0; i < 20 && vm::num_comm_completions_left() == before; ++i) {
+    submit_on_comm_stream(slow_add_one_kernel, x, tid_);
+    ++added;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (vm::num_in_flight() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(vm::num_in_flight(), 0) << "a finished collective nobody waited for was never retired";
+  }
+  EXPECT_GT(vm::num_comm_completions_left(), before) << "every completion woke the scheduler: the path went untested";
+  EXPECT_EQ(read_float(x), static_cast<float>(added));
+}
+
+// A client blocked at a sync point (no online time: it blocks at once) is woken by the completion: it is not left.
+TEST_F(VMCommHandOff, ABlockedClientIsWoken) {
+  env::set_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", "0");
+  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
+  vm::wait_readable(x);
+  uint64_t before = vm::num_comm_completions_left();
+  for (int i = 1; i <= 20; ++i) {
+    submit_on_comm_stream(slow_add_one_kernel, x, tid_);
+    ASSERT_EQ(read_float(x), static_cast<float>(i));
+  }
+  // Each client blocks microseconds after its submission, 5 ms before the completion; a client the OS held off the
+  // core for those 5 ms still polled when it came (then it is left): allow two such.
+  EXPECT_LE(vm::num_comm_completions_left() - before, 2u) << "completions a blocked client waited for were left";
 }
 
 }  // namespace
