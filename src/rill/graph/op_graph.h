@@ -5,8 +5,11 @@
 // reads the job's strings in place: it must not outlive a rename of an op or an output.
 #pragma once
 
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -60,18 +63,18 @@ class OpGraph {
   explicit OpGraph(const Job& job);
   const Job& job() const { return *job_; }
   /** The number of ops when the graph was built (ops added since are not indexed). */
-  int size() const { return static_cast<int>(predecessors_.size()); }
+  int size() const { return predecessors_.size(); }
   const OpConf& op(int i) const { return job_->ops(i); }
   /** The op called name, or -1. */
   int find(const std::string& name) const;
   /** The producer of lbn (op -1 when none). */
   BlobRef producer(const std::string& lbn) const;
   /** Ops reading some output of op i (each once, in job order). */
-  const std::vector<int>& data_consumers(int i) const { return data_consumers_[i]; }
+  std::span<const int> data_consumers(int i) const { return data_consumers_.of(i); }
   /** Ops naming op i in their ctrl_inputs (each once, in job order). */
-  const std::vector<int>& ctrl_consumers(int i) const { return ctrl_consumers_[i]; }
+  std::span<const int> ctrl_consumers(int i) const { return ctrl_consumers_.of(i); }
   /** Producers of op i's data inputs and the ops its ctrl_inputs name (each once; unknown names left out). */
-  const std::vector<int>& predecessors(int i) const { return predecessors_[i]; }
+  std::span<const int> predecessors(int i) const { return predecessors_.of(i); }
   /** Marks of every op some op of roots needs, through predecessors (a root itself only if another needs it). */
   std::vector<bool> ancestors(const std::vector<int>& roots) const;
   /** Whether op i is a variable op with attr trainable. */
@@ -80,12 +83,71 @@ class OpGraph {
   int assign_target(int i) const;
 
  private:
+  // Note [The op graph's layout]
+  // A graph is rebuilt after each rewrite of the job, and a 48-block job has ten thousand ops: building one
+  // must touch little memory and allocate little. So the name and lbn indexes are open-addressing tables of
+  // views (one array, no node per entry), and each relation is one array of edges with an offset per op
+  // (compressed rows), not a vector per op.
+
+  /** string_view -> V by open addressing with linear probing; the table is sized once, at twice the keys. */
+  template <typename V>
+  class StringIndex {
+   public:
+    void reserve(size_t keys) {
+      size_t capacity = 16;
+      while (capacity < 2 * keys) capacity *= 2;
+      slots_.assign(capacity, Slot{});
+    }
+    /** Whether key was new (a present key keeps its value). */
+    bool insert(std::string_view key, V value) {
+      const size_t h = std::hash<std::string_view>()(key);
+      for (size_t k = h & mask();; k = (k + 1) & mask()) {
+        Slot& s = slots_[k];
+        if (!s.used) {
+          s = Slot{h, key, value, true};
+          return true;
+        }
+        if (s.hash == h && s.key == key) return false;
+      }
+    }
+    const V* find(std::string_view key) const {
+      if (slots_.empty()) return nullptr;
+      const size_t h = std::hash<std::string_view>()(key);
+      for (size_t k = h & mask();; k = (k + 1) & mask()) {
+        const Slot& s = slots_[k];
+        if (!s.used) return nullptr;
+        if (s.hash == h && s.key == key) return &s.value;  // the hash first: most probes then skip the strings
+      }
+    }
+
+   private:
+    struct Slot {
+      size_t hash = 0;
+      std::string_view key;
+      V value{};
+      bool used = false;
+    };
+    size_t mask() const { return slots_.size() - 1; }
+    std::vector<Slot> slots_;
+  };
+
+  /** Lists of ops per op in one array: op i's are edges[offsets[i], offsets[i + 1]). */
+  struct Rows {
+    std::vector<int> offsets{0}, edges;
+    int size() const { return static_cast<int>(offsets.size()) - 1; }
+    std::span<const int> of(int i) const {
+      return {edges.data() + offsets[i], static_cast<size_t>(offsets[i + 1] - offsets[i])};
+    }
+  };
+  /** Rows of n ops from (row, op) pairs, each row keeping the pairs' order. */
+  static Rows rows_of(int n, const std::vector<std::pair<int, int>>& pairs);
+
   const Job* job_;
   // Keys view the job's own strings: a pass may add ops or rewrite inputs while a graph of the job lives, but
   // renames no op and no output (a repeated field holds its messages by pointer, so adding moves none).
-  std::unordered_map<std::string_view, int> by_name_;
-  std::unordered_map<std::string_view, BlobRef> by_lbn_;
-  std::vector<std::vector<int>> data_consumers_, ctrl_consumers_, predecessors_;
+  StringIndex<int> by_name_;
+  StringIndex<BlobRef> by_lbn_;
+  Rows data_consumers_, ctrl_consumers_, predecessors_;
 };
 
 /** Which part of an iteration an op runs in (Note [Pieces and the once part] in op_graph.cpp). */
