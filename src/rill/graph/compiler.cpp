@@ -55,8 +55,8 @@ plan::TensorDesc contiguous(const plan::TensorDesc& d) {
 
 class Compiler {
  public:
-  Compiler(const Job& job, const CompileOptions& options)
-      : job_(job), options_(options), g_(job), pieces_(job_pieces(job)) {}
+  Compiler(const OpGraph& g, const CompileOptions& options)
+      : job_(g.job()), options_(options), g_(g), pieces_(job_pieces(g.job())) {}
 
   plan::Plan run() {
     RILL_CHECK(options_.register_count >= 1, Runtime, "[graph] compile: register_count must be at least 1, got ",
@@ -366,7 +366,7 @@ class Compiler {
 
   const Job& job_;
   CompileOptions options_;
-  OpGraph g_;
+  const OpGraph& g_;
   int32_t pieces_;
   std::vector<Part> parts_;
   plan::Plan plan_;
@@ -452,7 +452,13 @@ const char* regst_kind_name(plan::RegstKind k) {
 
 }  // namespace
 
-plan::Plan compile(const Job& job, const CompileOptions& options) { return Compiler(job, options).run(); }
+plan::Plan compile(const Job& job, const CompileOptions& options) { return Compiler(OpGraph(job), options).run(); }
+
+plan::Plan infer_and_compile(Job& job, InferStats& stats, const CompileOptions& options) {
+  const OpGraph g(job);
+  infer_job(job, g, stats);
+  return Compiler(g, options).run();
+}
 
 std::string job_str(const Job& job) {
   std::ostringstream os;

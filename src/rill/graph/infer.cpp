@@ -199,8 +199,10 @@ std::vector<plan::TensorDesc> infer_op(const OpConf& op, const std::vector<plan:
 
 }  // namespace
 
-void infer_job(Job& job, InferStats& stats) {
-  const OpGraph g(job);
+void infer_job(Job& job, InferStats& stats) { infer_job(job, OpGraph(job), stats); }
+
+void infer_job(Job& job, const OpGraph& g, InferStats& stats) {
+  RILL_ASSERT(&g.job() == &job && g.size() == job.ops_size(), "infer_job with the op graph of another job");
   JobConf conf = job.conf();
   conf.clear_pass_order();
   conf.clear_disabled_passes();  // which passes ran changes the ops, not how one op infers
