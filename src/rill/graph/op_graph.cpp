@@ -76,8 +76,10 @@ int32_t job_pieces(const Job& job) { return std::max(1, job.conf().gradient_accu
 
 OpGraph::OpGraph(const Job& job) : job_(&job) {
   const int n = job.ops_size();
+  size_t outputs = 0;
+  for (const OpConf& op : job.ops()) outputs += static_cast<size_t>(op.outputs_size());
   by_name_.reserve(static_cast<size_t>(n));
-  by_lbn_.reserve(static_cast<size_t>(n) * 2);
+  by_lbn_.reserve(outputs);
   for (int i = 0; i < n; ++i) {
     const OpConf& op = job.ops(i);
     RILL_CHECK(by_name_.insert(op.name(), i), Runtime, "[", op.name(), "] two ops of the job have this name", at(op));
@@ -296,12 +298,13 @@ bool is_view(const OpConf& op) {
 std::vector<int> memory_readers(const OpGraph& g, int v, int skip) {
   const std::span<const int> direct = g.data_consumers(v);
   std::vector<int> readers, frontier(direct.begin(), direct.end());
-  std::vector<bool> seen(g.size(), false);
+  // Searched, not a flag per op of the job: this runs once per assign (thousands in a 48-block job, each of
+  // whose variables has a few readers), and a flag array would make that quadratic in the job's size.
+  auto seen = [&](int r) { return std::find(readers.begin(), readers.end(), r) != readers.end(); };
   while (!frontier.empty()) {
     int r = frontier.back();
     frontier.pop_back();
-    if (seen[r] || r == skip || g.assign_target(r) == v) continue;
-    seen[r] = true;
+    if (r == skip || g.assign_target(r) == v || seen(r)) continue;
     readers.push_back(r);
     if (is_view(g.op(r)))
       for (int c : g.data_consumers(r)) frontier.push_back(c);

@@ -5,6 +5,7 @@
 // reads the job's strings in place: it must not outlive a rename of an op or an output.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -89,7 +90,8 @@ class OpGraph {
   // views (one array, no node per entry), and each relation is one array of edges with an offset per op
   // (compressed rows), not a vector per op.
 
-  /** string_view -> V by open addressing with linear probing; the table is sized once, at twice the keys. */
+  /** string_view -> V by open addressing with linear probing; the table is sized once, at twice the keys. A
+   * slot keeps its key as a pointer, a length and 32 bits of its hash, so most probes compare no strings. */
   template <typename V>
   class StringIndex {
    public:
@@ -103,11 +105,11 @@ class OpGraph {
       const size_t h = std::hash<std::string_view>()(key);
       for (size_t k = h & mask();; k = (k + 1) & mask()) {
         Slot& s = slots_[k];
-        if (!s.used) {
-          s = Slot{h, key, value, true};
+        if (s.tag == 0) {
+          s = Slot{key.data(), static_cast<uint32_t>(key.size()), tag_of(h), value};
           return true;
         }
-        if (s.hash == h && s.key == key) return false;
+        if (s.matches(key, tag_of(h))) return false;
       }
     }
     const V* find(std::string_view key) const {
@@ -115,18 +117,22 @@ class OpGraph {
       const size_t h = std::hash<std::string_view>()(key);
       for (size_t k = h & mask();; k = (k + 1) & mask()) {
         const Slot& s = slots_[k];
-        if (!s.used) return nullptr;
-        if (s.hash == h && s.key == key) return &s.value;  // the hash first: most probes then skip the strings
+        if (s.tag == 0) return nullptr;
+        if (s.matches(key, tag_of(h))) return &s.value;
       }
     }
 
    private:
     struct Slot {
-      size_t hash = 0;
-      std::string_view key;
+      const char* data = nullptr;
+      uint32_t size = 0;
+      uint32_t tag = 0;  // 0: empty
       V value{};
-      bool used = false;
+      bool matches(std::string_view key, uint32_t t) const {
+        return tag == t && size == key.size() && std::string_view(data, size) == key;
+      }
     };
+    static uint32_t tag_of(size_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }  // never 0
     size_t mask() const { return slots_.size() - 1; }
     std::vector<Slot> slots_;
   };
