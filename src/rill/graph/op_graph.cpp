@@ -76,10 +76,10 @@ int32_t job_pieces(const Job& job) { return std::max(1, job.conf().gradient_accu
 
 OpGraph::OpGraph(const Job& job) : job_(&job) {
   const int n = job.ops_size();
-  size_t outputs = 0;
-  for (const OpConf& op : job.ops()) outputs += static_cast<size_t>(op.outputs_size());
+  first_output_.assign(static_cast<size_t>(n) + 1, 0);
+  for (int i = 0; i < n; ++i) first_output_[i + 1] = first_output_[i] + job.ops(i).outputs_size();
   by_name_.reserve(static_cast<size_t>(n));
-  by_lbn_.reserve(outputs);
+  by_lbn_.reserve(static_cast<size_t>(first_output_[n]));
   for (int i = 0; i < n; ++i) {
     const OpConf& op = job.ops(i);
     RILL_CHECK(by_name_.insert(op.name(), i), Runtime, "[", op.name(), "] two ops of the job have this name", at(op));

@@ -70,6 +70,10 @@ class OpGraph {
   int find(const std::string& name) const;
   /** The producer of lbn (op -1 when none). */
   BlobRef producer(const std::string& lbn) const;
+  /** The outputs of the graph's ops, numbered 0 .. outputs() - 1 in op order: for arrays by output. */
+  int outputs() const { return first_output_.back(); }
+  /** The number of output out of op (a BlobRef with an op). */
+  int output_number(BlobRef b) const { return first_output_[b.op] + b.out; }
   /** Ops reading some output of op i (each once, in job order). */
   std::span<const int> data_consumers(int i) const { return data_consumers_.of(i); }
   /** Ops naming op i in their ctrl_inputs (each once, in job order). */
@@ -154,6 +158,7 @@ class OpGraph {
   StringIndex<int> by_name_;
   StringIndex<BlobRef> by_lbn_;
   Rows data_consumers_, ctrl_consumers_, predecessors_;
+  std::vector<int> first_output_;  // op i's outputs are numbered from first_output_[i]; one more, the total
 };
 
 /** Which part of an iteration an op runs in (Note [Pieces and the once part] in op_graph.cpp). */
