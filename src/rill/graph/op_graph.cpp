@@ -205,13 +205,14 @@ std::vector<Part> op_parts(const OpGraph& g) {
 }
 
 NameSet::NameSet(const Job& job) {
-  for (const OpConf& op : job.ops()) used_.insert(op.name());
+  job_names_.reserve(static_cast<size_t>(job.ops_size()));
+  for (const OpConf& op : job.ops()) job_names_.insert(op.name());
 }
 
 std::string NameSet::fresh(const std::string& base) {
   std::string name = base;
-  for (int k = 2; used_.count(name); ++k) name = base + "-" + std::to_string(k);
-  used_.insert(name);
+  for (int k = 2; job_names_.count(name) || made_.count(name); ++k) name = base + "-" + std::to_string(k);
+  made_.insert(name);
   return name;
 }
 

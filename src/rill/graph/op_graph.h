@@ -170,7 +170,8 @@ bool once_by_role(const OpGraph& g, int i);
 /** The part of every op of g's job (all kPiece but the bindings when the job has one piece). */
 std::vector<Part> op_parts(const OpGraph& g);
 
-/** Op names already used in a job, to make fresh ones. */
+/** Op names already used in a job, to make fresh ones. Like an OpGraph it views the job's names: it must not
+ * outlive a rename of an op. */
 class NameSet {
  public:
   explicit NameSet(const Job& job);
@@ -178,7 +179,8 @@ class NameSet {
   std::string fresh(const std::string& base);
 
  private:
-  std::unordered_set<std::string> used_;
+  std::unordered_set<std::string_view> job_names_;  // no copy of ten thousand names
+  std::unordered_set<std::string> made_;
 };
 
 /** A new op at the end of job with one output "<name>/out0" when outputs is 1. */
