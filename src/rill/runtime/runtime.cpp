@@ -11,7 +11,6 @@
 #include <mutex>
 #include <new>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -346,8 +345,12 @@ void Runtime::Impl::check_regsts() {
       bad_plan(r.name() + " names producer " + std::to_string(p.producer()) +
                ", which does not list it as an output");
     // The consumer lists of the registers and the tasks' in_regsts must agree, or a producer would wait forever.
-    std::set<int64_t> listed(p.consumers().begin(), p.consumers().end()), reading;
-    for (const Route& c : r.consumers) reading.insert(plan_.tasks(c.actor).id());
+    std::vector<int64_t> listed(p.consumers().begin(), p.consumers().end()), reading;
+    for (const Route& c : r.consumers) reading.push_back(plan_.tasks(c.actor).id());
+    for (std::vector<int64_t>* ids : {&listed, &reading}) {  // as sets: sorted vectors, not a tree per register
+      std::sort(ids->begin(), ids->end());
+      ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+    }
     if (listed != reading)
       bad_plan(r.name() + " lists " + std::to_string(listed.size()) + " consumers but " +
                std::to_string(reading.size()) + " tasks read it, and they differ");
