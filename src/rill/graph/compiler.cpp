@@ -265,7 +265,8 @@ class Compiler {
     const OpConf& op = g_.op(i);
     RILL_CHECK(pieces_ == 1 || parts_[i] == Part::kOnce, Runtime, "[", op.name(), "] an output written by each "
                "of the ", pieces_, " pieces; run run_passes() so that it gets their mean", at(op));
-    if (output_in_place_[g_.output_number(g_.producer(op.inputs(0)))] >= 0) return;  // a tick: the producer wrote the output (a ctrl input)
+    // An in_place output is a tick: the producer wrote the output (a ctrl input).
+    if (output_in_place_[g_.output_number(g_.producer(op.inputs(0)))] >= 0) return;
     const plan::Regst& in = read(op, op.inputs(0), t.id());
     t.add_in_regsts(in.id());
     const int index = static_cast<int>(int_attr(op, "index"));
@@ -285,7 +286,8 @@ class Compiler {
     RILL_CHECK(!var.written(), Runtime, "[", op.name(), "] variable ", var.name(), " is assigned twice in one "
                "iteration", at(op));
     var.set_written(true);
-    if (in_place_of_[g_.output_number(g_.producer(op.inputs(1)))] >= 0) return;  // a tick: its producer wrote the variable (a ctrl input orders it)
+    // An in_place assign is a tick: its producer wrote the variable (a ctrl input orders it).
+    if (in_place_of_[g_.output_number(g_.producer(op.inputs(1)))] >= 0) return;
     t.add_in_regsts(read(op, op.inputs(1), t.id()).id());
     t.add_out_regsts(plan_.regsts(regst_of(op.inputs(0))).id());
   }
