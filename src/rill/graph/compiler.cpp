@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -55,8 +54,8 @@ plan::TensorDesc contiguous(const plan::TensorDesc& d) {
 
 class Compiler {
  public:
-  Compiler(const Job& job, const CompileOptions& options)
-      : job_(job), options_(options), g_(job), pieces_(job_pieces(job)) {}
+  Compiler(const OpGraph& g, const CompileOptions& options)
+      : job_(g.job()), options_(options), g_(g), pieces_(job_pieces(g.job())) {}
 
   plan::Plan run() {
     RILL_CHECK(options_.register_count >= 1, Runtime, "[graph] compile: register_count must be at least 1, got ",
@@ -65,6 +64,9 @@ class Compiler {
     parts_ = op_parts(g_);
     bind_external();
     task_of_.assign(g_.size(), -1);
+    regst_of_output_.assign(g_.outputs(), -1);
+    in_place_of_.assign(g_.outputs(), -1);
+    output_in_place_.assign(g_.outputs(), -1);
     ctrl_regst_of_.assign(g_.size(), -1);
     for (int i = 0; i < g_.size(); ++i) {
       const OpConf& a = g_.op(i);
@@ -76,8 +78,9 @@ class Compiler {
                                a.ctrl_inputs().end(),
                  Runtime, "[", a.name(), "] an in_place ", a.op_type(), " waits for its value's producer (a ctrl "
                  "input); run run_passes() on the traced job", at(a));
-      if (assign) in_place_[value] = a.inputs(0);
-      else if (count_for(p) == 1) out_in_place_[value] = static_cast<int>(int_attr(a, "index"));
+      const int slot = g_.output_number(g_.producer(value));
+      if (assign) in_place_of_[slot] = g_.output_number(g_.producer(a.inputs(0)));
+      else if (count_for(p) == 1) output_in_place_[slot] = static_cast<int>(int_attr(a, "index"));
     }
     for (int i = 0; i < g_.size(); ++i) add_op(i);
     plan_.set_pieces(pieces_);
@@ -147,6 +150,9 @@ class Compiler {
     for (size_t k = 0; k < by_kind[kOutput].size(); ++k) plan_.add_outputs();
   }
 
+  // The register of lbn (produced by an op of the job: check_job), or -1 when none was made yet.
+  int regst_of(const std::string& lbn) const { return regst_of_output_[g_.output_number(g_.producer(lbn))]; }
+
   int count_for(int op) const { return parts_[op] == Part::kOnce ? 1 : options_.register_count; }
 
   plan::Regst& new_regst(plan::RegstKind kind, const std::string& lbn, int64_t producer, int count) {
@@ -161,13 +167,13 @@ class Compiler {
 
   // The register of lbn, read by task (added to its consumers).
   plan::Regst& read(const OpConf& reader, const std::string& lbn, int64_t task) {
-    auto it = regst_of_lbn_.find(lbn);
-    if (it == regst_of_lbn_.end()) {
+    const int regst = regst_of(lbn);
+    if (regst < 0) {
       const OpConf& producer = g_.op(g_.producer(lbn).op);
       RILL_FAIL(Runtime, "[", reader.name(), "] reads '", lbn, "', the result of ", producer.op_type(), " op ",
                 producer.name(), ", which has none to read; read its input instead", at(reader));
     }
-    plan::Regst& r = *plan_.mutable_regsts(it->second);
+    plan::Regst& r = *plan_.mutable_regsts(regst);
     // A task reads all its inputs at once: one reading a blob twice finds itself last.
     if (r.consumers().empty() || r.consumers(r.consumers_size() - 1) != task) r.add_consumers(task);
     return r;
@@ -192,27 +198,28 @@ class Compiler {
   void own_outputs(int i, plan::Task& t) {
     const OpConf& op = g_.op(i);
     for (int k = 0; k < op.outputs_size(); ++k) {
-      if (auto it = out_in_place_.find(op.outputs(k)); it != out_in_place_.end()) {  // the launch's output
-        const int index = it->second;
+      const int slot = g_.output_number({i, k});
+      if (const int index = output_in_place_[slot]; index >= 0) {  // the launch's output
         plan::Regst& r = new_regst(plan::REGST_OUTPUT, op.outputs(k), t.id(), 1);
         *r.mutable_desc() = contiguous(op.output_descs(k));
         r.set_binding(index);
         *plan_.mutable_outputs(index) = r.desc();
-        regst_of_lbn_[op.outputs(k)] = plan_.regsts_size() - 1;
+        regst_of_output_[slot] = plan_.regsts_size() - 1;
         t.add_out_regsts(r.id());
         continue;
       }
-      if (auto it = in_place_.find(op.outputs(k)); it != in_place_.end()) {  // written over the variable
-        const int v = regst_of_lbn_.at(it->second);
-        RILL_CHECK(plan_.regsts(v).kind() == plan::REGST_VARIABLE, Runtime, "[", op.name(), "] output ", k,
-                   " is assigned in place to ", it->second, ", which is not a variable", at(op));
-        regst_of_lbn_[op.outputs(k)] = v;
+      if (const int var = in_place_of_[slot]; var >= 0) {  // written over the variable
+        const int v = regst_of_output_[var];
+        RILL_CHECK(v >= 0 && plan_.regsts(v).kind() == plan::REGST_VARIABLE, Runtime, "[", op.name(), "] output ",
+                   k, " is assigned in place to ", v >= 0 ? plan_.regsts(v).lbn() : "a value", ", which is not a "
+                   "variable", at(op));
+        regst_of_output_[slot] = v;
         t.add_out_regsts(plan_.regsts(v).id());
         continue;
       }
       plan::Regst& r = new_regst(plan::REGST_OWNED, op.outputs(k), t.id(), count_for(i));
       *r.mutable_desc() = op.output_descs(k);
-      regst_of_lbn_[op.outputs(k)] = plan_.regsts_size() - 1;
+      regst_of_output_[slot] = plan_.regsts_size() - 1;
       t.add_out_regsts(r.id());
     }
   }
@@ -224,7 +231,7 @@ class Compiler {
     plan::Regst& r = new_regst(plan::REGST_VIEW, op.outputs(0), t.id(), count_for(i));
     *r.mutable_desc() = desc;
     r.set_alias_of(root);
-    regst_of_lbn_[op.outputs(0)] = plan_.regsts_size() - 1;
+    regst_of_output_[g_.output_number({i, 0})] = plan_.regsts_size() - 1;
     t.add_out_regsts(r.id());
   }
 
@@ -235,7 +242,7 @@ class Compiler {
     plan::Regst& r = new_regst(variable ? plan::REGST_VARIABLE : plan::REGST_INPUT, op.outputs(0), 0, 1);
     *r.mutable_desc() = op.output_descs(0);
     r.set_binding(index);
-    regst_of_lbn_[op.outputs(0)] = plan_.regsts_size() - 1;
+    regst_of_output_[g_.output_number({i, 0})] = plan_.regsts_size() - 1;
     if (variable) {
       plan::Variable& v = *plan_.mutable_variables(index);
       v.set_name(op.name());
@@ -258,7 +265,8 @@ class Compiler {
     const OpConf& op = g_.op(i);
     RILL_CHECK(pieces_ == 1 || parts_[i] == Part::kOnce, Runtime, "[", op.name(), "] an output written by each "
                "of the ", pieces_, " pieces; run run_passes() so that it gets their mean", at(op));
-    if (out_in_place_.count(op.inputs(0))) return;  // a tick: the producer wrote the output (a ctrl input)
+    // An in_place output is a tick: the producer wrote the output (a ctrl input).
+    if (output_in_place_[g_.output_number(g_.producer(op.inputs(0)))] >= 0) return;
     const plan::Regst& in = read(op, op.inputs(0), t.id());
     t.add_in_regsts(in.id());
     const int index = static_cast<int>(int_attr(op, "index"));
@@ -278,9 +286,10 @@ class Compiler {
     RILL_CHECK(!var.written(), Runtime, "[", op.name(), "] variable ", var.name(), " is assigned twice in one "
                "iteration", at(op));
     var.set_written(true);
-    if (in_place_.count(op.inputs(1))) return;  // a tick: its producer wrote the variable (a ctrl input orders it)
+    // An in_place assign is a tick: its producer wrote the variable (a ctrl input orders it).
+    if (in_place_of_[g_.output_number(g_.producer(op.inputs(1)))] >= 0) return;
     t.add_in_regsts(read(op, op.inputs(1), t.id()).id());
-    t.add_out_regsts(plan_.regsts(regst_of_lbn_.at(op.inputs(0))).id());
+    t.add_out_regsts(plan_.regsts(regst_of(op.inputs(0))).id());
   }
 
   void add_compute(int i, const OpSchema& schema) {
@@ -294,7 +303,7 @@ class Compiler {
     if (schema.flags.view) {
       RILL_CHECK(op.inputs_size() == 1 && op.outputs_size() == 1, Runtime, "[", op.name(), "] a view op takes one "
                  "input and gives one output", at(op));
-      view_output(i, t, plan_.regsts(regst_of_lbn_.at(op.inputs(0))), op.output_descs(0));
+      view_output(i, t, plan_.regsts(regst_of(op.inputs(0))), op.output_descs(0));
       return;
     }
     RILL_CHECK(schema.kernel(DeviceType::kCPU) != nullptr, Runtime, "[", op.name(), "] op '", op.op_type(), "' ",
@@ -311,7 +320,8 @@ class Compiler {
       new_task(i, kind == "source" ? plan::TASK_SOURCE_TICK
                                    : kind == "sink" ? plan::TASK_SINK_TICK : plan::TASK_TICK);
     } else if (type == kOutput) {
-      add_output(i, new_task(i, out_in_place_.count(op.inputs(0)) ? plan::TASK_TICK : plan::TASK_COPY));
+      const bool in_place = output_in_place_[g_.output_number(g_.producer(op.inputs(0)))] >= 0;
+      add_output(i, new_task(i, in_place ? plan::TASK_TICK : plan::TASK_COPY));
     } else if (type == kAssign) {
       add_assign(i, new_task(i, in_place(op) ? plan::TASK_TICK : plan::TASK_COPY));
     } else {  // acc, repeat
@@ -366,15 +376,16 @@ class Compiler {
 
   const Job& job_;
   CompileOptions options_;
-  OpGraph g_;
+  const OpGraph& g_;
   int32_t pieces_;
   std::vector<Part> parts_;
   plan::Plan plan_;
-  std::unordered_map<std::string, int> regst_of_lbn_;  // index into plan_.regsts
+  // By output number (OpGraph::output_number), not by lbn: no map of ten thousand strings.
+  std::vector<int> regst_of_output_;  // index into plan_.regsts, -1 for none yet
   std::vector<int> task_of_;                           // op -> index into plan_.tasks, -1 for none
   std::vector<int> ctrl_regst_of_;                     // op -> index into plan_.regsts of its ctrl register
-  std::unordered_map<std::string, std::string> in_place_;  // value lbn -> the variable an in_place assign writes
-  std::unordered_map<std::string, int> out_in_place_;      // value lbn -> the output binding its producer writes
+  std::vector<int> in_place_of_;      // value -> the variable's output an in_place assign writes it over, or -1
+  std::vector<int> output_in_place_;  // value -> the output binding its producer writes, or -1
   int64_t counter_ = 0;
 };
 
@@ -452,7 +463,13 @@ const char* regst_kind_name(plan::RegstKind k) {
 
 }  // namespace
 
-plan::Plan compile(const Job& job, const CompileOptions& options) { return Compiler(job, options).run(); }
+plan::Plan compile(const Job& job, const CompileOptions& options) { return Compiler(OpGraph(job), options).run(); }
+
+plan::Plan infer_and_compile(Job& job, InferStats& stats, const CompileOptions& options) {
+  const OpGraph g(job);
+  infer_job(job, g, stats);
+  return Compiler(g, options).run();
+}
 
 std::string job_str(const Job& job) {
   std::ostringstream os;

@@ -199,16 +199,20 @@ std::vector<plan::TensorDesc> infer_op(const OpConf& op, const std::vector<plan:
 
 }  // namespace
 
-void infer_job(Job& job, InferStats& stats) {
-  const OpGraph g(job);
+void infer_job(Job& job, InferStats& stats) { infer_job(job, OpGraph(job), stats); }
+
+void infer_job(Job& job, const OpGraph& g, InferStats& stats) {
+  RILL_ASSERT(&g.job() == &job && g.size() == job.ops_size(), "infer_job with the op graph of another job");
   JobConf conf = job.conf();
   conf.clear_pass_order();
   conf.clear_disabled_passes();  // which passes ran changes the ops, not how one op infers
   const BytesSym job_conf = intern_message(conf);
   Cache& c = cache();
+  // Each output's desc interned once, for all its readers; descs are copied only for an op the cache misses.
+  std::vector<MetaSym> meta_of_output(g.outputs());
   for (int i = 0; i < job.ops_size(); ++i) {
     OpConf& op = *job.mutable_ops(i);
-    std::vector<plan::TensorDesc> inputs;
+    std::vector<const plan::TensorDesc*> input_descs;
     std::vector<MetaSym> metas;
     CacheKey key;
     for (const std::string& lbn : op.inputs()) {
@@ -219,9 +223,12 @@ void infer_job(Job& job, InferStats& stats) {
                  " (the job's ops must be in topological order)", at(op));
       const OpConf& producer = job.ops(p.op);
       RILL_ASSERT(p.out < producer.output_descs_size(), "[", op.name(), "] no desc for ", lbn);
-      inputs.push_back(producer.output_descs(p.out));
-      metas.push_back(graph::meta_from_proto(inputs.back()));
-      key.inputs.emplace_back(metas.back().get(), inputs.back().offset());
+      const plan::TensorDesc& desc = producer.output_descs(p.out);
+      MetaSym& meta = meta_of_output[g.output_number(p)];
+      if (!meta) meta = graph::meta_from_proto(desc);
+      input_descs.push_back(&desc);
+      metas.push_back(meta);
+      key.inputs.emplace_back(meta.get(), desc.offset());
     }
     if (op.op_type() == kAssign)
       RILL_CHECK(g.assign_target(i) >= 0, Runtime, "[", op.name(), "] an assign's first input must be a "
@@ -240,6 +247,8 @@ void infer_job(Job& job, InferStats& stats) {
     }
     if (!hit) {
       try {
+        std::vector<plan::TensorDesc> inputs;
+        for (const plan::TensorDesc* d : input_descs) inputs.push_back(*d);
         descs = infer_op(op, inputs, metas);
       } catch (const Error& e) {
         const std::string prefix = "[" + op.name() + "] ";

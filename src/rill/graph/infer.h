@@ -11,6 +11,8 @@
 
 namespace rill::graph {
 
+class OpGraph;
+
 struct InferStats {
   int64_t computed = 0;  // op nodes whose outputs were inferred by their schema
   int64_t hits = 0;      // op nodes whose outputs came from the cache
@@ -19,6 +21,9 @@ struct InferStats {
 /** Fill every op's output_descs in job (ops in topological order, as traced); raises rill::Error naming the op
  * and its user line when an op's inference fails. Counts into stats. The cache lives as long as the process. */
 void infer_job(Job& job, InferStats& stats);
+/** infer_job over g, an OpGraph of job built after its last rewrite (inference changes only output descs, so g
+ * stays valid for the compiler). */
+void infer_job(Job& job, const OpGraph& g, InferStats& stats);
 /** Entries in the process's logical inference cache (for tests). */
 int64_t infer_cache_size();
 

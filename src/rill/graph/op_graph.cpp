@@ -27,15 +27,6 @@ namespace rill::graph {
 // is left, and the compiler refuses one. With one piece, every task is in the
 // piece part (the piece loop runs once).
 
-namespace {
-
-// Consumers are added in job order, so a repeat can only be the last one added.
-void push_consumer(std::vector<int>& v, int x) {
-  if (v.empty() || v.back() != x) v.push_back(x);
-}
-
-}  // namespace
-
 bool is_graph_only(std::string_view t) {
   return t == kVariable || t == kInput || t == kOutput || t == kAssign || t == kTick || t == kRepeat ||
          t == kAcc;
@@ -85,51 +76,68 @@ int32_t job_pieces(const Job& job) { return std::max(1, job.conf().gradient_accu
 
 OpGraph::OpGraph(const Job& job) : job_(&job) {
   const int n = job.ops_size();
-  data_consumers_.resize(n);
-  ctrl_consumers_.resize(n);
-  predecessors_.resize(n);
+  first_output_.assign(static_cast<size_t>(n) + 1, 0);
+  for (int i = 0; i < n; ++i) first_output_[i + 1] = first_output_[i] + job.ops(i).outputs_size();
   by_name_.reserve(static_cast<size_t>(n));
-  by_lbn_.reserve(static_cast<size_t>(n) * 2);
+  by_lbn_.reserve(static_cast<size_t>(first_output_[n]));
   for (int i = 0; i < n; ++i) {
     const OpConf& op = job.ops(i);
-    RILL_CHECK(by_name_.emplace(op.name(), i).second, Runtime, "[", op.name(), "] two ops of the job have this "
-               "name", at(op));
+    RILL_CHECK(by_name_.insert(op.name(), i), Runtime, "[", op.name(), "] two ops of the job have this name", at(op));
     for (int k = 0; k < op.outputs_size(); ++k)
-      RILL_CHECK(by_lbn_.emplace(op.outputs(k), BlobRef{i, k}).second, Runtime, "[", op.name(), "] output '",
+      RILL_CHECK(by_lbn_.insert(op.outputs(k), BlobRef{i, k}), Runtime, "[", op.name(), "] output '",
                  op.outputs(k), "' is already the output of another op", at(op));
   }
-  // last_of[p] == i once p is among op i's predecessors: a sink tick has thousands, so no search per edge.
-  std::vector<int> last_of(n, -1);
-  auto push_once = [&](int i, int p) {
-    if (last_of[p] == i) return;
-    last_of[p] = i;
-    predecessors_[i].push_back(p);
+  // (producer, consumer) pairs in consumer order, each once: an op reading a blob twice, or two outputs of one
+  // op, is one edge. last_*[p] == i once the pair (p, i) is listed: a sink tick has thousands, so no search.
+  std::vector<std::pair<int, int>> data, ctrl, preds;
+  data.reserve(static_cast<size_t>(n) * 2);
+  preds.reserve(static_cast<size_t>(n) * 2);
+  std::vector<int> last_data(n, -1), last_ctrl(n, -1), last_pred(n, -1);
+  auto add = [](std::vector<std::pair<int, int>>& pairs, std::vector<int>& last, int p, int i,
+                std::pair<int, int> pair) {
+    if (last[p] == i) return;
+    last[p] = i;
+    pairs.push_back(pair);
   };
   for (int i = 0; i < n; ++i) {
     const OpConf& op = job.ops(i);
     for (const std::string& lbn : op.inputs()) {
-      BlobRef p = producer(lbn);
+      const BlobRef p = producer(lbn);
       if (p.op < 0) continue;
-      push_consumer(data_consumers_[p.op], i);
-      push_once(i, p.op);
+      add(data, last_data, p.op, i, {p.op, i});
+      add(preds, last_pred, p.op, i, {i, p.op});
     }
     for (const std::string& name : op.ctrl_inputs()) {
-      int p = find(name);
+      const int p = find(name);
       if (p < 0) continue;
-      push_consumer(ctrl_consumers_[p], i);
-      push_once(i, p);
+      add(ctrl, last_ctrl, p, i, {p, i});
+      add(preds, last_pred, p, i, {i, p});
     }
   }
+  data_consumers_ = rows_of(n, data);
+  ctrl_consumers_ = rows_of(n, ctrl);
+  predecessors_ = rows_of(n, preds);
+}
+
+OpGraph::Rows OpGraph::rows_of(int n, const std::vector<std::pair<int, int>>& pairs) {
+  Rows r;
+  r.offsets.assign(static_cast<size_t>(n) + 1, 0);
+  for (const auto& [row, op] : pairs) ++r.offsets[row + 1];
+  for (int i = 0; i < n; ++i) r.offsets[i + 1] += r.offsets[i];
+  r.edges.resize(pairs.size());
+  std::vector<int> next(r.offsets.begin(), r.offsets.end() - 1);
+  for (const auto& [row, op] : pairs) r.edges[next[row]++] = op;  // a stable counting sort by row
+  return r;
 }
 
 int OpGraph::find(const std::string& name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? -1 : it->second;
+  const int* i = by_name_.find(name);
+  return i == nullptr ? -1 : *i;
 }
 
 BlobRef OpGraph::producer(const std::string& lbn) const {
-  auto it = by_lbn_.find(lbn);
-  return it == by_lbn_.end() ? BlobRef{} : it->second;
+  const BlobRef* p = by_lbn_.find(lbn);
+  return p == nullptr ? BlobRef{} : *p;
 }
 
 std::vector<bool> OpGraph::ancestors(const std::vector<int>& roots) const {
@@ -197,13 +205,14 @@ std::vector<Part> op_parts(const OpGraph& g) {
 }
 
 NameSet::NameSet(const Job& job) {
-  for (const OpConf& op : job.ops()) used_.insert(op.name());
+  job_names_.reserve(static_cast<size_t>(job.ops_size()));
+  for (const OpConf& op : job.ops()) job_names_.insert(op.name());
 }
 
 std::string NameSet::fresh(const std::string& base) {
   std::string name = base;
-  for (int k = 2; used_.count(name); ++k) name = base + "-" + std::to_string(k);
-  used_.insert(name);
+  for (int k = 2; job_names_.count(name) || made_.count(name); ++k) name = base + "-" + std::to_string(k);
+  made_.insert(name);
   return name;
 }
 
@@ -256,9 +265,13 @@ void sort_topologically(Job& job) {
                 at(g.op(u)));
     }
   }
-  google::protobuf::RepeatedPtrField<OpConf> sorted;
-  for (int i : order) *sorted.Add() = std::move(*job.mutable_ops(i));
-  job.mutable_ops()->Swap(&sorted);
+  // Note [Reordering ops by pointer]
+  // A repeated message field holds its messages by pointer: reordering or dropping ops moves pointers, where
+  // moving messages into a new field would allocate and fill ten thousand fresh ones.
+  std::vector<OpConf*> sorted;
+  sorted.reserve(order.size());
+  for (int i : order) sorted.push_back(job.mutable_ops(i));
+  std::copy(sorted.begin(), sorted.end(), job.mutable_ops()->pointer_begin());
 }
 
 bool is_row_major(const plan::TensorDesc& d) {
@@ -284,13 +297,15 @@ bool is_view(const OpConf& op) {
 }
 
 std::vector<int> memory_readers(const OpGraph& g, int v, int skip) {
-  std::vector<int> readers, frontier = g.data_consumers(v);
-  std::vector<bool> seen(g.size(), false);
+  const std::span<const int> direct = g.data_consumers(v);
+  std::vector<int> readers, frontier(direct.begin(), direct.end());
+  // Searched, not a flag per op of the job: this runs once per assign (thousands in a 48-block job, each of
+  // whose variables has a few readers), and a flag array would make that quadratic in the job's size.
+  auto seen = [&](int r) { return std::find(readers.begin(), readers.end(), r) != readers.end(); };
   while (!frontier.empty()) {
     int r = frontier.back();
     frontier.pop_back();
-    if (seen[r] || r == skip || g.assign_target(r) == v) continue;
-    seen[r] = true;
+    if (r == skip || g.assign_target(r) == v || seen(r)) continue;
     readers.push_back(r);
     if (is_view(g.op(r)))
       for (int c : g.data_consumers(r)) frontier.push_back(c);
@@ -314,10 +329,14 @@ void redirect(OpConf& op, const std::unordered_map<std::string, std::string>& lb
 }
 
 void remove_ops(Job& job, const std::vector<bool>& keep) {
-  google::protobuf::RepeatedPtrField<OpConf> kept;
-  for (int i = 0; i < job.ops_size(); ++i)
-    if (keep[i]) *kept.Add() = std::move(*job.mutable_ops(i));
-  job.mutable_ops()->Swap(&kept);
+  // By pointer (Note [Reordering ops by pointer]): the kept ops move to the front in their order, then the tail
+  // of removed ones is deleted.
+  auto& ops = *job.mutable_ops();
+  const int n = ops.size();
+  int kept = 0;
+  for (int i = 0; i < n; ++i)
+    if (keep[i]) ops.SwapElements(i, kept++);
+  ops.DeleteSubrange(kept, n - kept);
 }
 
 }  // namespace rill::graph

@@ -5,8 +5,12 @@
 // reads the job's strings in place: it must not outlive a rename of an op or an output.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -60,18 +64,22 @@ class OpGraph {
   explicit OpGraph(const Job& job);
   const Job& job() const { return *job_; }
   /** The number of ops when the graph was built (ops added since are not indexed). */
-  int size() const { return static_cast<int>(predecessors_.size()); }
+  int size() const { return predecessors_.size(); }
   const OpConf& op(int i) const { return job_->ops(i); }
   /** The op called name, or -1. */
   int find(const std::string& name) const;
   /** The producer of lbn (op -1 when none). */
   BlobRef producer(const std::string& lbn) const;
+  /** The outputs of the graph's ops, numbered 0 .. outputs() - 1 in op order: for arrays by output. */
+  int outputs() const { return first_output_.back(); }
+  /** The number of output out of op (a BlobRef with an op). */
+  int output_number(BlobRef b) const { return first_output_[b.op] + b.out; }
   /** Ops reading some output of op i (each once, in job order). */
-  const std::vector<int>& data_consumers(int i) const { return data_consumers_[i]; }
+  std::span<const int> data_consumers(int i) const { return data_consumers_.of(i); }
   /** Ops naming op i in their ctrl_inputs (each once, in job order). */
-  const std::vector<int>& ctrl_consumers(int i) const { return ctrl_consumers_[i]; }
+  std::span<const int> ctrl_consumers(int i) const { return ctrl_consumers_.of(i); }
   /** Producers of op i's data inputs and the ops its ctrl_inputs name (each once; unknown names left out). */
-  const std::vector<int>& predecessors(int i) const { return predecessors_[i]; }
+  std::span<const int> predecessors(int i) const { return predecessors_.of(i); }
   /** Marks of every op some op of roots needs, through predecessors (a root itself only if another needs it). */
   std::vector<bool> ancestors(const std::vector<int>& roots) const;
   /** Whether op i is a variable op with attr trainable. */
@@ -80,12 +88,77 @@ class OpGraph {
   int assign_target(int i) const;
 
  private:
+  // Note [The op graph's layout]
+  // A graph is rebuilt after each rewrite of the job, and a 48-block job has ten thousand ops: building one
+  // must touch little memory and allocate little. So the name and lbn indexes are open-addressing tables of
+  // views (one array, no node per entry), and each relation is one array of edges with an offset per op
+  // (compressed rows), not a vector per op.
+
+  /** string_view -> V by open addressing with linear probing; the table is sized once, at twice the keys. A
+   * slot keeps its key as a pointer, a length and 32 bits of its hash, so most probes compare no strings. */
+  template <typename V>
+  class StringIndex {
+   public:
+    void reserve(size_t keys) {
+      size_t capacity = 16;
+      while (capacity < 2 * keys) capacity *= 2;
+      slots_.assign(capacity, Slot{});
+    }
+    /** Whether key was new (a present key keeps its value). */
+    bool insert(std::string_view key, V value) {
+      const size_t h = std::hash<std::string_view>()(key);
+      for (size_t k = h & mask();; k = (k + 1) & mask()) {
+        Slot& s = slots_[k];
+        if (s.tag == 0) {
+          s = Slot{key.data(), static_cast<uint32_t>(key.size()), tag_of(h), value};
+          return true;
+        }
+        if (s.matches(key, tag_of(h))) return false;
+      }
+    }
+    const V* find(std::string_view key) const {
+      if (slots_.empty()) return nullptr;
+      const size_t h = std::hash<std::string_view>()(key);
+      for (size_t k = h & mask();; k = (k + 1) & mask()) {
+        const Slot& s = slots_[k];
+        if (s.tag == 0) return nullptr;
+        if (s.matches(key, tag_of(h))) return &s.value;
+      }
+    }
+
+   private:
+    struct Slot {
+      const char* data = nullptr;
+      uint32_t size = 0;
+      uint32_t tag = 0;  // 0: empty
+      V value{};
+      bool matches(std::string_view key, uint32_t t) const {
+        return tag == t && size == key.size() && std::string_view(data, size) == key;
+      }
+    };
+    static uint32_t tag_of(size_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }  // never 0
+    size_t mask() const { return slots_.size() - 1; }
+    std::vector<Slot> slots_;
+  };
+
+  /** Lists of ops per op in one array: op i's are edges[offsets[i], offsets[i + 1]). */
+  struct Rows {
+    std::vector<int> offsets{0}, edges;
+    int size() const { return static_cast<int>(offsets.size()) - 1; }
+    std::span<const int> of(int i) const {
+      return {edges.data() + offsets[i], static_cast<size_t>(offsets[i + 1] - offsets[i])};
+    }
+  };
+  /** Rows of n ops from (row, op) pairs, each row keeping the pairs' order. */
+  static Rows rows_of(int n, const std::vector<std::pair<int, int>>& pairs);
+
   const Job* job_;
   // Keys view the job's own strings: a pass may add ops or rewrite inputs while a graph of the job lives, but
   // renames no op and no output (a repeated field holds its messages by pointer, so adding moves none).
-  std::unordered_map<std::string_view, int> by_name_;
-  std::unordered_map<std::string_view, BlobRef> by_lbn_;
-  std::vector<std::vector<int>> data_consumers_, ctrl_consumers_, predecessors_;
+  StringIndex<int> by_name_;
+  StringIndex<BlobRef> by_lbn_;
+  Rows data_consumers_, ctrl_consumers_, predecessors_;
+  std::vector<int> first_output_;  // op i's outputs are numbered from first_output_[i]; one more, the total
 };
 
 /** Which part of an iteration an op runs in (Note [Pieces and the once part] in op_graph.cpp). */
@@ -97,7 +170,8 @@ bool once_by_role(const OpGraph& g, int i);
 /** The part of every op of g's job (all kPiece but the bindings when the job has one piece). */
 std::vector<Part> op_parts(const OpGraph& g);
 
-/** Op names already used in a job, to make fresh ones. */
+/** Op names already used in a job, to make fresh ones. Like an OpGraph it views the job's names: it must not
+ * outlive a rename of an op. */
 class NameSet {
  public:
   explicit NameSet(const Job& job);
@@ -105,7 +179,8 @@ class NameSet {
   std::string fresh(const std::string& base);
 
  private:
-  std::unordered_set<std::string> used_;
+  std::unordered_set<std::string_view> job_names_;  // no copy of ten thousand names
+  std::unordered_set<std::string> made_;
 };
 
 /** A new op at the end of job with one output "<name>/out0" when outputs is 1. */

@@ -128,6 +128,9 @@ void Tracer::add_output(const Tensor& t) {
   c.add_inputs(in);
   c.set_scope(scope_);
   output_lbn(c);
+  // What inference gives an output (a contiguous copy): with every op's descs traced, the passes that read
+  // descs need no inference of the whole job before them.
+  *c.add_output_descs() = graph::desc_to_proto(*make_contiguous_meta(t.shape(), t.dtype(), t.device()));
 }
 
 Tracer::Memory& Tracer::memory_of(const Tensor& t) {

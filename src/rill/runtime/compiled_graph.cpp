@@ -84,8 +84,7 @@ CompiledGraph::CompiledGraph(graph::Job job, std::vector<Tensor> variables, int6
   auto start = std::chrono::steady_clock::now();
   graph::run_passes(job_);
   graph::InferStats infer;
-  graph::infer_job(job_, infer);
-  plan::Plan plan = graph::compile(job_, options);
+  plan::Plan plan = graph::infer_and_compile(job_, infer, options);
   for (int i = 0; i < plan.variables_size(); ++i)
     (plan.variables(i).written() ? written_variables_ : read_variables_).push_back(i);
   RILL_ASSERT(static_cast<size_t>(plan.variables_size()) == variables_.size(), "the plan binds ",

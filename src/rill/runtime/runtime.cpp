@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstring>
+#include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -89,9 +89,29 @@ struct Worker {
   std::thread thread;         // none for worker 0
 };
 
-struct AlignedFree {
-  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{64}); }
+// Note [Chunks from calloc]
+// A chunk's memory starts zeroed. calloc gives that without touching it when the block is large (fresh pages
+// from the system are zero): pages fault in as the kernels first write them, not all at construction, where
+// memset would fault in every page of a 48-block plan's tens of megabytes before any launch.
+struct CFree {
+  void operator()(void* p) const { std::free(p); }
 };
+
+/** A plan chunk's memory: zeroed, its data 64-byte aligned. */
+struct ChunkMemory {
+  std::unique_ptr<void, CFree> raw;
+  std::byte* data = nullptr;
+};
+
+ChunkMemory zeroed_chunk(size_t bytes) {
+  constexpr size_t kAlign = 64;
+  ChunkMemory m;
+  m.raw.reset(std::calloc(bytes + kAlign - 1, 1));
+  if (m.raw == nullptr) throw std::bad_alloc();
+  const auto at = reinterpret_cast<uintptr_t>(m.raw.get());
+  m.data = static_cast<std::byte*>(m.raw.get()) + ((kAlign - at % kAlign) % kAlign);
+  return m;
+}
 
 [[noreturn]] void bad_plan(const std::string& why) { RILL_FAIL(Runtime, "[runtime] bad plan: ", why); }
 
@@ -134,7 +154,7 @@ struct Runtime::Impl {
   std::vector<std::unique_ptr<Actor>> actors_;
   std::vector<int32_t> worker_of_;  // per actor
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::vector<std::unique_ptr<std::byte[], AlignedFree>> chunks_;
+  std::vector<ChunkMemory> chunks_;
   int64_t owned_bytes_ = 0;
   std::mutex run_mu_;  // one launch at a time
   bool dry_ = false;   // the constructor's dry run: one thread, no kernels, no bindings
@@ -325,8 +345,12 @@ void Runtime::Impl::check_regsts() {
       bad_plan(r.name() + " names producer " + std::to_string(p.producer()) +
                ", which does not list it as an output");
     // The consumer lists of the registers and the tasks' in_regsts must agree, or a producer would wait forever.
-    std::set<int64_t> listed(p.consumers().begin(), p.consumers().end()), reading;
-    for (const Route& c : r.consumers) reading.insert(plan_.tasks(c.actor).id());
+    std::vector<int64_t> listed(p.consumers().begin(), p.consumers().end()), reading;
+    for (const Route& c : r.consumers) reading.push_back(plan_.tasks(c.actor).id());
+    for (std::vector<int64_t>* ids : {&listed, &reading}) {  // as sets: sorted vectors, not a tree per register
+      std::sort(ids->begin(), ids->end());
+      ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+    }
     if (listed != reading)
       bad_plan(r.name() + " lists " + std::to_string(listed.size()) + " consumers but " +
                std::to_string(reading.size()) + " tasks read it, and they differ");
@@ -384,9 +408,7 @@ void Runtime::Impl::place_memory() {
     if (c.size() < 0 || !chunk_index.emplace(c.id(), i).second)
       bad_plan("chunk " + std::to_string(c.id()) + " is repeated or has a negative size");
     size_t bytes = static_cast<size_t>(std::max<int64_t>(c.size(), 1));
-    auto* mem = static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}));
-    std::memset(mem, 0, bytes);
-    chunks_.emplace_back(mem);
+    chunks_.push_back(zeroed_chunk(bytes));  // Note [Chunks from calloc]
     owned_bytes_ += c.size();
   }
   std::unordered_map<int64_t, const plan::MemBlock*> blocks;
@@ -407,7 +429,7 @@ void Runtime::Impl::place_memory() {
       bad_plan(r.name() + "'s " + std::to_string(r.count) + " buffers of " + std::to_string(r.bytes) +
                " bytes at offset " + std::to_string(r.proto->mem_offset()) + " do not fit in its mem block of " +
                std::to_string(b.size()) + " bytes");
-    r.memory = reinterpret_cast<char*>(chunks_[chunk_index.at(b.chunk_id())].get()) +
+    r.memory = reinterpret_cast<char*>(chunks_[chunk_index.at(b.chunk_id())].data) +
                b.offset() + r.proto->mem_offset();
   }
   for (const RegstInfo& r : regsts_) {

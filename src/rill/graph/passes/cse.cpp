@@ -1,11 +1,14 @@
 // common_subexpression_elimination: of ops computing the same thing from the same inputs, the first stays and
 // the others' consumers read it.
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "rill/graph/op_graph.h"
 #include "rill/graph/passes/pass.h"
+#include "rill/util/symbol.h"
 
 namespace rill::graph {
 namespace {
@@ -34,19 +37,52 @@ std::string merge_key(const OpConf& op) {
   return deterministic_bytes(k) + "#" + std::to_string(op.outputs_size());  // outputs pair up one to one
 }
 
+// The op type and inputs, hashed: ops with equal merge keys have equal ones (Note [Merge keys on demand]).
+size_t type_and_inputs_hash(const OpConf& op) {
+  size_t h = std::hash<std::string>()(op.op_type());
+  for (const std::string& lbn : op.inputs()) hash_combine(h, std::hash<std::string>()(lbn));
+  return h;
+}
+
+// Note [Merge keys on demand]
+// A merge key serializes a copy of the op: ten thousand of them for a 48-block job, where nearly every op has
+// inputs no other op of its type reads. So the kept ops are grouped by a hash of their type and inputs, and an
+// op's key is made only when its group already holds an op; a group's ops get theirs when first compared.
+// Ops with equal keys are in one group, so an op merges into the same kept op as with a key for every op.
+struct Kept {
+  int op;
+  std::string key;  // made on first comparison
+};
+
 }  // namespace
 
 void common_subexpression_elimination(Job& job) {
   std::unordered_map<std::string, std::string> lbn_to, name_to;  // a merged op's lbns and name -> the kept op's
-  std::unordered_map<std::string, int> first;                     // merge key -> the kept op
+  std::unordered_map<size_t, std::vector<Kept>> groups;           // type_and_inputs_hash -> the kept ops
   std::vector<bool> keep(job.ops_size(), true);
   for (int i = 0; i < job.ops_size(); ++i) {  // topological: producers are rewritten before their consumers
     OpConf& op = *job.mutable_ops(i);
     redirect(op, lbn_to, name_to);
     if (!mergeable(op)) continue;
-    auto [it, fresh] = first.emplace(merge_key(op), i);
-    if (fresh) continue;
-    const OpConf& kept = job.ops(it->second);
+    std::vector<Kept>& group = groups[type_and_inputs_hash(op)];
+    if (group.empty()) {
+      group.push_back(Kept{i, {}});
+      continue;
+    }
+    std::string key = merge_key(op);
+    int same = -1;
+    for (Kept& k : group) {
+      if (k.key.empty()) k.key = merge_key(job.ops(k.op));
+      if (k.key == key) {
+        same = k.op;
+        break;
+      }
+    }
+    if (same < 0) {
+      group.push_back(Kept{i, std::move(key)});
+      continue;
+    }
+    const OpConf& kept = job.ops(same);
     for (int k = 0; k < op.outputs_size(); ++k) lbn_to[op.outputs(k)] = kept.outputs(k);
     name_to[op.name()] = kept.name();
     keep[i] = false;

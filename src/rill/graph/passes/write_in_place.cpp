@@ -2,7 +2,6 @@
 // (the eager tensors), and an op writes a value the graph returns straight into the launch's output, instead of
 // into buffers an assign or an output then copies from.
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "rill/graph/op_graph.h"
@@ -27,9 +26,10 @@ namespace rill::graph {
 void write_in_place(Job& job) {
   if (job_pieces(job) > 1) return;
   const OpGraph g(job);
-  std::unordered_map<std::string_view, int> reads;  // lbn -> how many op inputs name it
+  std::vector<int> reads(g.outputs(), 0);  // by output number: how many op inputs name it
   for (const OpConf& op : job.ops())
-    for (const std::string& lbn : op.inputs()) ++reads[lbn];
+    for (const std::string& lbn : op.inputs())
+      if (const BlobRef p = g.producer(lbn); p.op >= 0) ++reads[g.output_number(p)];
   auto mark = [&](OpConf& op, const std::string& producer) {
     plan::AttrValue yes;
     yes.set_b(true);
@@ -41,7 +41,7 @@ void write_in_place(Job& job) {
     if (g.op(o).op_type() != kOutput || g.op(o).inputs_size() != 1) continue;
     const std::string& value = g.op(o).inputs(0);
     const BlobRef p = g.producer(value);
-    if (p.op < 0 || reads[value] != 1 || is_graph_only(g.op(p.op).op_type())) continue;
+    if (p.op < 0 || reads[g.output_number(p)] != 1 || is_graph_only(g.op(p.op).op_type())) continue;
     const OpSchema* schema = ops::find(g.op(p.op).op_type());
     if (schema == nullptr || schema->flags.view || p.out >= g.op(p.op).output_descs_size() ||
         !is_row_major(g.op(p.op).output_descs(p.out)))
@@ -55,7 +55,7 @@ void write_in_place(Job& job) {
     if (v < 0 || g.op(a).inputs_size() != 2) continue;
     const std::string& value = g.op(a).inputs(1);
     const BlobRef p = g.producer(value);
-    if (p.op < 0 || reads[value] != 1) continue;
+    if (p.op < 0 || reads[g.output_number(p)] != 1) continue;
     const OpConf& producer = g.op(p.op);
     const OpSchema* schema = is_graph_only(producer.op_type()) ? nullptr : ops::find(producer.op_type());
     if (schema == nullptr || !schema->flags.updates_in_place) continue;
