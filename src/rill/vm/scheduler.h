@@ -47,8 +47,9 @@ class Scheduler : private VmThread {
   Scheduler();
   /** Hand over an instruction (any client thread). */
   void submit(Instruction* instruction);
-  /** A worker finished an instruction (worker threads). */
-  void complete(Instruction* instruction);
+  /** A worker finished an instruction (worker threads); more_queued: more of its thread's instructions are queued
+   * behind it (a hint, Note [The comm stream's hand-offs]). */
+  void complete(Instruction* instruction, bool more_queued = false);
   /** A client starts polling at a sync point (it then retires what the comm stream finishes: Note [The comm
    * stream's hand-offs]). */
   void start_polling() { polling_waiters_.fetch_add(1, std::memory_order_seq_cst); }

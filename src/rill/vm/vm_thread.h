@@ -101,8 +101,8 @@ class VmThread {
   }
 
   /** Sleep (holding lock on mutex_) until ready(), a wake or a stop request, or for at most `most` when given (the
-   * scheduler leaving its work to the clients, Note [Waiting for a core] in scheduler.cpp); producers wake it
-   * (post, wake). False when `most` passed with none of these. */
+   * scheduler's deadlines: Note [Waiting for a core] and Note [The comm stream's hand-offs] in scheduler.cpp);
+   * producers wake it (post, wake). False when `most` passed with none of these. */
   template <typename Ready>
   bool sleep(std::unique_lock<std::mutex>& lock, const ParkGate& gate, Ready ready,
              std::optional<std::chrono::nanoseconds> most = std::nullopt) {

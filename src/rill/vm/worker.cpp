@@ -178,7 +178,7 @@ void Worker::run_batch() {
       if (instr->times) instr->times->ready = instr->times->done = now_ns();
       instr->signal->notify_done();
     }
-    scheduler_->complete(instr);
+    scheduler_->complete(instr, batch_next_ < batch_.size() || has_work_.load(std::memory_order_relaxed));
   }
   batch_.clear();
 }
