@@ -130,16 +130,9 @@ void Scheduler::stop_polling(bool to_block) {
     std::lock_guard<std::mutex> lock(mutex_);
     left = sleeping_ && !completions_.empty();
   }
-  if (!left) return;
-  // Retire it here if nobody runs a batch now; else make sure the one who does (maybe a client that returns to
-  // Python after its batch) is not the last to look.
-  std::unique_lock<std::mutex> drive(drive_mutex_, std::try_to_lock);
-  if (drive.owns_lock() && !gate_.stop_requested()) {
-    if (run_batch()) waiter_batches_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering
-    return;
-  }
-  if (drive.owns_lock()) drive.unlock();
-  wake();
+  // Retire it here as a waiter would (no grace: the scheduler sleeps); when that takes nothing (another thread
+  // runs a batch now, maybe a client that returns to Python after it), make sure someone looks again.
+  if (left && !help(0)) wake();
 }
 
 bool Scheduler::wait_in_flight_below(int64_t limit) {
@@ -331,10 +324,11 @@ void Scheduler::loop() {
 // leave work while a client waits for the in-flight bound to fall (back-pressure waits do not help), nor with
 // RILL_VM_WAITER_RUNS_QUEUED=0, nor when asked to park.
 bool Scheduler::leave_to_clients(bool deferred) {
-  if (deferred || config().waiter_runs_queued == 0 || !cores_contended()) return false;
   // Not in a process of several (Note [The comm stream's hand-offs]): its own ranks' threads make the cores look
   // taken, and its clients block at sync points while collectives run.
-  if (comm_stream_used_.load(std::memory_order_relaxed)) return false;
+  if (deferred || config().waiter_runs_queued == 0 || comm_stream_used_.load(std::memory_order_relaxed) ||
+      !cores_contended())
+    return false;
   if (drained_waiters_.load(std::memory_order_acquire) > 0 || gate_.stop_requested()) return false;
   no_free_core_until_.store(now_ns() + kLeaveToClientsNs, std::memory_order_relaxed);
   deferrals_.fetch_add(1, std::memory_order_relaxed);  // a count: no ordering

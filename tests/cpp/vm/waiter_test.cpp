@@ -358,25 +358,31 @@ void submit_on_comm_stream(KernelFn kernel, const Tensor& out, int thread_id) {
 // nobody waits for, and a blocked client is still woken. Kernels of a pinned stream stand in for MPI calls.
 class VMCommHandOff : public ::testing::Test {
  protected:
-  void SetUp() override { tid_ = comm_thread_id(); }
+  void SetUp() override {
+    tid_ = comm_thread_id();
+    x_ = eager::full({1}, Scalar(0.0), DType::kFloat32);
+    vm::wait_readable(x_);
+  }
   void TearDown() override {
     env::set_override("RILL_VM_WAITER_RUNS_QUEUED", std::nullopt);
     env::set_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", std::nullopt);
   }
+  // One round trip: kernel on x_ on the comm stream, then x_ read.
+  float round_trip(KernelFn kernel) {
+    submit_on_comm_stream(kernel, x_, tid_);
+    return read_float(x_);
+  }
   int tid_ = -1;
+  Tensor x_;  // the value the collectives add to
 };
 
 // Round trips (a collective, then its result read) until one completion was left to the polling client: each reads
 // the right value, and the scheduler thread was not needed for it.
 TEST_F(VMCommHandOff, APollingClientRetiresWhatTheCommThreadFinishes) {
-  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
-  vm::wait_readable(x);
   uint64_t before = vm::num_comm_completions_left();
   int i = 0;
-  while (++i <= 100 || (vm::num_comm_completions_left() == before && i <= 20000)) {
-    submit_on_comm_stream(add_one_kernel, x, tid_);
-    ASSERT_EQ(read_float(x), static_cast<float>(i));
-  }
+  while (++i <= 100 || (vm::num_comm_completions_left() == before && i <= 20000))
+    ASSERT_EQ(round_trip(add_one_kernel), static_cast<float>(i));
   EXPECT_GT(vm::num_comm_completions_left(), before) << "every completion woke the scheduler thread";
   vm::synchronize();
   EXPECT_EQ(vm::num_in_flight(), 0);
@@ -385,13 +391,8 @@ TEST_F(VMCommHandOff, APollingClientRetiresWhatTheCommThreadFinishes) {
 // With RILL_VM_WAITER_RUNS_QUEUED=0 the scheduler thread does it all: no completion is left.
 TEST_F(VMCommHandOff, OffWhenWaitersLeaveEverythingToTheScheduler) {
   env::set_override("RILL_VM_WAITER_RUNS_QUEUED", "0");
-  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
-  vm::wait_readable(x);
   uint64_t before = vm::num_comm_completions_left();
-  for (int i = 1; i <= 200; ++i) {
-    submit_on_comm_stream(add_one_kernel, x, tid_);
-    ASSERT_EQ(read_float(x), static_cast<float>(i));
-  }
+  for (int i = 1; i <= 200; ++i) ASSERT_EQ(round_trip(add_one_kernel), static_cast<float>(i));
   EXPECT_EQ(vm::num_comm_completions_left(), before);
 }
 
@@ -399,14 +400,12 @@ TEST_F(VMCommHandOff, OffWhenWaitersLeaveEverythingToTheScheduler) {
 // retired without any client doing anything. (The scheduler may happen to be awake when one finishes: then it is
 // announced; so on until one was left.)
 TEST_F(VMCommHandOff, WhatNobodyWaitsForIsRetiredAtTheDeadline) {
-  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
-  vm::wait_readable(x);
-  submit_on_comm_stream(add_one_kernel, x, tid_);  // the comm stream in use: the scheduler sleeps with a deadline
+  submit_on_comm_stream(add_one_kernel, x_, tid_);  // the comm stream in use: the scheduler sleeps with a deadline
   vm::synchronize();
   uint64_t before = vm::num_comm_completions_left();
   int added = 1;
   for (int i = 0; i < 20 && vm::num_comm_completions_left() == before; ++i) {
-    submit_on_comm_stream(slow_add_one_kernel, x, tid_);
+    submit_on_comm_stream(slow_add_one_kernel, x_, tid_);
     ++added;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (vm::num_in_flight() > 0 && std::chrono::steady_clock::now() < until)
@@ -414,19 +413,14 @@ TEST_F(VMCommHandOff, WhatNobodyWaitsForIsRetiredAtTheDeadline) {
     ASSERT_EQ(vm::num_in_flight(), 0) << "a finished collective nobody waited for was never retired";
   }
   EXPECT_GT(vm::num_comm_completions_left(), before) << "every completion woke the scheduler: the path went untested";
-  EXPECT_EQ(read_float(x), static_cast<float>(added));
+  EXPECT_EQ(read_float(x_), static_cast<float>(added));
 }
 
 // A client blocked at a sync point (no online time: it blocks at once) is woken by the completion: it is not left.
 TEST_F(VMCommHandOff, ABlockedClientIsWoken) {
   env::set_override("RILL_VM_THREAD_MIN_ONLINE_MICROSECONDS", "0");
-  Tensor x = eager::full({1}, Scalar(0.0), DType::kFloat32);
-  vm::wait_readable(x);
   uint64_t before = vm::num_comm_completions_left();
-  for (int i = 1; i <= 20; ++i) {
-    submit_on_comm_stream(slow_add_one_kernel, x, tid_);
-    ASSERT_EQ(read_float(x), static_cast<float>(i));
-  }
+  for (int i = 1; i <= 20; ++i) ASSERT_EQ(round_trip(slow_add_one_kernel), static_cast<float>(i));
   // Each client blocks microseconds after its submission, 5 ms before the completion; a client the OS held off the
   // core for those 5 ms still polled when it came (then it is left): allow two such.
   EXPECT_LE(vm::num_comm_completions_left() - before, 2u) << "completions a blocked client waited for were left";
