@@ -52,13 +52,14 @@ Scheduler::Scheduler() {
 
 void Scheduler::submit(Instruction* instruction) {
   in_flight_.fetch_add(1, std::memory_order_relaxed);
+  // Read before it is posted: from then on another thread may run, retire and reuse it.
+  const bool admit_here = instruction->stream.pinned() || instruction->is_sync();
   if (!post(inbox_, instruction)) return;
   // Note [A waiter runs the queue]: with no core free, run it here rather than wake the scheduler; and a
-  // collective is admitted here (Note [The comm stream's hand-offs]).
+  // collective, or a sync marker its client is about to wait on, is admitted here (Note [The comm stream's
+  // hand-offs]).
   int mode = config().waiter_runs_queued;
-  if (mode != 0 &&
-      (mode == 2 || instruction->stream.pinned() || instruction->is_sync() ||
-       now_ns() < no_free_core_until_.load(std::memory_order_relaxed)) &&
+  if (mode != 0 && (mode == 2 || admit_here || now_ns() < no_free_core_until_.load(std::memory_order_relaxed)) &&
       !gate_.stop_requested()) {
     std::unique_lock<std::mutex> drive(drive_mutex_, std::try_to_lock);
     if (drive.owns_lock()) {
