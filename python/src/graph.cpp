@@ -95,14 +95,14 @@ void init_graph(nb::module_& m) {
       .def("add_output", &Tracer::add_output)
       .def("variables", &Tracer::variables)
       .def("compile", [](Tracer& t, bool train, int32_t accumulation, const std::vector<std::string>& disabled) {
-        graph::Job job = t.finish(train, accumulation);
-        for (const std::string& d : disabled) job.mutable_conf()->add_disabled_passes(d);
+        graph::ArenaJob job = t.finish(train, accumulation);
+        for (const std::string& d : disabled) job->mutable_conf()->add_disabled_passes(d);
         auto g = std::make_unique<CompiledGraph>(std::move(job), t.variables(), t.random_numbers());
         g->use_traced_numbers(t.random_start());
         return g;
       }, nb::arg("train"), nb::arg("gradient_accumulation_steps"), nb::arg("disabled_passes") = std::vector<std::string>{},
          "Finish the trace and compile it: passes, inference, the plan and its runtime.")
-      .def("finish_job", [](Tracer& t) { return job_dict(t.finish(false, 1)); },
+      .def("finish_job", [](Tracer& t) { return job_dict(*t.finish(false, 1)); },
            "Finish the trace of an inference step and return the job as Python data, uncompiled (rill.onnx).");
   nb::class_<CompiledGraph>(m, "_CompiledGraph", "A compiled job and its actor runtime.")
       .def("launch", [](CompiledGraph& g, const std::vector<Tensor>& inputs) { return g.launch(inputs); },

@@ -58,7 +58,7 @@ AttrsSym restride_attrs(const Tensor& t, const Tensor& root) {
 
 }  // namespace
 
-Tracer::Tracer(std::string job_name) { job_.mutable_conf()->set_name(std::move(job_name)); }
+Tracer::Tracer(std::string job_name) { job_->mutable_conf()->set_name(std::move(job_name)); }
 
 Tracer::~Tracer() { stop(); }
 
@@ -101,7 +101,7 @@ std::string Tracer::output_lbn(OpConf& conf) {
 void Tracer::add_input(const Tensor& t, int64_t pieces) {
   RILL_CHECK(memory_.find(t.storage().get()) == memory_.end(), Runtime,
              "[nn.Graph] input ", inputs_, " shares memory with another input or a parameter: pass a clone()");
-  OpConf& c = *job_.add_ops();
+  OpConf& c = *job_->add_ops();
   c.set_name("input-" + std::to_string(inputs_));
   c.set_op_type("input");
   auto& a = *c.mutable_attrs();
@@ -121,7 +121,7 @@ void Tracer::add_input(const Tensor& t, int64_t pieces) {
 
 void Tracer::add_output(const Tensor& t) {
   std::string in = resolve(t);
-  OpConf& c = *job_.add_ops();
+  OpConf& c = *job_->add_ops();
   c.set_name("output-" + std::to_string(outputs_));
   c.set_op_type("output");
   (*c.mutable_attrs())["index"].set_i(outputs_++);
@@ -140,7 +140,7 @@ Tracer::Memory& Tracer::memory_of(const Tensor& t) {
   keep_.push_back(t);
   auto named = names_.find(t.impl());
   std::string name = named != names_.end() ? named->second : "constant-" + std::to_string(variables_.size());
-  OpConf& c = *job_.add_ops();
+  OpConf& c = *job_->add_ops();
   c.set_name(name);
   c.set_op_type("variable");
   auto& a = *c.mutable_attrs();
@@ -159,7 +159,7 @@ Tracer::Memory& Tracer::memory_of(const Tensor& t) {
 
 std::string Tracer::add_made_op(const OpSchema& op, std::initializer_list<std::string> inputs, AttrsSym attrs,
                                 const TensorMeta& out) {
-  OpConf& c = *job_.add_ops();
+  OpConf& c = *job_->add_ops();
   c.set_name(op.name + "-" + std::to_string(next_op_++));
   c.set_op_type(op.name);
   for (const std::string& lbn : inputs) c.add_inputs(lbn);
@@ -200,7 +200,7 @@ OpConf& Tracer::add_op(const OpSchema& op, std::span<const Tensor> inputs, std::
   std::vector<std::string> in;
   in.reserve(inputs.size());
   for (const Tensor& t : inputs) in.push_back(resolve(t));
-  OpConf& c = *job_.add_ops();
+  OpConf& c = *job_->add_ops();
   c.set_name(op.name + "-" + std::to_string(next_op_++));
   c.set_op_type(op.name);
   for (std::string& lbn : in) c.add_inputs(std::move(lbn));
@@ -285,19 +285,19 @@ void Tracer::on_sync(const Tensor& t, const char* what) {
             ": compute it outside build(), or return the tensor from build() and read it after the call");
 }
 
-Job Tracer::finish(bool train, int32_t gradient_accumulation_steps) {
+ArenaJob Tracer::finish(bool train, int32_t gradient_accumulation_steps) {
   stop();
   for (size_t i = 0; i < variables_.size(); ++i) {
     const Memory& m = memory_.at(variables_[i].storage().get());
     if (m.version == 0) continue;
-    OpConf& c = *job_.add_ops();
+    OpConf& c = *job_->add_ops();
     c.set_name("assign-" + std::to_string(i));
     c.set_op_type("assign");
     c.add_inputs(m.bound_lbn);
     c.add_inputs(m.lbn);
     c.set_scope("optimizer");
   }
-  JobConf& conf = *job_.mutable_conf();
+  JobConf& conf = *job_->mutable_conf();
   conf.set_train(train);
   conf.set_gradient_accumulation_steps(gradient_accumulation_steps);
   return std::move(job_);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "rill/eager/trace.h"
-#include "rill/graph/job.pb.h"
+#include "rill/graph/job.h"
 
 namespace rill::graph {
 
@@ -38,7 +38,7 @@ class Tracer final : public eager::TraceSink {
   void add_output(const Tensor& t);
   /** The job: the traced ops (output descs as traced), then an assign for every variable build wrote. Stops
    * the trace. */
-  Job finish(bool train, int32_t gradient_accumulation_steps);
+  ArenaJob finish(bool train, int32_t gradient_accumulation_steps);
   /** The eager tensors the job's variable ops bind, in binding order. */
   const std::vector<Tensor>& variables() const { return variables_; }
   /** How many random numbers the trace drew: each launch advances the generator by as many. */
@@ -81,7 +81,7 @@ class Tracer final : public eager::TraceSink {
                           const TensorMeta& out);
   std::string output_lbn(OpConf& conf);
 
-  Job job_;
+  ArenaJob job_;
   std::string scope_ = "forward";
   std::unordered_map<const Storage*, Memory> memory_;
   std::unordered_map<const TensorImpl*, Seen> seen_;

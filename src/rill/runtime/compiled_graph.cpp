@@ -78,13 +78,13 @@ void run_launch(const KernelContext& c) {
   g.runtime_->run(b);
 }
 
-CompiledGraph::CompiledGraph(graph::Job job, std::vector<Tensor> variables, int64_t random_numbers,
+CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables, int64_t random_numbers,
                              const graph::CompileOptions& options)
     : job_(std::move(job)), variables_(std::move(variables)), random_numbers_(random_numbers) {
   auto start = std::chrono::steady_clock::now();
-  graph::run_passes(job_);
+  graph::run_passes(*job_);
   graph::InferStats infer;
-  plan::Plan plan = graph::infer_and_compile(job_, infer, options);
+  plan::Plan plan = graph::infer_and_compile(*job_, infer, options);
   for (int i = 0; i < plan.variables_size(); ++i)
     (plan.variables(i).written() ? written_variables_ : read_variables_).push_back(i);
   RILL_ASSERT(static_cast<size_t>(plan.variables_size()) == variables_.size(), "the plan binds ",
@@ -94,9 +94,9 @@ CompiledGraph::CompiledGraph(graph::Job job, std::vector<Tensor> variables, int6
   stats_.plan_tasks = plan.tasks_size();
   for (const plan::TensorDesc& d : plan.inputs()) input_metas_.push_back(graph::meta_from_proto(d));
   for (const plan::TensorDesc& d : plan.outputs()) output_metas_.push_back(graph::meta_from_proto(d));
-  runtime_ = std::make_unique<Runtime>(std::move(plan), job_.conf().name());
-  stats_.job_ops = job_.ops_size();
-  for (const graph::OpConf& op : job_.ops())
+  runtime_ = std::make_unique<Runtime>(std::move(plan), job_->conf().name());
+  stats_.job_ops = job_->ops_size();
+  for (const graph::OpConf& op : job_->ops())
     if (op.op_type() == fused::kOpName) {
       ++stats_.fused_kernels;
       stats_.fused_ops += static_cast<int64_t>(fused::program_of(*graph::attrs_from_proto(

@@ -13,7 +13,7 @@
 #include "rill/core/tensor.h"
 #include "rill/graph/compiler.h"
 #include "rill/graph/infer.h"
-#include "rill/graph/job.pb.h"
+#include "rill/graph/job.h"
 #include "rill/ops/op_schema.h"
 #include "rill/runtime/runtime.h"
 
@@ -42,7 +42,7 @@ class CompiledGraph {
  public:
   /** Run the passes, inference and the compiler on job, whose variable ops bind variables (in order);
    * random_numbers: how many the traced step (one piece) draws from the generator. Raises rill::Error naming the op. */
-  CompiledGraph(graph::Job job, std::vector<Tensor> variables, int64_t random_numbers,
+  CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables, int64_t random_numbers,
                 const graph::CompileOptions& options = {});
   /** Waits for its launches still in flight. */
   ~CompiledGraph();
@@ -54,7 +54,7 @@ class CompiledGraph {
   void use_traced_numbers(int64_t offset) { traced_offset_ = offset; }
   /** Start one iteration on inputs (the traced shapes and dtypes); returns the outputs at once. */
   std::vector<Tensor> launch(std::span<const Tensor> inputs);
-  const graph::Job& job() const { return job_; }
+  const graph::Job& job() const { return *job_; }
   const plan::Plan& plan() const { return runtime_->plan(); }
   GraphStats stats() const;
   /** The runtime (for its counters). */
@@ -62,7 +62,7 @@ class CompiledGraph {
 
  private:
   friend void run_launch(const KernelContext& c);
-  graph::Job job_;
+  graph::ArenaJob job_;
   std::vector<Tensor> variables_;
   std::vector<int> read_variables_, written_variables_;  // indices into variables_
   std::vector<MetaSym> input_metas_, output_metas_;      // the plan's inputs and outputs (checked, made per launch)

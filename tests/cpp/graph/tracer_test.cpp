@@ -39,7 +39,8 @@ TEST(GraphTracer, OpsBecomeOpConfsAndEagerMemoryVariables) {
   EXPECT_FALSE(y.storage()->allocated());  // traced: no memory, no instruction
   Tensor z = eager::transpose(y, 0, 1);
   t.add_output(z);
-  Job job = t.finish(false, 1);
+  const ArenaJob traced = t.finish(false, 1);
+  const Job& job = *traced;
   EXPECT_EQ(op_types(job), (std::vector<std::string>{"input", "variable", "mul",
                                                      "transpose", "output"}));
   const OpConf& mul = find_op(job, "mul");
@@ -61,7 +62,8 @@ TEST(GraphTracer, AWriteIntoAVariableIsAnAssignAndLaterReadsSeeTheNewValue) {
   eager::inplace(eager::op("add"), std::vector<Tensor>{p, eager::full({4}, Scalar(1.0), DType::kFloat32)});
   Tensor r = eager::mul(v, v);  // reads the view of the written memory: the view is made again
   t.add_output(r);
-  Job job = t.finish(true, 1);
+  const ArenaJob traced = t.finish(true, 1);
+  const Job& job = *traced;
   const OpConf& add = find_op(job, "add");
   const OpConf& second_view = find_op(job, "view", 1);
   EXPECT_EQ(second_view.inputs(0), add.outputs(0));
@@ -76,7 +78,8 @@ TEST(GraphTracer, EmptyMemoryFilledInsideTheTraceIsTheTracesOwn) {
   t.start();
   Tensor z = eager::full({3}, Scalar(0.0), DType::kFloat32);
   t.add_output(eager::add(z, z));
-  Job job = t.finish(false, 1);
+  const ArenaJob traced = t.finish(false, 1);
+  const Job& job = *traced;
   EXPECT_EQ(op_types(job), (std::vector<std::string>{"fill", "add", "output"}));
   EXPECT_TRUE(t.variables().empty());
 }
@@ -92,7 +95,8 @@ TEST(GraphTracer, ADetachedTensorIsReadThroughItsMemory) {
   Tensor raw = s.view_as_meta(s.meta(), s.offset());
   t.add_output(eager::add(d, d));
   t.add_output(eager::add(raw, raw));
-  Job job = t.finish(false, 1);
+  const ArenaJob traced = t.finish(false, 1);
+  const Job& job = *traced;
   EXPECT_EQ(find_op(job, "add", 0).inputs(0), find_op(job, "mul").outputs(0));
   const OpConf& restride = find_op(job, "restride");
   EXPECT_EQ(restride.attrs().at("offset").i(), 3);
@@ -112,7 +116,8 @@ TEST(GraphTracer, BackwardIsTracedWithTheEagerRules) {
   Tensor g = m->grad;
   ASSERT_TRUE(g.defined());
   t.add_output(g);
-  Job job = t.finish(true, 1);
+  const ArenaJob traced = t.finish(true, 1);
+  const Job& job = *traced;
   std::vector<std::string> types = op_types(job);
   EXPECT_GE(std::count(types.begin(), types.end(), "mul"), 2);  // forward, and the rule's grad * x
   EXPECT_EQ(types.back(), "output");
@@ -129,7 +134,8 @@ TEST(GraphTracer, AWriteIntoPartOfATensorIsItsValueThenARestrideScatter) {
   Tensor z = eager::add(column, eager::select(y, 1, 0));  // reads the column and y after the write
   t.add_output(y);
   t.add_output(z);
-  Job job = t.finish(false, 1);
+  const ArenaJob traced = t.finish(false, 1);
+  const Job& job = *traced;
   const OpConf& fill = find_op(job, "fill");
   EXPECT_EQ(fill.output_descs(0).strides(0), 1);  // the part's value is dense
   const OpConf& scatter = find_op(job, "restride_scatter");

@@ -1,0 +1,48 @@
+// A job and the protobuf arena its messages live on: what the tracer makes and a compiled graph keeps.
+#pragma once
+
+#include <memory>
+#include <utility>
+
+#include <google/protobuf/arena.h>
+
+#include "rill/graph/job.pb.h"
+
+namespace rill::graph {
+
+// Note [The job on an arena]
+// A 48-block job has ten thousand ops, each a message with strings, a map of attrs and output descs. Made on
+// the heap one allocation at a time, they scatter over tens of megabytes, and every pass walks them all: at
+// that size a pass waits on cache misses more than it works, so its time per op grew with the job (each pass
+// 1.5-2x slower per op at 48 blocks than at 24). On an arena the tracer's ops lie one after another in large
+// blocks, in the order the passes walk them, and what the passes add is a pointer bump, not a malloc. The
+// arena lives as long as the job: the memory of an op a pass removes comes back with the job's, not before.
+class ArenaJob {
+ public:
+  ArenaJob() : arena_(std::make_unique<google::protobuf::Arena>(options())),
+               job_(google::protobuf::Arena::CreateMessage<Job>(arena_.get())) {}
+  /** A copy of job on a new arena (for jobs made elsewhere: tests, deserialized bytes). */
+  explicit ArenaJob(const Job& job) : ArenaJob() { job_->CopyFrom(job); }
+  ArenaJob(ArenaJob&& o) noexcept : arena_(std::move(o.arena_)), job_(std::exchange(o.job_, nullptr)) {}
+  ArenaJob& operator=(ArenaJob&& o) noexcept {
+    arena_ = std::move(o.arena_);
+    job_ = std::exchange(o.job_, nullptr);
+    return *this;
+  }
+
+  Job& operator*() const { return *job_; }
+  Job* operator->() const { return job_; }
+
+ private:
+  static google::protobuf::ArenaOptions options() {
+    google::protobuf::ArenaOptions o;
+    o.start_block_size = 64 << 10;  // a small job's ops in one or two blocks
+    o.max_block_size = 1 << 20;     // growing to 1 MiB blocks for a large one
+    return o;
+  }
+
+  std::unique_ptr<google::protobuf::Arena> arena_;  // moved with the job: the messages stay where they are
+  Job* job_;
+};
+
+}  // namespace rill::graph
