@@ -72,14 +72,14 @@ class Compiler {
       const OpConf& a = g_.op(i);
       const bool assign = a.op_type() == kAssign, output = a.op_type() == kOutput;
       if (!(assign || output) || !in_place(a)) continue;
-      const std::string& value = a.inputs(assign ? 1 : 0);
-      const int p = a.inputs_size() == (assign ? 2 : 1) ? g_.producer(value).op : -1;
+      const int value = assign ? 1 : 0;  // the input holding the value
+      const int p = a.inputs_size() == value + 1 ? g_.input_producer(i, value).op : -1;
       RILL_CHECK(p >= 0 && std::find(a.ctrl_inputs().begin(), a.ctrl_inputs().end(), g_.op(p).name()) !=
                                a.ctrl_inputs().end(),
                  Runtime, "[", a.name(), "] an in_place ", a.op_type(), " waits for its value's producer (a ctrl "
                  "input); run run_passes() on the traced job", at(a));
-      const int slot = g_.output_number(g_.producer(value));
-      if (assign) in_place_of_[slot] = g_.output_number(g_.producer(a.inputs(0)));
+      const int slot = g_.output_number(g_.input_producer(i, value));
+      if (assign) in_place_of_[slot] = g_.output_number(g_.input_producer(i, 0));
       else if (count_for(p) == 1) output_in_place_[slot] = static_cast<int>(int_attr(a, "index"));
     }
     for (int i = 0; i < g_.size(); ++i) add_op(i);
@@ -103,8 +103,9 @@ class Compiler {
       const OpConf& op = g_.op(i);
       RILL_CHECK(op.output_descs_size() == op.outputs_size(), Runtime, "[", op.name(), "] has no output descs; "
                  "run infer_job() on the job before compiling it", at(op));
-      for (const std::string& lbn : op.inputs()) {
-        BlobRef p = g_.producer(lbn);
+      for (int k = 0; k < op.inputs_size(); ++k) {
+        const std::string& lbn = op.inputs(k);
+        BlobRef p = g_.input_producer(i, k);
         RILL_CHECK(p.op >= 0, Runtime, "[", op.name(), "] reads '", lbn, "', which no op of the job produces",
                    at(op));
         RILL_CHECK(p.op < i, Runtime, "[", op.name(), "] reads '", lbn, "' before its producer (the job's ops "
@@ -150,8 +151,8 @@ class Compiler {
     for (size_t k = 0; k < by_kind[kOutput].size(); ++k) plan_.add_outputs();
   }
 
-  // The register of lbn (produced by an op of the job: check_job), or -1 when none was made yet.
-  int regst_of(const std::string& lbn) const { return regst_of_output_[g_.output_number(g_.producer(lbn))]; }
+  // The register of op i's input k (produced by an op of the job: check_job), or -1 when none was made yet.
+  int regst_of(int i, int k) const { return regst_of_output_[g_.output_number(g_.input_producer(i, k))]; }
 
   int count_for(int op) const { return parts_[op] == Part::kOnce ? 1 : options_.register_count; }
 
@@ -166,10 +167,12 @@ class Compiler {
   }
 
   // The register of lbn, read by task (added to its consumers).
-  plan::Regst& read(const OpConf& reader, const std::string& lbn, int64_t task) {
-    const int regst = regst_of(lbn);
+  plan::Regst& read(int i, int k, int64_t task) {
+    const int regst = regst_of(i, k);
     if (regst < 0) {
-      const OpConf& producer = g_.op(g_.producer(lbn).op);
+      const OpConf& reader = g_.op(i);
+      const std::string& lbn = reader.inputs(k);
+      const OpConf& producer = g_.op(g_.input_producer(i, k).op);
       RILL_FAIL(Runtime, "[", reader.name(), "] reads '", lbn, "', the result of ", producer.op_type(), " op ",
                 producer.name(), ", which has none to read; read its input instead", at(reader));
     }
@@ -266,8 +269,8 @@ class Compiler {
     RILL_CHECK(pieces_ == 1 || parts_[i] == Part::kOnce, Runtime, "[", op.name(), "] an output written by each "
                "of the ", pieces_, " pieces; run run_passes() so that it gets their mean", at(op));
     // An in_place output is a tick: the producer wrote the output (a ctrl input).
-    if (output_in_place_[g_.output_number(g_.producer(op.inputs(0)))] >= 0) return;
-    const plan::Regst& in = read(op, op.inputs(0), t.id());
+    if (output_in_place_[g_.output_number(g_.input_producer(i, 0))] >= 0) return;
+    const plan::Regst& in = read(i, 0, t.id());
     t.add_in_regsts(in.id());
     const int index = static_cast<int>(int_attr(op, "index"));
     plan::Regst& r = new_regst(plan::REGST_OUTPUT, op.outputs_size() ? op.outputs(0) : op.name(), t.id(), 1);
@@ -287,9 +290,9 @@ class Compiler {
                "iteration", at(op));
     var.set_written(true);
     // An in_place assign is a tick: its producer wrote the variable (a ctrl input orders it).
-    if (in_place_of_[g_.output_number(g_.producer(op.inputs(1)))] >= 0) return;
-    t.add_in_regsts(read(op, op.inputs(1), t.id()).id());
-    t.add_out_regsts(plan_.regsts(regst_of(op.inputs(0))).id());
+    if (in_place_of_[g_.output_number(g_.input_producer(i, 1))] >= 0) return;
+    t.add_in_regsts(read(i, 1, t.id()).id());
+    t.add_out_regsts(plan_.regsts(regst_of(i, 0)).id());
   }
 
   void add_compute(int i, const OpSchema& schema) {
@@ -299,11 +302,11 @@ class Compiler {
     *t.mutable_attrs() = op.attrs();
     *t.mutable_scalars() = op.scalars();
     t.set_random(schema.flags.random);
-    for (const std::string& lbn : op.inputs()) t.add_in_regsts(read(op, lbn, t.id()).id());
+    for (int k = 0; k < op.inputs_size(); ++k) t.add_in_regsts(read(i, k, t.id()).id());
     if (schema.flags.view) {
       RILL_CHECK(op.inputs_size() == 1 && op.outputs_size() == 1, Runtime, "[", op.name(), "] a view op takes one "
                  "input and gives one output", at(op));
-      view_output(i, t, plan_.regsts(regst_of(op.inputs(0))), op.output_descs(0));
+      view_output(i, t, plan_.regsts(regst_of(i, 0)), op.output_descs(0));
       return;
     }
     RILL_CHECK(schema.kernel(DeviceType::kCPU) != nullptr, Runtime, "[", op.name(), "] op '", op.op_type(), "' ",
@@ -320,7 +323,7 @@ class Compiler {
       new_task(i, kind == "source" ? plan::TASK_SOURCE_TICK
                                    : kind == "sink" ? plan::TASK_SINK_TICK : plan::TASK_TICK);
     } else if (type == kOutput) {
-      const bool in_place = output_in_place_[g_.output_number(g_.producer(op.inputs(0)))] >= 0;
+      const bool in_place = output_in_place_[g_.output_number(g_.input_producer(i, 0))] >= 0;
       add_output(i, new_task(i, in_place ? plan::TASK_TICK : plan::TASK_COPY));
     } else if (type == kAssign) {
       add_assign(i, new_task(i, in_place(op) ? plan::TASK_TICK : plan::TASK_COPY));
@@ -329,7 +332,7 @@ class Compiler {
       t.set_repeat(static_cast<int32_t>(int_attr(op, "repeat")));
       t.set_acts_per_iteration(1);  // one act takes (acc) or gives (repeat) `repeat` pieces
       if (op.inputs_size() == 0) return;  // over a ctrl input: its ctrl register is its output
-      const plan::Regst& in = read(op, op.inputs(0), t.id());
+      const plan::Regst& in = read(i, 0, t.id());
       t.add_in_regsts(in.id());
       if (type == kAcc) own_outputs(i, t);
       else view_output(i, t, in, in.desc());

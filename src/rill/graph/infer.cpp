@@ -215,8 +215,9 @@ void infer_job(Job& job, const OpGraph& g, InferStats& stats) {
     std::vector<const plan::TensorDesc*> input_descs;
     std::vector<MetaSym> metas;
     CacheKey key;
-    for (const std::string& lbn : op.inputs()) {
-      BlobRef p = g.producer(lbn);
+    for (int k = 0; k < op.inputs_size(); ++k) {
+      const std::string& lbn = op.inputs(k);
+      BlobRef p = g.input_producer(i, k);
       RILL_CHECK(p.op >= 0, Runtime, "[", op.name(), "] reads '", lbn, "', which no op of the job produces",
                  at(op));
       RILL_CHECK(p.op < i, Runtime, "[", op.name(), "] reads '", lbn, "' before its producer ", job.ops(p.op).name(),

@@ -74,24 +74,81 @@ std::string str_attr(const OpConf& op, const std::string& name) {
 
 int32_t job_pieces(const Job& job) { return std::max(1, job.conf().gradient_accumulation_steps()); }
 
+namespace {
+
+// Note [Probing ahead]
+// At ten thousand ops an index outgrows the core's cache, and so do the job's strings: a lookup's slot is a
+// miss, and so is the key it compares (another op's output, anywhere in the job), one after the other. A
+// graph's build looks up every key of the job, known in advance: so it hashes them all first (a walk in job
+// order), then probes key j while key j + kAhead's slot and key j + kAhead / 2's compared key are already on
+// their way. The misses overlap instead of adding up; a small job, all in cache, is unchanged.
+constexpr size_t kAhead = 16;
+
+struct Key {
+  std::string_view key;
+  size_t hash;
+};
+
+// Run probe(j) for each of keys, prefetching through index kAhead keys ahead.
+template <typename Index, typename Probe>
+void probe_ahead(const Index& index, const std::vector<Key>& keys, Probe&& probe) {
+  for (size_t j = 0; j < keys.size(); ++j) {
+    if (j + kAhead < keys.size()) index.prefetch_slot(keys[j + kAhead].hash);
+    if (j + kAhead / 2 < keys.size()) index.prefetch_key(keys[j + kAhead / 2].hash);
+    probe(j);
+  }
+}
+
+}  // namespace
+
 OpGraph::OpGraph(const Job& job) : job_(&job) {
   const int n = job.ops_size();
   first_output_.assign(static_cast<size_t>(n) + 1, 0);
-  for (int i = 0; i < n; ++i) first_output_[i + 1] = first_output_[i] + job.ops(i).outputs_size();
-  by_name_.reserve(static_cast<size_t>(n));
-  by_lbn_.reserve(static_cast<size_t>(first_output_[n]));
+  first_input_.assign(static_cast<size_t>(n) + 1, 0);
+  for (int i = 0; i < n; ++i) {
+    first_output_[i + 1] = first_output_[i] + job.ops(i).outputs_size();
+    first_input_[i + 1] = first_input_[i] + job.ops(i).inputs_size();
+  }
+  // Every key, hashed in job order: names, outputs, inputs, ctrl inputs (Note [Probing ahead]).
+  std::vector<Key> names, outputs, inputs, ctrls;
+  std::vector<int> ctrl_op;  // the op of each ctrl input
+  names.reserve(static_cast<size_t>(n));
+  outputs.reserve(static_cast<size_t>(first_output_[n]));
+  inputs.reserve(static_cast<size_t>(first_input_[n]));
   for (int i = 0; i < n; ++i) {
     const OpConf& op = job.ops(i);
-    RILL_CHECK(by_name_.insert(op.name(), i), Runtime, "[", op.name(), "] two ops of the job have this name", at(op));
-    for (int k = 0; k < op.outputs_size(); ++k)
-      RILL_CHECK(by_lbn_.insert(op.outputs(k), BlobRef{i, k}), Runtime, "[", op.name(), "] output '",
-                 op.outputs(k), "' is already the output of another op", at(op));
+    names.push_back({op.name(), StringIndex<int>::hash(op.name())});
+    for (const std::string& lbn : op.outputs()) outputs.push_back({lbn, StringIndex<int>::hash(lbn)});
+    for (const std::string& lbn : op.inputs()) inputs.push_back({lbn, StringIndex<int>::hash(lbn)});
+    for (const std::string& c : op.ctrl_inputs()) {
+      ctrls.push_back({c, StringIndex<int>::hash(c)});
+      ctrl_op.push_back(i);
+    }
   }
+  by_name_.reserve(names.size());
+  for (int i = 0; i < n; ++i)
+    RILL_CHECK(by_name_.insert(names[i].key, names[i].hash, i), Runtime, "[", names[i].key,
+               "] two ops of the job have this name", at(job.ops(i)));
+  by_lbn_.reserve(outputs.size());
+  for (int i = 0, j = 0; i < n; ++i)
+    for (int k = 0; k < job.ops(i).outputs_size(); ++k, ++j)
+      RILL_CHECK(by_lbn_.insert(outputs[j].key, outputs[j].hash, BlobRef{i, k}), Runtime, "[", names[i].key,
+                 "] output '", outputs[j].key, "' is already the output of another op", at(job.ops(i)));
+  input_producers_.resize(inputs.size());
+  probe_ahead(by_lbn_, inputs, [&](size_t j) {
+    const BlobRef* p = by_lbn_.find(inputs[j].key, inputs[j].hash);
+    if (p != nullptr) input_producers_[j] = *p;
+  });
+  std::vector<int> ctrl_producers(ctrls.size());
+  probe_ahead(by_name_, ctrls, [&](size_t j) {
+    const int* p = by_name_.find(ctrls[j].key, ctrls[j].hash);
+    ctrl_producers[j] = p == nullptr ? -1 : *p;
+  });
   // (producer, consumer) pairs in consumer order, each once: an op reading a blob twice, or two outputs of one
   // op, is one edge. last_*[p] == i once the pair (p, i) is listed: a sink tick has thousands, so no search.
   std::vector<std::pair<int, int>> data, ctrl, preds;
-  data.reserve(static_cast<size_t>(n) * 2);
-  preds.reserve(static_cast<size_t>(n) * 2);
+  data.reserve(inputs.size());
+  preds.reserve(inputs.size() + ctrls.size());
   std::vector<int> last_data(n, -1), last_ctrl(n, -1), last_pred(n, -1);
   auto add = [](std::vector<std::pair<int, int>>& pairs, std::vector<int>& last, int p, int i,
                 std::pair<int, int> pair) {
@@ -99,16 +156,16 @@ OpGraph::OpGraph(const Job& job) : job_(&job) {
     last[p] = i;
     pairs.push_back(pair);
   };
+  size_t c = 0;  // the next ctrl input
   for (int i = 0; i < n; ++i) {
-    const OpConf& op = job.ops(i);
-    for (const std::string& lbn : op.inputs()) {
-      const BlobRef p = producer(lbn);
-      if (p.op < 0) continue;
-      add(data, last_data, p.op, i, {p.op, i});
-      add(preds, last_pred, p.op, i, {i, p.op});
+    for (int j = first_input_[i]; j < first_input_[i + 1]; ++j) {
+      const int p = input_producers_[j].op;
+      if (p < 0) continue;
+      add(data, last_data, p, i, {p, i});
+      add(preds, last_pred, p, i, {i, p});
     }
-    for (const std::string& name : op.ctrl_inputs()) {
-      const int p = find(name);
+    for (; c < ctrls.size() && ctrl_op[c] == i; ++c) {
+      const int p = ctrl_producers[c];
       if (p < 0) continue;
       add(ctrl, last_ctrl, p, i, {p, i});
       add(preds, last_pred, p, i, {i, p});
@@ -165,7 +222,7 @@ bool OpGraph::trainable_variable(int i) const {
 int OpGraph::assign_target(int i) const {
   const OpConf& a = op(i);
   if (a.op_type() != kAssign || a.inputs_size() == 0) return -1;
-  BlobRef p = producer(a.inputs(0));
+  BlobRef p = input_producer(i, 0);
   return p.op >= 0 && op(p.op).op_type() == kVariable ? p.op : -1;
 }
 

@@ -70,6 +70,8 @@ class OpGraph {
   int find(const std::string& name) const;
   /** The producer of lbn (op -1 when none). */
   BlobRef producer(const std::string& lbn) const;
+  /** The producer of op i's input k as it was when the graph was built (op -1 when none): no lookup. */
+  BlobRef input_producer(int i, int k) const { return input_producers_[first_input_[i] + k]; }
   /** The outputs of the graph's ops, numbered 0 .. outputs() - 1 in op order: for arrays by output. */
   int outputs() const { return first_output_.back(); }
   /** The number of output out of op (a BlobRef with an op). */
@@ -99,14 +101,14 @@ class OpGraph {
   template <typename V>
   class StringIndex {
    public:
+    static size_t hash(std::string_view key) { return std::hash<std::string_view>()(key); }
     void reserve(size_t keys) {
       size_t capacity = 16;
       while (capacity < 2 * keys) capacity *= 2;
       slots_.assign(capacity, Slot{});
     }
-    /** Whether key was new (a present key keeps its value). */
-    bool insert(std::string_view key, V value) {
-      const size_t h = std::hash<std::string_view>()(key);
+    /** Whether key (of hash h) was new (a present key keeps its value). */
+    bool insert(std::string_view key, size_t h, V value) {
       for (size_t k = h & mask();; k = (k + 1) & mask()) {
         Slot& s = slots_[k];
         if (s.tag == 0) {
@@ -116,15 +118,19 @@ class OpGraph {
         if (s.matches(key, tag_of(h))) return false;
       }
     }
-    const V* find(std::string_view key) const {
+    const V* find(std::string_view key, size_t h) const {
       if (slots_.empty()) return nullptr;
-      const size_t h = std::hash<std::string_view>()(key);
       for (size_t k = h & mask();; k = (k + 1) & mask()) {
         const Slot& s = slots_[k];
         if (s.tag == 0) return nullptr;
         if (s.matches(key, tag_of(h))) return &s.value;
       }
     }
+    const V* find(std::string_view key) const { return find(key, hash(key)); }
+    /** Start loading what find(key of hash h) reads first: its slot. */
+    void prefetch_slot(size_t h) const { __builtin_prefetch(&slots_[h & mask()]); }
+    /** Start loading what it reads next: the key its slot points to (the slot loaded by now). */
+    void prefetch_key(size_t h) const { __builtin_prefetch(slots_[h & mask()].data); }
 
    private:
     struct Slot {
@@ -159,6 +165,8 @@ class OpGraph {
   StringIndex<BlobRef> by_lbn_;
   Rows data_consumers_, ctrl_consumers_, predecessors_;
   std::vector<int> first_output_;  // op i's outputs are numbered from first_output_[i]; one more, the total
+  std::vector<int> first_input_;   // op i's inputs' producers are input_producers_[first_input_[i] + k]
+  std::vector<BlobRef> input_producers_;
 };
 
 /** Which part of an iteration an op runs in (Note [Pieces and the once part] in op_graph.cpp). */

@@ -27,9 +27,9 @@ void write_in_place(Job& job) {
   if (job_pieces(job) > 1) return;
   const OpGraph g(job);
   std::vector<int> reads(g.outputs(), 0);  // by output number: how many op inputs name it
-  for (const OpConf& op : job.ops())
-    for (const std::string& lbn : op.inputs())
-      if (const BlobRef p = g.producer(lbn); p.op >= 0) ++reads[g.output_number(p)];
+  for (int i = 0; i < g.size(); ++i)
+    for (int k = 0; k < g.op(i).inputs_size(); ++k)
+      if (const BlobRef p = g.input_producer(i, k); p.op >= 0) ++reads[g.output_number(p)];
   auto mark = [&](OpConf& op, const std::string& producer) {
     plan::AttrValue yes;
     yes.set_b(true);
@@ -39,8 +39,7 @@ void write_in_place(Job& job) {
   std::vector<std::pair<int, int>> outputs;   // (output, producer)
   for (int o = 0; o < g.size(); ++o) {
     if (g.op(o).op_type() != kOutput || g.op(o).inputs_size() != 1) continue;
-    const std::string& value = g.op(o).inputs(0);
-    const BlobRef p = g.producer(value);
+    const BlobRef p = g.input_producer(o, 0);
     if (p.op < 0 || reads[g.output_number(p)] != 1 || is_graph_only(g.op(p.op).op_type())) continue;
     const OpSchema* schema = ops::find(g.op(p.op).op_type());
     if (schema == nullptr || schema->flags.view || p.out >= g.op(p.op).output_descs_size() ||
@@ -53,8 +52,7 @@ void write_in_place(Job& job) {
   for (int a = 0; a < g.size(); ++a) {
     const int v = g.assign_target(a);
     if (v < 0 || g.op(a).inputs_size() != 2) continue;
-    const std::string& value = g.op(a).inputs(1);
-    const BlobRef p = g.producer(value);
+    const BlobRef p = g.input_producer(a, 1);
     if (p.op < 0 || reads[g.output_number(p)] != 1) continue;
     const OpConf& producer = g.op(p.op);
     const OpSchema* schema = is_graph_only(producer.op_type()) ? nullptr : ops::find(producer.op_type());
