@@ -233,11 +233,17 @@ bool once_by_role(const OpGraph& g, int i) {
   return target >= 0 && g.trainable_variable(target);
 }
 
-std::vector<Part> op_parts(const OpGraph& g) {
-  const bool one_piece = job_pieces(g.job()) == 1;
-  std::vector<Part> parts(g.size(), Part::kPiece);
-  for (int i = 0; i < g.size(); ++i) {
-    const OpConf& op = g.op(i);
+std::vector<Part> op_parts(const OpGraph& g) { return op_parts(g, {}); }
+
+std::vector<Part> op_parts(const OpGraph& g, const std::vector<std::pair<int, int>>& added) {
+  const Job& job = g.job();
+  const int n = job.ops_size();
+  const bool one_piece = job_pieces(job) == 1;
+  std::vector<std::vector<int>> added_to(added.empty() ? 0 : n);  // the added edges' producers, by consumer
+  for (const auto& [consumer, producer] : added) added_to[consumer].push_back(producer);
+  std::vector<Part> parts(n, Part::kPiece);
+  for (int i = 0; i < n; ++i) {
+    const OpConf& op = job.ops(i);
     const std::string& t = op.op_type();
     if (t == kVariable) {
       parts[i] = Part::kBinding;
@@ -247,11 +253,15 @@ std::vector<Part> op_parts(const OpGraph& g) {
       parts[i] = Part::kOnce;
     } else {
       bool piece = false, once = false;
-      for (int p : g.predecessors(i)) {
-        if (p >= i) continue;  // not in topological order: the compiler reports it
+      auto from = [&](int p) {
+        if (p >= i) return;  // not in topological order: the compiler reports it
         piece |= parts[p] == Part::kPiece || parts[p] == Part::kMixed;
         once |= parts[p] == Part::kOnce || parts[p] == Part::kMixed;
-      }
+      };
+      if (i < g.size())
+        for (int p : g.predecessors(i)) from(p);
+      if (!added_to.empty())
+        for (int p : added_to[i]) from(p);
       if (piece && once) parts[i] = Part::kMixed;
       else if (piece) parts[i] = Part::kPiece;
       else if (once) parts[i] = Part::kOnce;
@@ -283,17 +293,21 @@ OpConf* add_op(Job& job, const std::string& name, std::string_view op_type, cons
   return op;
 }
 
-void sort_topologically(Job& job) {
+void sort_topologically(Job& job) { sort_topologically(job, OpGraph(job), {}); }
+
+void sort_topologically(Job& job, const OpGraph& g, const std::vector<std::pair<int, int>>& added) {
   std::vector<int> order;
   {
-    OpGraph g(job);
-    const int n = g.size();
-    std::vector<int> waiting(n);
+    const int n = job.ops_size();
+    std::vector<int> waiting(n, 0);
     std::vector<std::vector<int>> successors(n);
-    for (int i = 0; i < n; ++i) {
-      waiting[i] = static_cast<int>(g.predecessors(i).size());
-      for (int p : g.predecessors(i)) successors[p].push_back(i);
-    }
+    auto edge = [&](int consumer, int producer) {
+      ++waiting[consumer];
+      successors[producer].push_back(consumer);
+    };
+    for (int i = 0; i < g.size(); ++i)
+      for (int p : g.predecessors(i)) edge(i, p);
+    for (const auto& [consumer, producer] : added) edge(consumer, producer);
     // Smallest index first: the job's order is kept wherever it already is topological.
     std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
     for (int i = 0; i < n; ++i)
@@ -307,19 +321,22 @@ void sort_topologically(Job& job) {
     }
     if (static_cast<int>(order.size()) < n) {
       // Walk back from a stuck op through stuck predecessors until one repeats: that one is on a cycle.
+      std::vector<std::vector<int>> predecessors(n);
+      for (int p = 0; p < n; ++p)
+        for (int c : successors[p]) predecessors[c].push_back(p);
       int u = 0;
       while (waiting[u] == 0) ++u;
       std::vector<bool> seen(n, false);
       while (!seen[u]) {
         seen[u] = true;
-        for (int p : g.predecessors(u))
+        for (int p : predecessors[u])
           if (waiting[p] > 0) {
             u = p;
             break;
           }
       }
-      RILL_FAIL(Runtime, "[", g.op(u).name(), "] is on a cycle of data and control edges: it waits for itself",
-                at(g.op(u)));
+      RILL_FAIL(Runtime, "[", job.ops(u).name(), "] is on a cycle of data and control edges: it waits for itself",
+                at(job.ops(u)));
     }
   }
   // Note [Reordering ops by pointer]

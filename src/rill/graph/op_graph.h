@@ -177,6 +177,9 @@ enum class Part { kBinding, kPiece, kOnce, kMixed };
 bool once_by_role(const OpGraph& g, int i);
 /** The part of every op of g's job (all kPiece but the bindings when the job has one piece). */
 std::vector<Part> op_parts(const OpGraph& g);
+/** The same over the job as it is now: ops added after g was built included, and the ctrl edges (consumer,
+ * producer) added since, by index. */
+std::vector<Part> op_parts(const OpGraph& g, const std::vector<std::pair<int, int>>& added);
 
 /** Op names already used in a job, to make fresh ones. Like an OpGraph it views the job's names: it must not
  * outlive a rename of an op. */
@@ -197,6 +200,9 @@ OpConf* add_op(Job& job, const std::string& name, std::string_view op_type, cons
 /** Reorder job.ops topologically over data and ctrl edges, keeping the present order where it is one; raises
  * naming an op on a cycle. */
 void sort_topologically(Job& job);
+/** The same, given g (a graph of the job's first g.size() ops) and the ctrl edges (consumer, producer) added to
+ * the job since g was built, by index; ops added since come after g's. No graph is built again. */
+void sort_topologically(Job& job, const OpGraph& g, const std::vector<std::pair<int, int>>& added);
 /** Whether desc is dense and row-major (size-1 dims ignored). */
 bool is_row_major(const plan::TensorDesc& desc);
 /** Add name to op's ctrl_inputs unless it is there. */

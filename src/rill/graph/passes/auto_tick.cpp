@@ -15,19 +15,38 @@
 namespace rill::graph {
 namespace {
 
-OpConf* add_tick(Job& job, NameSet& names, const std::string& base, const std::string& kind) {
-  OpConf* tick = add_op(job, names.fresh(base), kTick, "", 0);
-  (*tick->mutable_attrs())["kind"].set_s(kind);
-  return tick;
-}
+// The ticks auto_tick adds to a job, and their ctrl edges by index (consumer, producer), so that one graph of
+// the job as traced serves the whole pass: the sink and the final order read the edges, not a new graph.
+struct Ticks {
+  Job& job;
+  NameSet names;
+  std::vector<std::pair<int, int>> added;  // ctrl edges added since the graph was built
+  const int first;                         // the first added op
 
-// An acc over the pieces of ctrl op `of`: it acts once all pieces of `of` acted.
-std::string add_ctrl_acc(Job& job, NameSet& names, const std::string& of, int64_t pieces) {
-  OpConf* acc = add_op(job, names.fresh(of + "-acc"), kAcc, "", 0);
-  (*acc->mutable_attrs())["repeat"].set_i(pieces);
-  acc->add_ctrl_inputs(of);
-  return acc->name();
-}
+  explicit Ticks(Job& j) : job(j), names(j), first(j.ops_size()) {}
+
+  int add(const std::string& base, std::string_view type, const std::string& kind) {
+    OpConf* op = add_op(job, names.fresh(base), type, "", 0);
+    if (!kind.empty()) (*op->mutable_attrs())["kind"].set_s(kind);
+    return job.ops_size() - 1;
+  }
+  int add_tick(const std::string& base, const std::string& kind) { return add(base, kTick, kind); }
+  // An acc over the pieces of ctrl op `of`: it acts once all pieces of `of` acted.
+  int add_ctrl_acc(int of, int64_t pieces) {
+    const int acc = add(job.ops(of).name() + "-acc", kAcc, "");
+    (*job.mutable_ops(acc)->mutable_attrs())["repeat"].set_i(pieces);
+    wait(acc, of);
+    return acc;
+  }
+  // consumer waits for producer (a ctrl input; each once: a sink waits for thousands, so an added tick's list
+  // is not searched, each of its producers being new to it).
+  void wait(int consumer, int producer) {
+    OpConf& op = *job.mutable_ops(consumer);
+    if (consumer < first) add_ctrl(op, job.ops(producer).name());
+    else op.add_ctrl_inputs(job.ops(producer).name());
+    added.emplace_back(consumer, producer);
+  }
+};
 
 // Whether op i waits for some task already (a produced data input or a ctrl input).
 bool waits_for_a_task(const OpGraph& g, int i) {
@@ -75,7 +94,7 @@ std::vector<uint64_t> assigns_reached(const OpGraph& g, const std::vector<int>& 
 }
 
 // The write-after-read edges of every assign (computed on the job before any tick exists).
-void add_war_edges(Job& job, NameSet& names, const OpGraph& g, const std::vector<Part>& parts, int64_t pieces) {
+void add_war_edges(Ticks& t, const OpGraph& g, const std::vector<Part>& parts, int64_t pieces) {
   std::vector<int> assigns;
   for (int a = 0; a < g.size(); ++a)
     if (g.assign_target(a) >= 0) assigns.push_back(a);
@@ -96,56 +115,56 @@ void add_war_edges(Job& job, NameSet& names, const OpGraph& g, const std::vector
       else if (!(parts[a] == Part::kPiece && parts[r] == Part::kOnce)) direct.push_back(r);
       // a once reader of a per-piece assign runs after all pieces: it reads the last write, no edge
     }
-    OpConf& assign = *job.mutable_ops(a);
-    for (int r : direct) add_ctrl(assign, g.op(r).name());
+    for (int r : direct) t.wait(a, r);
     if (per_piece.empty()) continue;
-    OpConf* join = add_tick(job, names, assign.name() + "-war", "join");
-    for (int r : per_piece) join->add_ctrl_inputs(g.op(r).name());
-    add_ctrl(assign, add_ctrl_acc(job, names, join->name(), pieces));
+    const int join = t.add_tick(g.op(a).name() + "-war", "join");
+    for (int r : per_piece) t.wait(join, r);
+    t.wait(a, t.add_ctrl_acc(join, pieces));
   }
 }
 
-void add_sink(Job& job, NameSet& names, int64_t pieces) {
-  const OpGraph g(job);
-  const std::vector<Part> parts = op_parts(g);
-  std::vector<std::string> once, per_piece;
-  for (int i = 0; i < g.size(); ++i) {
-    if (is_binding_op(g.op(i)) || !g.data_consumers(i).empty() || !g.ctrl_consumers(i).empty()) continue;
-    (pieces > 1 && parts[i] != Part::kOnce ? per_piece : once).push_back(g.op(i).name());
+// The sink: it waits for every op nothing else waits for (the per-piece ones through an acc'd join tick).
+void add_sink(Ticks& t, const OpGraph& g, int64_t pieces) {
+  const std::vector<Part> parts = op_parts(g, t.added);  // the added ticks' edges too
+  const int n = t.job.ops_size();
+  std::vector<bool> consumed(n, false);
+  for (int i = 0; i < g.size(); ++i) consumed[i] = !g.data_consumers(i).empty() || !g.ctrl_consumers(i).empty();
+  for (const auto& edge : t.added) consumed[edge.second] = true;
+  std::vector<int> once, per_piece;
+  for (int i = 0; i < n; ++i) {
+    if (consumed[i] || is_binding_op(t.job.ops(i))) continue;
+    (pieces > 1 && parts[i] != Part::kOnce ? per_piece : once).push_back(i);
   }
   if (!per_piece.empty()) {
-    OpConf* join = add_tick(job, names, "tick-pieces", "join");
-    for (const std::string& name : per_piece) join->add_ctrl_inputs(name);
-    once.push_back(add_ctrl_acc(job, names, join->name(), pieces));
+    const int join = t.add_tick("tick-pieces", "join");
+    for (int i : per_piece) t.wait(join, i);
+    once.push_back(t.add_ctrl_acc(join, pieces));
   }
-  OpConf* sink = add_tick(job, names, "tick-sink", "sink");
-  for (const std::string& name : once) sink->add_ctrl_inputs(name);
+  const int sink = t.add_tick("tick-sink", "sink");
+  for (int i : once) t.wait(sink, i);
 }
 
 }  // namespace
 
 void auto_tick(Job& job) {
   const int64_t pieces = job_pieces(job);
-  NameSet names(job);
-  const int original = job.ops_size();
+  Ticks t(job);
+  const OpGraph g(job);  // indexes the ops as they are; the added ticks go after them
+  const std::vector<Part> parts = op_parts(g);
+  const int original = g.size();
   std::vector<bool> needs_tick(original, false);
-  {
-    const OpGraph g(job);  // indexes the ops as they are; the added ticks go after them
-    const std::vector<Part> parts = op_parts(g);
-    for (int i = 0; i < original; ++i) needs_tick[i] = !is_binding_op(g.op(i)) && !waits_for_a_task(g, i);
-    add_war_edges(job, names, g, parts, pieces);
-    OpConf* source_tick = add_tick(job, names, "tick-source", "source");
-    const std::string source = source_tick->name();
-    std::string once_tick;  // the acc of the source tick, made when an op of the once part needs it
-    for (int i = 0; i < original; ++i) {
-      if (!needs_tick[i]) continue;
-      const bool once = pieces > 1 && parts[i] == Part::kOnce && g.op(i).op_type() != kAcc;
-      if (once && once_tick.empty()) once_tick = add_ctrl_acc(job, names, source, pieces);
-      add_ctrl(*job.mutable_ops(i), once ? once_tick : source);
-    }
+  for (int i = 0; i < original; ++i) needs_tick[i] = !is_binding_op(g.op(i)) && !waits_for_a_task(g, i);
+  add_war_edges(t, g, parts, pieces);
+  const int source = t.add_tick("tick-source", "source");
+  int once_tick = -1;  // the acc of the source tick, made when an op of the once part needs it
+  for (int i = 0; i < original; ++i) {
+    if (!needs_tick[i]) continue;
+    const bool once = pieces > 1 && parts[i] == Part::kOnce && g.op(i).op_type() != kAcc;
+    if (once && once_tick < 0) once_tick = t.add_ctrl_acc(source, pieces);
+    t.wait(i, once ? once_tick : source);
   }
-  add_sink(job, names, pieces);
-  sort_topologically(job);
+  add_sink(t, g, pieces);
+  sort_topologically(job, g, t.added);
 }
 
 }  // namespace rill::graph
