@@ -103,20 +103,18 @@ void probe_ahead(const Index& index, const std::vector<Key>& keys, Probe&& probe
 
 OpGraph::OpGraph(const Job& job) : job_(&job) {
   const int n = job.ops_size();
-  first_output_.assign(static_cast<size_t>(n) + 1, 0);
-  first_input_.assign(static_cast<size_t>(n) + 1, 0);
-  for (int i = 0; i < n; ++i) {
-    first_output_[i + 1] = first_output_[i] + job.ops(i).outputs_size();
-    first_input_[i + 1] = first_input_[i] + job.ops(i).inputs_size();
-  }
-  // Every key, hashed in job order: names, outputs, inputs, ctrl inputs (Note [Probing ahead]).
+  // Every key, hashed in one walk over the ops in job order: names, outputs, inputs, ctrl inputs (Note [Probing
+  // ahead]).
   std::vector<Key> names, outputs, inputs, ctrls;
   std::vector<int> ctrl_op;  // the op of each ctrl input
   names.reserve(static_cast<size_t>(n));
-  outputs.reserve(static_cast<size_t>(first_output_[n]));
-  inputs.reserve(static_cast<size_t>(first_input_[n]));
+  outputs.reserve(static_cast<size_t>(n));
+  inputs.reserve(2 * static_cast<size_t>(n));
+  first_output_.assign(static_cast<size_t>(n) + 1, 0);
+  first_input_.assign(static_cast<size_t>(n) + 1, 0);
+  const auto& ops = job.ops();
   for (int i = 0; i < n; ++i) {
-    const OpConf& op = job.ops(i);
+    const OpConf& op = ops.Get(i);
     names.push_back({op.name(), StringIndex<int>::hash(op.name())});
     for (const std::string& lbn : op.outputs()) outputs.push_back({lbn, StringIndex<int>::hash(lbn)});
     for (const std::string& lbn : op.inputs()) inputs.push_back({lbn, StringIndex<int>::hash(lbn)});
@@ -124,16 +122,18 @@ OpGraph::OpGraph(const Job& job) : job_(&job) {
       ctrls.push_back({c, StringIndex<int>::hash(c)});
       ctrl_op.push_back(i);
     }
+    first_output_[i + 1] = static_cast<int>(outputs.size());
+    first_input_[i + 1] = static_cast<int>(inputs.size());
   }
   by_name_.reserve(names.size());
   for (int i = 0; i < n; ++i)
     RILL_CHECK(by_name_.insert(names[i].key, names[i].hash, i), Runtime, "[", names[i].key,
                "] two ops of the job have this name", at(job.ops(i)));
   by_lbn_.reserve(outputs.size());
-  for (int i = 0, j = 0; i < n; ++i)
-    for (int k = 0; k < job.ops(i).outputs_size(); ++k, ++j)
-      RILL_CHECK(by_lbn_.insert(outputs[j].key, outputs[j].hash, BlobRef{i, k}), Runtime, "[", names[i].key,
-                 "] output '", outputs[j].key, "' is already the output of another op", at(job.ops(i)));
+  for (int i = 0; i < n; ++i)
+    for (int j = first_output_[i]; j < first_output_[i + 1]; ++j)
+      RILL_CHECK(by_lbn_.insert(outputs[j].key, outputs[j].hash, BlobRef{i, j - first_output_[i]}), Runtime, "[",
+                 names[i].key, "] output '", outputs[j].key, "' is already the output of another op", at(job.ops(i)));
   input_producers_.resize(inputs.size());
   probe_ahead(by_lbn_, inputs, [&](size_t j) {
     const BlobRef* p = by_lbn_.find(inputs[j].key, inputs[j].hash);
@@ -271,14 +271,9 @@ std::vector<Part> op_parts(const OpGraph& g, const std::vector<std::pair<int, in
   return parts;
 }
 
-NameSet::NameSet(const Job& job) {
-  job_names_.reserve(static_cast<size_t>(job.ops_size()));
-  for (const OpConf& op : job.ops()) job_names_.insert(op.name());
-}
-
 std::string NameSet::fresh(const std::string& base) {
   std::string name = base;
-  for (int k = 2; job_names_.count(name) || made_.count(name); ++k) name = base + "-" + std::to_string(k);
+  for (int k = 2; graph_->find(name) >= 0 || made_.count(name); ++k) name = base + "-" + std::to_string(k);
   made_.insert(name);
   return name;
 }

@@ -181,16 +181,16 @@ std::vector<Part> op_parts(const OpGraph& g);
  * producer) added since, by index. */
 std::vector<Part> op_parts(const OpGraph& g, const std::vector<std::pair<int, int>>& added);
 
-/** Op names already used in a job, to make fresh ones. Like an OpGraph it views the job's names: it must not
- * outlive a rename of an op. */
+/** Op names already used in a job, to make fresh ones: the names g indexes and those the set made. Ops added
+ * to the job since g was built must take their names from the set. */
 class NameSet {
  public:
-  explicit NameSet(const Job& job);
+  explicit NameSet(const OpGraph& g) : graph_(&g) {}
   /** base, or base-2, base-3, ... : the first not used yet (and now used). */
   std::string fresh(const std::string& base);
 
  private:
-  std::unordered_set<std::string_view> job_names_;  // no copy of ten thousand names
+  const OpGraph* graph_;  // its name index: no second set of ten thousand names
   std::unordered_set<std::string> made_;
 };
 

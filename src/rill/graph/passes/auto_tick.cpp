@@ -23,7 +23,7 @@ struct Ticks {
   std::vector<std::pair<int, int>> added;  // ctrl edges added since the graph was built
   const int first;                         // the first added op
 
-  explicit Ticks(Job& j) : job(j), names(j), first(j.ops_size()) {}
+  Ticks(Job& j, const OpGraph& g) : job(j), names(g), first(j.ops_size()) {}
 
   int add(const std::string& base, std::string_view type, const std::string& kind) {
     OpConf* op = add_op(job, names.fresh(base), type, "", 0);
@@ -148,8 +148,8 @@ void add_sink(Ticks& t, const OpGraph& g, int64_t pieces) {
 
 void auto_tick(Job& job) {
   const int64_t pieces = job_pieces(job);
-  Ticks t(job);
   const OpGraph g(job);  // indexes the ops as they are; the added ticks go after them
+  Ticks t(job, g);
   const std::vector<Part> parts = op_parts(g);
   const int original = g.size();
   std::vector<bool> needs_tick(original, false);

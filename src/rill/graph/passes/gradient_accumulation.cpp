@@ -49,7 +49,7 @@ void split_input(OpConf& input, int64_t n) {
 // The ops the pass adds, one per value (or ctrl producer) and kind, shared by its consumers.
 class Boundaries {
  public:
-  Boundaries(Job& job, int64_t n) : job_(job), names_(job), n_(n) {}
+  Boundaries(Job& job, const OpGraph& g, int64_t n) : job_(job), names_(g), n_(n) {}
 
   // The mean over the pieces of lbn (produced by producer): acc, then mul_scalar by 1/N.
   std::string mean(const std::string& lbn, const OpConf& producer) {
@@ -97,21 +97,17 @@ class Boundaries {
 void gradient_accumulation(Job& job) {
   const int64_t n = job.conf().gradient_accumulation_steps();
   if (n <= 1) return;
-  std::vector<Part> parts;
-  {
-    const OpGraph g(job);
-    parts = planned_parts(g);
-  }
   // Edges are found first and rewritten by index; the added ops go after the original ones (whose addresses
   // adding does not move: a repeated message field holds its elements by pointer).
   const int original = job.ops_size();
   const OpGraph g(job);
+  const std::vector<Part> parts = planned_parts(g);
   std::vector<std::pair<int, int>> edges;  // (consumer, input number) to rewrite, found before ops are added
   std::vector<BlobRef> from;
   for (int i = 0; i < original; ++i) {
     const OpConf& op = job.ops(i);
     for (int k = 0; k < op.inputs_size(); ++k) {
-      BlobRef p = g.producer(op.inputs(k));
+      BlobRef p = g.input_producer(i, k);
       if (p.op < 0 || parts[p.op] == Part::kBinding || parts[p.op] == parts[i]) continue;
       edges.emplace_back(i, k);
       from.push_back(p);
@@ -123,7 +119,7 @@ void gradient_accumulation(Job& job) {
       int p = g.find(c);
       if (p >= 0 && parts[p] != Part::kBinding && parts[p] != parts[i]) ctrl_from[i].push_back(p);
     }
-  Boundaries added(job, n);
+  Boundaries added(job, g, n);
   for (size_t e = 0; e < edges.size(); ++e) {
     const auto [i, k] = edges[e];
     const OpConf& producer = job.ops(from[e].op);
