@@ -352,6 +352,44 @@ TEST(Isa, RowReductionsMatchBaseline) {
   }
 }
 
+TEST(Isa, LayerNormRowsMatchBaseline) {
+  std::vector<Isa> isas = wider_builds();
+  if (isas.empty()) GTEST_SKIP() << "only the baseline build runs on this CPU";
+  const RowKernels& base = row_kernels_for(Isa::kBaseline);
+  for (int64_t n : {1, 7, 16, 17, 33, 256, 1013}) {
+    std::vector<float> x(n), g(n), w(n), b(n);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = std::sin(0.7f * static_cast<float>(i)) * 3.0f;
+      g[i] = std::cos(0.3f * static_cast<float>(i)) + 0.25f;
+      w[i] = 1.0f + 0.01f * static_cast<float>(i % 17);
+      b[i] = 0.1f * static_cast<float>(i % 5);
+    }
+    const float mean = 0.3f, rstd = 0.7f;
+    for (Isa isa : isas) {
+      const RowKernels& k = row_kernels_for(isa);
+      for (bool affine : {true, false}) {
+        const std::string at = std::string(k.name) + " n=" + std::to_string(n) + (affine ? " affine" : "");
+        const float* wp = affine ? w.data() : nullptr;
+        std::vector<float> y_got(n), y_want(n);
+        k.layer_norm(y_got.data(), x.data(), wp, affine ? b.data() : nullptr, mean, rstd, n);
+        base.layer_norm(y_want.data(), x.data(), wp, affine ? b.data() : nullptr, mean, rstd, n);
+        for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(close(y_got[i], y_want[i], 4, 1e-6f)) << at << " y at " << i;
+        // dw and db accumulate into what they hold: start both from the same values.
+        std::vector<float> dx_got(n), dx_want(n), dw_got(n, 0.5f), dw_want(n, 0.5f), db_got(n, -1.0f), db_want(n, -1.0f);
+        k.layer_norm_backward(dx_got.data(), dw_got.data(), db_got.data(), g.data(), x.data(), wp, mean, rstd, n);
+        base.layer_norm_backward(dx_want.data(), dw_want.data(), db_want.data(), g.data(), x.data(), wp, mean, rstd,
+                                 n);
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(close(dw_got[i], dw_want[i], 4, 1e-6f)) << at << " dw at " << i;
+          ASSERT_TRUE(close(db_got[i], db_want[i], 0, 0.0f)) << at << " db at " << i;
+          // dx subtracts the row's means (sums in another order): within the sums' rounding of their scale.
+          ASSERT_NEAR(dx_got[i], dx_want[i], 1e-5f * static_cast<float>(n)) << at << " dx at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(Isa, ChosenBuildIsOneThisCpuRuns) {
   std::string name = row_kernels().name;
   EXPECT_TRUE(name == "baseline" || (name == "avx2" && isa_supported(Isa::kAvx2)) ||

@@ -445,9 +445,10 @@ inline V rounded(V v) {
   return v;
 }
 
-/** f(offset, count) over n elements in whole vectors; the last n % kLanes through f on padded copies. */
+/** f over n elements of kIn inputs and kOut outputs (a null input reads 0, a null output is skipped), in whole
+ * vectors; the last n % kLanes through f on padded copies. */
 template <int kIn, int kOut, typename F>
-void optimizer_row(float* const (&out)[kOut], const float* const (&in)[kIn], int64_t n, const F& f) {
+void vector_row(float* const (&out)[kOut], const float* const (&in)[kIn], int64_t n, const F& f) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     V x[kIn], y[kOut];
@@ -479,7 +480,7 @@ void adam(float* param_out, float* exp_avg_out, float* exp_avg_sq_out, const flo
   const V w = splat(a.lerp_weight);
   float* const out[3] = {param_out, exp_avg_out, exp_avg_sq_out};
   const float* const in[4] = {param, grad, exp_avg, exp_avg_sq};
-  optimizer_row<4, 3>(out, in, n, [&](const V* x, V* y) {
+  vector_row<4, 3>(out, in, n, [&](const V* x, V* y) {
     V p = x[0], g = x[1];
     if (a.maximize) g = neg_lanes(g);
     if (a.has_weight_decay) {
@@ -501,7 +502,7 @@ void sgd(float* param_out, float* buf_out, const float* param, const float* grad
   const V wd = splat(a.weight_decay), mom = splat(a.momentum), keep = splat(a.keep), neg_lr = splat(a.neg_lr);
   float* const out[2] = {param_out, buf_out};
   const float* const in[3] = {param, grad, buf};
-  optimizer_row<3, 2>(out, in, n, [&](const V* x, V* y) {
+  vector_row<3, 2>(out, in, n, [&](const V* x, V* y) {
     const V p = x[0];
     V g = x[1];
     if (a.maximize) g = neg_lanes(g);
@@ -514,6 +515,43 @@ void sgd(float* param_out, float* buf_out, const float* param, const float* grad
       y[1] = g;
     }
     y[0] = add(p, rounded(mul(g, neg_lr)));
+  });
+}
+
+// Rows of layer_norm and layer_norm_backward (norm.cpp, Note [Layer norm statistics]); w and b may be null.
+void layer_norm(float* y, const float* x, const float* w, const float* b, float mean, float rstd, int64_t n) {
+  const V m = splat(mean), rs = splat(rstd);
+  float* const out[1] = {y};
+  const float* const in[3] = {x, w, b};
+  vector_row<3, 1>(out, in, n, [&](const V* v, V* r) {
+    V xhat = mul(sub(v[0], m), rs);
+    if (w) xhat = mul(xhat, v[1]);
+    r[0] = b ? add(xhat, v[2]) : xhat;
+  });
+}
+
+// Two sweeps, nothing kept between them: the first adds g * xhat and g into dw and db and sums gw = g * w and
+// gw * xhat, the second writes dx from those sums.
+void layer_norm_backward(float* dx, float* dw, float* db, const float* g, const float* x, const float* w,
+                         float mean, float rstd, int64_t n) {
+  const V m = splat(mean), rs = splat(rstd);
+  V sum_gw = splat(0.f), sum_gwx = splat(0.f);  // a padded tail adds 0: its g is 0
+  float* const sums_out[2] = {dw, db};
+  const float* const sums_in[5] = {g, x, w, dw, db};
+  vector_row<5, 2>(sums_out, sums_in, n, [&](const V* v, V* r) {
+    const V xhat = mul(sub(v[1], m), rs), gw = w ? mul(v[0], v[2]) : v[0];
+    r[0] = mul_add(v[0], xhat, v[3]);
+    r[1] = add(v[4], v[0]);
+    sum_gw = add(sum_gw, gw);
+    sum_gwx = mul_add(gw, xhat, sum_gwx);
+  });
+  const float inv_n = n ? 1.f / static_cast<float>(n) : 0.f;
+  const V c1 = splat(lanes_sum(sum_gw) * inv_n), c2 = splat(lanes_sum(sum_gwx) * inv_n);
+  float* const dx_out[1] = {dx};
+  const float* const dx_in[3] = {g, x, w};
+  vector_row<3, 1>(dx_out, dx_in, n, [&](const V* v, V* r) {
+    const V xhat = mul(sub(v[1], m), rs), gw = w ? mul(v[0], v[2]) : v[0];
+    r[0] = mul(rs, sub(sub(gw, c1), mul(xhat, c2)));
   });
 }
 
@@ -553,6 +591,8 @@ const RowKernels kRowKernels{
     moment_sum,
     adam,
     sgd,
+    layer_norm,
+    layer_norm_backward,
 };
 
 }  // namespace rill::cpu::RILL_ISA_NS

@@ -77,6 +77,11 @@ struct RowKernels {
                const float* exp_avg, const float* exp_avg_sq, int64_t n, const AdamRowArgs& a);
   void (*sgd)(float* param_out, float* buf_out, const float* param, const float* grad, const float* buf, int64_t n,
               const SgdRowArgs& a);
+  /** One row of layer_norm given its mean and rstd: y = (x - mean) * rstd * w + b (w, b may be null). */
+  void (*layer_norm)(float* y, const float* x, const float* w, const float* b, float mean, float rstd, int64_t n);
+  /** One row of layer_norm_backward: dx, and g * xhat and g added into dw and db (w may be null). */
+  void (*layer_norm_backward)(float* dx, float* dw, float* db, const float* g, const float* x, const float* w,
+                              float mean, float rstd, int64_t n);
 };
 
 /** float16 <-> float32 one element at a time, for any CPU (the baseline build's rows, and others' tails). */

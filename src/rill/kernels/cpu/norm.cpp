@@ -3,6 +3,7 @@
 // over the intra-op pool. group_norm reuses these kernels (eager/nn.cpp).
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "rill/kernels/cpu/kernels.h"
@@ -62,7 +63,9 @@ void layer_norm_kernel(const KernelContext& c) {
         const A rs = A(1) / std::sqrt(var + static_cast<A>(eps));
         mean[i] = m;
         rstd[i] = rs;
-        if (w && b) {
+        if constexpr (std::is_same_v<T, float>) {
+          row_kernels().layer_norm(yr, xr, w, b, m, rs, n);
+        } else if (w && b) {
           for (int64_t j = 0; j < n; ++j)
             yr[j] = T((static_cast<A>(xr[j]) - m) * rs * static_cast<A>(w[j]) + static_cast<A>(b[j]));
         } else if (w) {
@@ -108,6 +111,10 @@ void layer_norm_backward_kernel(const KernelContext& c) {
           const T* xr = x + i * n;
           T* dxr = dx + i * n;
           const A m = mean[i], rs = rstd[i];
+          if constexpr (std::is_same_v<T, float>) {  // the row built for this CPU (isa_rows.h)
+            row_kernels().layer_norm_backward(dxr, pdw, pdb, gr, xr, w, m, rs, n);
+            continue;
+          }
           // Elementwise sweeps and the row's two sums by the vectorised row::sum and row::dot: a sum
           // accumulated inside the first sweep is a serial chain of adds (the compiler may not reorder them),
           // and a [512, 256] backward took 254 us against PyTorch's 82.
