@@ -336,7 +336,7 @@ def _shift_operands(name, input, other):
         input = rill.tensor(input, dtype=other.dtype if isinstance(other, Tensor) else None)
     if input.is_floating_point() or (isinstance(other, Tensor) and other.is_floating_point()) or isinstance(
             other, float):
-        raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Float'")
     other = other if isinstance(other, Tensor) else rill.tensor(other, dtype=input.dtype)
     dtype = rill.promote_types(input.dtype, other.dtype)
     bits = {rill.uint8: 8, rill.int8: 8, rill.int16: 16, rill.int32: 32, rill.int64: 64, rill.bool: 8}[dtype]
