@@ -1,6 +1,6 @@
-// Ops whose Python forms need more than their signature: fix and square (other ops' aliases),
+// Ops whose Python forms need more than their signature: square (pow with 2),
 // clamp with numbers or tensors, the operators of floor division, remainders and the bitwise ops,
-// and the reductions prod, var, std, logsumexp, any, all, norm, cumsum, cumprod, with PyTorch's
+// and the reductions prod, var, std, logsumexp, norm, cumsum, cumprod, with PyTorch's
 // signatures. Ops whose signatures say it all (sin, remainder, lerp, addcmul, the activations of
 // rill.nn.functional, ...) are bound from them (schema_bindings.cpp).
 #include <cmath>
@@ -106,8 +106,7 @@ double norm_order(nb::handle p, const char* op) {
 }  // namespace
 
 void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
-  // --- fix and square ---
-  m.def("fix", [](const Tensor& x) { return unary_call(eager::op("trunc"), x); }, nb::arg("input"));
+  // --- square ---
   static const OpSchema* pow_scalar = &eager::op("pow_scalar");
   auto square = [](const Tensor& x) { return eager::binary_scalar(*pow_scalar, x, Scalar(int64_t{2})); };
   m.def("square", square, nb::arg("input"));
@@ -142,8 +141,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   def_operators(cls, make_binary("bitwise_and"), "__and__", "__rand__", "__iand__");
   def_operators(cls, make_binary("bitwise_or"), "__or__", "__ror__", "__ior__");
   def_operators(cls, make_binary("bitwise_xor"), "__xor__", "__rxor__", "__ixor__");
-  m.def("arctan2", [](const Tensor& a, const Tensor& b) { return eager::binary(eager::op("atan2"), a, b); },
-        nb::arg("input"), nb::arg("other"));
   cls.def("__invert__", [](const Tensor& x) {
     RILL_CHECK(!dtype_is_floating(x.dtype()), Type, "[bitwise_not] ~ (operator.invert) is only implemented on "
                "integer and Boolean-type tensors, got ", dtype_name(x.dtype()));
@@ -176,14 +173,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   };
   m.def("logsumexp", lse, nb::arg("input"), nb::arg("dim"), nb::arg("keepdim") = false);
   cls.def("logsumexp", lse, nb::arg("dim"), nb::arg("keepdim") = false);
-  for (const char* name : {"any", "all"}) {
-    const OpSchema* s = &eager::op(name);
-    auto fn = [s](const Tensor& x, nb::handle dim, bool keepdim) {
-      return eager::reduce(*s, x, dims_or_all(dim, s->name.c_str()), keepdim);
-    };
-    m.def(name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-    cls.def(name, fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  }
   auto norm = [](const Tensor& x, nb::handle p, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
     return eager::norm(x, norm_order(p, "norm"), dims_or_all(dim, "norm"), keepdim, dtype);
   };

@@ -285,11 +285,6 @@ Tensor finish(Tensor t, const FactoryArgs& f) {
   return t;
 }
 
-std::vector<int64_t> dims_arg(nb::handle dim, const char* op) {
-  if (dim.is_none()) return {};
-  return ints_from_object(dim, op);
-}
-
 }  // namespace
 
 void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
@@ -343,22 +338,9 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     cls.def((p->name + "_").c_str(), ifn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none(),
             nb::rv_policy::reference_internal);
   }
-  m.def("multiply", [](const Tensor& a, nb::handle b) { return binary(mul, a, b); }, nb::arg("input"),
-        nb::arg("other"));
-  m.def("divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); }, nb::arg("input"),
-        nb::arg("other"));
-  m.def("true_divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); }, nb::arg("input"),
-        nb::arg("other"));
-  // Comparisons: operators and PyTorch's aliases (rill.eq, Tensor.eq, ... come from the signatures).
+  // Comparisons: the operators (rill.eq, Tensor.eq, rill.less, ... come from the signatures).
   const char* cmp_dunders[6] = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"};
-  const char* cmp_alias[6] = {nullptr, "not_equal", "less", "less_equal", "greater", "greater_equal"};
-  for (int i = 0; i < 6; ++i) {
-    const BinaryOp* p = &cmp[i];
-    if (cmp_alias[i])
-      m.def(cmp_alias[i], [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("input"),
-            nb::arg("other"));
-    def_operators(cls, *p, cmp_dunders[i], nullptr, nullptr);
-  }
+  for (int i = 0; i < 6; ++i) def_operators(cls, cmp[i], cmp_dunders[i], nullptr, nullptr);
   cls.def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
 
   // --- where ---
@@ -393,13 +375,8 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     return where3(cond, nb::cast(self), other);
   }, nb::arg("condition"), nb::arg("other"));
 
-  // --- reductions ---
-  static const OpSchema* sum = &eager::op("sum");
-  static const OpSchema* mean = &eager::op("mean");
-  static const OpSchema* amax = &eager::op("amax");
-  static const OpSchema* amin = &eager::op("amin");
-  static const OpSchema* argmax = &eager::op("argmax");
-  static const OpSchema* argmin = &eager::op("argmin");
+  // --- reductions: max and min (three forms each); sum, mean, amax, amin, argmax, argmin come from the
+  // signatures ---
   static const OpSchema* max_dim = &eager::op("max_dim");
   static const OpSchema* min_dim = &eager::op("min_dim");
   // Result types of max/min with a dim, owned by the module (handles here are borrowed).
@@ -408,33 +385,6 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   m.attr("_min_result") = namedtuple("min", "values indices");
   static nb::handle max_type = m.attr("_max_result");
   static nb::handle min_type = m.attr("_min_result");
-  auto sum_fn = [](const OpSchema* op) {
-    return [op](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
-      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim, dtype);
-    };
-  };
-  for (const OpSchema* op : {sum, mean}) {
-    m.def(op->name.c_str(), sum_fn(op), nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
-          nb::kw_only(), nb::arg("dtype") = nb::none());
-    cls.def(op->name.c_str(), sum_fn(op), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
-            nb::arg("dtype") = nb::none());
-  }
-  for (const OpSchema* op : {amax, amin}) {
-    auto fn = [op](const Tensor& x, nb::handle dim, bool keepdim) {
-      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim);
-    };
-    m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-    cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  }
-  for (const OpSchema* op : {argmax, argmin}) {
-    auto fn = [op](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-      std::vector<int64_t> dims;
-      if (dim) dims.push_back(*dim);
-      return eager::reduce(*op, x, dims, keepdim);
-    };
-    m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-    cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  }
   // max/min: (input) -> all-reduce; (input, dim, keepdim) -> (values, indices); (input, other) -> maximum
   struct Extremum {
     const char* name;

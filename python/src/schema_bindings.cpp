@@ -1,5 +1,6 @@
-// Bindings generated from op signatures: rill.<op>, Tensor.<op> and Tensor.<op>_
-// for every op whose flags ask for them, parsed by one argument parser.
+// Bindings generated from op signatures: rill.<op>, Tensor.<op>, Tensor.<op>_ and
+// rill.nn.functional.<op> for every op whose flags ask for them, a name's overloads
+// tried in order, parsed by one argument parser.
 //
 // Note [Bindings from signatures]
 // Each bound form is a `rill._C.op` object: a callable holding its schema and form
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <utility>
 
 #include "bind.h"
 #include "rill/ops/type_promotion.h"
@@ -48,13 +50,15 @@ struct Overload {
   std::vector<PyObject*> kw_names;  // interned, one per signature argument (null: self of a method), then inplace
   size_t positional = 0;            // how many arguments may come positionally
   bool out = false;                 // takes out=
+  mutable AttrsSym default_attrs;   // the attrs of a call that gives none (x.sum()), interned on first use; the
+                                    // GIL orders the writes
 };
 
 struct BoundOp {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   Form form;
-  std::string name;                // the Python name (op name, with _ for the in-place form)
+  std::string name;                 // the Python name (op name, with _ for the in-place form)
   std::vector<Overload> overloads;  // tried in order (Note [Overloads])
   PyObject* out_name;               // "out", interned
   PyObject* module;                 // where it is installed, for __module__ and pickling by name
@@ -296,6 +300,10 @@ PyObject* run(const BoundOp& b, const Overload& ov, PyObject* const* slots, PyOb
   Scalar scalars[kMaxArgs];
   size_t n_scalars = 0;
   std::vector<AttrValue> attrs;
+  bool attrs_given = false;  // else the attrs are the signature's defaults, interned once: ov.default_attrs
+  for (size_t i = 0; i < sig.args.size(); ++i)
+    attrs_given = attrs_given || (slots[i] && !sig.args[i].is_tensor() && sig.args[i].type != ArgType::kScalar);
+  const bool defaults_known = !attrs_given && ov.default_attrs;
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const ArgSpec& a = sig.args[i];
     PyObject* v = slots[i];
@@ -315,6 +323,7 @@ PyObject* run(const BoundOp& b, const Overload& ov, PyObject* const* slots, PyOb
       }
       case ArgType::kScalar: scalars[n_scalars++] = v ? scalar_of(c, i, v) : scalar_of_default(*a.default_value); break;
       default:
+        if (defaults_known) break;
         if (!v && a.optional && (!a.default_value || std::holds_alternative<std::monostate>(*a.default_value)))
           attrs.push_back(std::monostate{});  // None
         else
@@ -326,7 +335,13 @@ PyObject* run(const BoundOp& b, const Overload& ov, PyObject* const* slots, PyOb
                                                        : std::span<const Tensor>(inputs_heap);
   std::span<const Scalar> numbers(scalars, n_scalars);
   if (n_scalars == 1 && n_inputs == 1) check_number_operand(op, inputs[0], numbers[0]);
-  AttrsSym interned = attrs.empty() ? empty_attrs() : make_attrs(std::move(attrs));
+  AttrsSym interned;
+  if (attrs_given) {
+    interned = make_attrs(std::move(attrs));
+  } else {
+    if (!ov.default_attrs) ov.default_attrs = attrs.empty() ? empty_attrs() : make_attrs(std::move(attrs));
+    interned = ov.default_attrs;
+  }
 
   PyObject* inplace_arg = b.form == Form::kNNFunctional ? slots[sig.args.size()] : nullptr;
   RILL_CHECK(!inplace_arg || PyBool_Check(inplace_arg), Type, "[", b.name, "] argument 'inplace' must be a bool, got ",
@@ -520,7 +535,7 @@ PyTypeObject* op_type() {
 }
 
 Overload make_overload(const OpSchema& op, Form form) {
-  Overload ov{&op, {}, 0, form == Form::kFunction && op.flags.out};
+  Overload ov{&op, {}, 0, form == Form::kFunction && op.flags.out, {}};
   RILL_ASSERT(op.signature.args.size() < 15, "[", op.name, "] more than 14 arguments");
   for (size_t i = 0; i < op.signature.args.size(); ++i) {
     const ArgSpec& a = op.signature.args[i];
@@ -551,6 +566,13 @@ PyObject* make_bound(const std::string& name, const std::vector<const OpSchema*>
   for (const OpSchema* op : ops) b->overloads.push_back(make_overload(*op, form));
   return reinterpret_cast<PyObject*>(b);
 }
+
+// PyTorch's other names of bound functions: rill.<alias> takes the same overloads as rill.<name>.
+constexpr std::pair<const char*, const char*> kAliases[] = {
+    {"multiply", "mul"},  {"divide", "div"},    {"true_divide", "div"},     {"not_equal", "ne"},
+    {"less", "lt"},       {"less_equal", "le"}, {"greater", "gt"},          {"greater_equal", "ge"},
+    {"fix", "trunc"},     {"arctan2", "atan2"}, {"concat", "cat"},          {"concatenate", "cat"},
+};
 
 void install(nb::handle owner, const std::string& name, PyObject* fn) {
   RILL_ASSERT(!PyObject_HasAttrString(owner.ptr(), name.c_str()), "'", name, "' is bound twice: by hand and from "
@@ -599,6 +621,10 @@ void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
       nn_functional[name.c_str()] = m.attr(name.c_str());
     else
       nn_functional[name.c_str()] = nb::steal(make_bound(name, f.nn_functional, Form::kFunction, functional));
+  }
+  for (const auto& [alias, name] : kAliases) {
+    install(m, alias, make_bound(alias, by_name.at(name).function, Form::kFunction, "rill"));
+    functions.append(alias);
   }
   m.attr("_schema_functions") = nb::tuple(functions);
   m.attr("_schema_nn_functional") = nn_functional;

@@ -102,9 +102,6 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("as_strided", as_strided, nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none(),
           "A view of this tensor's memory with the given sizes, strides and offset.");
   // --- shape ---
-  auto cat = [](nb::handle tensors, int64_t dim) { return eager::cat(tensor_list(tensors, "cat"), dim); };
-  for (const char* n : {"cat", "concat", "concatenate"})
-    m.def(n, cat, nb::arg("tensors"), nb::arg("dim") = 0);
   m.def("stack", [](nb::handle tensors, int64_t dim) { return eager::stack(tensor_list(tensors, "stack"), dim); },
         nb::arg("tensors"), nb::arg("dim") = 0);
   auto split = [](const Tensor& x, nb::handle size, int64_t dim) {

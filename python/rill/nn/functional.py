@@ -18,27 +18,9 @@ from rill.amp.autocast_mode import _lower_precision_policy
 
 _nn = _C._nn
 
-# The ops whose signature makes them rill.nn.functional functions too (OpFlags::nn_functional).
+# The ops whose signature makes them rill.nn.functional functions too (OpFlags::nn_functional): the
+# activations relu, sigmoid, tanh, gelu, silu, softplus, leaky_relu, elu, hardtanh, hardshrink, ...
 globals().update(_C._schema_nn_functional)
-
-# ---------------------------------------------------------------------------------------------------------
-# activations
-# ---------------------------------------------------------------------------------------------------------
-
-def relu(input, inplace=False):
-    """max(input, 0), elementwise."""
-    return input.relu_() if inplace else rill.relu(input)
-
-
-def sigmoid(input):
-    """1 / (1 + exp(-input)), elementwise."""
-    return rill.sigmoid(input)
-
-
-def tanh(input):
-    """tanh(input), elementwise."""
-    return rill.tanh(input)
-
 
 # ---------------------------------------------------------------------------------------------------------
 # softmax

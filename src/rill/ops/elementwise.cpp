@@ -12,6 +12,7 @@
 #include "rill/ops/elementwise.h"
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "rill/ops/op_schema.h"
@@ -212,14 +213,18 @@ InferResult infer_addc(const InferContext& c) {
 }
 
 // One signature per name of a family: fmt's "{}" is replaced by each name. overload: each op is bound as an
-// overload of the name (Note [Overloads] in python/src/schema_bindings.cpp).
-void define_family(const std::vector<std::string_view>& names, std::string_view fmt, InferFn infer, OpFlags flags,
-                   std::string_view doc, bool overload = false) {
+// overload of the name (Note [Overloads] in python/src/schema_bindings.cpp). Returns the ops, by name.
+std::unordered_map<std::string_view, OpSchema*> define_family(const std::vector<std::string_view>& names,
+                                                              std::string_view fmt, InferFn infer, OpFlags flags,
+                                                              std::string_view doc, bool overload = false) {
   const size_t at = fmt.find("{}");
+  std::unordered_map<std::string_view, OpSchema*> ops;
   for (std::string_view n : names) {
     OpSchema& op = ops::define(std::string(fmt.substr(0, at)).append(n).append(fmt.substr(at + 2)), infer, flags, doc);
     if (overload) op.overload_of = n;
+    ops[n] = &op;
   }
+  return ops;
 }
 
 // A binary family with numbers: `{}(Tensor self, Tensor other)`, `{}_scalar(Tensor self, Scalar other)` and
@@ -245,9 +250,13 @@ void register_elementwise_ops() {
                       .elementwise = true};
   OpFlags py_out = py;
   py_out.out = true;
-  define_family(kUnarySameOps, "{}(Tensor self) -> Tensor", infer_unary_same, py, "elementwise, same dtype out");
-  define_family(kUnaryFloatOps, "{}(Tensor self) -> Tensor", infer_unary_float, py,
-                "elementwise, computed in floating point (integers become float32)");
+  auto unary = define_family(kUnarySameOps, "{}(Tensor self) -> Tensor", infer_unary_same, py,
+                             "elementwise, same dtype out");
+  auto unary_float = define_family(kUnaryFloatOps, "{}(Tensor self) -> Tensor", infer_unary_float, py,
+                                   "elementwise, computed in floating point (integers become float32)");
+  // rill.nn.functional's too: relu (with inplace=, as PyTorch's), sigmoid, tanh.
+  unary.at("relu")->flags.nn_functional = unary.at("relu")->flags.nn_inplace = true;
+  unary_float.at("sigmoid")->flags.nn_functional = unary_float.at("tanh")->flags.nn_functional = true;
   // add and sub take alpha (python/src/ops.cpp); maximum and minimum have no in-place form.
   OpFlags no_inplace = py_out;
   no_inplace.inplace = false;

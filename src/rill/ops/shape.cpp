@@ -84,7 +84,7 @@ InferResult infer_restride_scatter(const InferContext& c) {
 }  // namespace
 
 void register_shape_ops() {
-  ops::define("cat(Tensor[] tensors, int dim) -> Tensor", infer_cat, {}, "tensors joined along dim");
+  ops::define("cat(Tensor[] tensors, int dim=0) -> Tensor", infer_cat, {.function = true}, "tensors joined along dim");
   const OpFlags py = {.strided_output = true, .function = true, .method = true, .inplace = true};
   ops::define("tril(Tensor self, int diagonal=0) -> Tensor", infer_triangle, py, "the lower triangle");
   ops::define("triu(Tensor self, int diagonal=0) -> Tensor", infer_triangle, py, "the upper triangle");
