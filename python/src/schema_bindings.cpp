@@ -44,14 +44,18 @@ enum class Form : uint8_t {
   kNNFunctional,  // rill.nn.functional.<op> with inplace=False
 };
 
+constexpr size_t kMaxScalars = 4;  // Scalar arguments of one signature
+
 // One signature a bound name accepts, with its Python argument names.
 struct Overload {
   const OpSchema* op;
   std::vector<PyObject*> kw_names;  // interned, one per signature argument (null: self of a method), then inplace
   size_t positional = 0;            // how many arguments may come positionally
   bool out = false;                 // takes out=
-  mutable AttrsSym default_attrs;   // the attrs of a call that gives none (x.sum()), interned on first use; the
-                                    // GIL orders the writes
+  // Interned attrs kept for the next call (attrs_of; the GIL orders the writes): those of a call that gives none
+  // (x.sum()), and the last call's (x.sum(0) in a loop: no interning, whose lookup takes a lock).
+  mutable AttrsSym default_attrs;
+  mutable AttrsSym last_attrs;
 };
 
 struct BoundOp {
@@ -63,6 +67,11 @@ struct BoundOp {
   PyObject* out_name;               // "out", interned
   PyObject* module;                 // where it is installed, for __module__ and pickling by name
 };
+
+// Tensor's Python type, set once: nb::isinstance<Tensor> and nb::cast search nanobind's type map on every call.
+PyTypeObject* g_tensor_type = nullptr;
+
+bool is_tensor(PyObject* v) { return PyObject_TypeCheck(v, g_tensor_type); }
 
 // The Python name of signature argument i in form.
 std::string py_arg_name(const OpSchema& op, size_t i, Form form) {
@@ -149,9 +158,8 @@ Scalar scalar_of_default(const ArgDefault& d) {
 }
 
 const Tensor& tensor_of(const Call& c, size_t i, PyObject* v) {
-  nb::handle h(v);
-  if (!nb::isinstance<Tensor>(h)) bad_type(c, i, "a Tensor", v);
-  return nb::cast<const Tensor&>(h);
+  if (!is_tensor(v)) bad_type(c, i, "a Tensor", v);
+  return *nb::inst_ptr<Tensor>(v);
 }
 
 // Parse args/kwnames into slots (one per Python argument of ov, null where not given) and out. A mismatch
@@ -198,14 +206,15 @@ bool parse(const BoundOp& b, const Overload& ov, PyObject* const* args, size_t n
 bool has_type(const ArgSpec& a, PyObject* v) {
   if (v == Py_None) return a.optional;
   switch (a.type) {
-    case ArgType::kTensor: return nb::isinstance<Tensor>(nb::handle(v));
+    case ArgType::kTensor: return is_tensor(v);
     case ArgType::kTensorList: return PyList_Check(v) || PyTuple_Check(v);
     case ArgType::kInt: return is_int(v);
     case ArgType::kIntList: return is_int(v) || PyList_Check(v) || PyTuple_Check(v);
     case ArgType::kFloat: return PyFloat_Check(v) || (PyLong_Check(v) && !PyBool_Check(v));
     case ArgType::kBool: return PyBool_Check(v);
     case ArgType::kScalarType: return dtype_from_object(v).has_value();
-    case ArgType::kScalar: return !nb::isinstance<Tensor>(nb::handle(v)) && scalar_from_object(v).has_value();
+    case ArgType::kScalar:
+      return PyFloat_Check(v) || PyLong_Check(v) || (!is_tensor(v) && scalar_from_object(v).has_value());
     case ArgType::kStr: return PyUnicode_Check(v);
   }
   return false;
@@ -278,32 +287,53 @@ PyObject* to_python(std::vector<Tensor>&& outs, int num_outputs) {
   return num_outputs < 0 ? l.release().ptr() : nb::tuple(l).release().ptr();
 }
 
+// The call's attrs (every argument not a tensor or a Scalar), interned: the overload's defaults when none is
+// given, else the last call's when equal (Overload::last_attrs).
+AttrsSym attrs_of(const Call& c, const Overload& ov, PyObject* const* slots) {
+  const auto& args = c.op.signature.args;
+  bool given = false;
+  for (size_t i = 0; i < args.size(); ++i)
+    given = given || (slots[i] && !args[i].is_tensor() && args[i].type != ArgType::kScalar);
+  if (!given && ov.default_attrs) return ov.default_attrs;
+  std::vector<AttrValue> attrs;
+  attrs.reserve(c.op.attr_names.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgSpec& a = args[i];
+    if (a.is_tensor() || a.type == ArgType::kScalar) continue;
+    PyObject* v = slots[i] == Py_None && a.optional ? nullptr : slots[i];
+    if (!v && a.optional && (!a.default_value || std::holds_alternative<std::monostate>(*a.default_value)))
+      attrs.push_back(std::monostate{});  // None
+    else
+      attrs.push_back(v ? attr_of_object(c, i, v) : attr_of_default(c, i));
+  }
+  if (!given) return ov.default_attrs = attrs.empty() ? empty_attrs() : make_attrs(std::move(attrs));
+  if (!ov.last_attrs || ov.last_attrs->values != attrs) ov.last_attrs = make_attrs(std::move(attrs));
+  return ov.last_attrs;
+}
+
 // Run ov's op on the parsed slots in b's form.
 PyObject* run(const BoundOp& b, const Overload& ov, PyObject* const* slots, PyObject* out, PyObject* const* args) {
   const OpSchema& op = *ov.op;
   const Signature& sig = op.signature;
   const Call c{b, op};
-  constexpr size_t kInline = 4;
-  Tensor inputs_buf[kInline];
-  std::vector<Tensor> inputs_heap;
+  // Most calls have one tensor: it is read in place, in its Python object (alive for the call); a second one
+  // copies them into a vector.
+  const Tensor* first = nullptr;
+  std::vector<Tensor> several;
   size_t n_inputs = 0;
   auto push_input = [&](const Tensor& t) {
-    if (n_inputs < kInline && inputs_heap.empty()) {
-      inputs_buf[n_inputs++] = t;
+    if (n_inputs++ == 0) {
+      first = &t;
       return;
     }
-    if (inputs_heap.empty()) inputs_heap.assign(inputs_buf, inputs_buf + n_inputs);
-    inputs_heap.push_back(t);
-    ++n_inputs;
+    if (several.empty()) {
+      several.reserve(4);
+      several.push_back(*first);
+    }
+    several.push_back(t);
   };
-  constexpr size_t kMaxArgs = 16;
-  Scalar scalars[kMaxArgs];
+  Scalar scalars[kMaxScalars];
   size_t n_scalars = 0;
-  std::vector<AttrValue> attrs;
-  bool attrs_given = false;  // else the attrs are the signature's defaults, interned once: ov.default_attrs
-  for (size_t i = 0; i < sig.args.size(); ++i)
-    attrs_given = attrs_given || (slots[i] && !sig.args[i].is_tensor() && sig.args[i].type != ArgType::kScalar);
-  const bool defaults_known = !attrs_given && ov.default_attrs;
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const ArgSpec& a = sig.args[i];
     PyObject* v = slots[i];
@@ -322,26 +352,14 @@ PyObject* run(const BoundOp& b, const Overload& ov, PyObject* const* slots, PyOb
         break;
       }
       case ArgType::kScalar: scalars[n_scalars++] = v ? scalar_of(c, i, v) : scalar_of_default(*a.default_value); break;
-      default:
-        if (defaults_known) break;
-        if (!v && a.optional && (!a.default_value || std::holds_alternative<std::monostate>(*a.default_value)))
-          attrs.push_back(std::monostate{});  // None
-        else
-          attrs.push_back(v ? attr_of_object(c, i, v) : attr_of_default(c, i));
-        break;
+      default: break;  // attrs_of
     }
   }
-  std::span<const Tensor> inputs = inputs_heap.empty() ? std::span<const Tensor>(inputs_buf, n_inputs)
-                                                       : std::span<const Tensor>(inputs_heap);
+  std::span<const Tensor> inputs =
+      n_inputs > 1 ? std::span<const Tensor>(several) : std::span<const Tensor>(first, n_inputs);
   std::span<const Scalar> numbers(scalars, n_scalars);
   if (n_scalars == 1 && n_inputs == 1) check_number_operand(op, inputs[0], numbers[0]);
-  AttrsSym interned;
-  if (attrs_given) {
-    interned = make_attrs(std::move(attrs));
-  } else {
-    if (!ov.default_attrs) ov.default_attrs = attrs.empty() ? empty_attrs() : make_attrs(std::move(attrs));
-    interned = ov.default_attrs;
-  }
+  const AttrsSym interned = attrs_of(c, ov, slots);
 
   PyObject* inplace_arg = b.form == Form::kNNFunctional ? slots[sig.args.size()] : nullptr;
   RILL_CHECK(!inplace_arg || PyBool_Check(inplace_arg), Type, "[", b.name, "] argument 'inplace' must be a bool, got ",
@@ -384,14 +402,15 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
   try {
     const size_t nargs = PyVectorcall_NARGS(nargsf);
     constexpr size_t kMaxArgs = 16;
-    PyObject* slots[kMaxArgs] = {};
+    PyObject* slots[kMaxArgs];  // cleared per overload, as far as it reads (a fixed-size clear is a slow rep stos)
     PyObject* out = nullptr;
     if (b.overloads.size() == 1) {
+      std::fill_n(slots, b.overloads[0].kw_names.size(), nullptr);
       parse(b, b.overloads[0], args, nargs, kwnames, slots, out, true);
       return run(b, b.overloads[0], slots, out, args);
     }
     for (const Overload& ov : b.overloads) {  // Note [Overloads]
-      std::fill(slots, slots + kMaxArgs, nullptr);
+      std::fill_n(slots, ov.kw_names.size(), nullptr);
       out = nullptr;
       if (parse(b, ov, args, nargs, kwnames, slots, out, false) && fits(ov, slots))
         return run(b, ov, slots, out, args);
@@ -535,8 +554,9 @@ PyTypeObject* op_type() {
 }
 
 Overload make_overload(const OpSchema& op, Form form) {
-  Overload ov{&op, {}, 0, form == Form::kFunction && op.flags.out, {}};
-  RILL_ASSERT(op.signature.args.size() < 15, "[", op.name, "] more than 14 arguments");
+  Overload ov{&op, {}, 0, form == Form::kFunction && op.flags.out, {}, {}};
+  RILL_ASSERT(op.signature.args.size() < 15 && op.num_scalars <= static_cast<int>(kMaxScalars), "[", op.name,
+              "] more than 14 arguments or ", kMaxScalars, " Scalars");
   for (size_t i = 0; i < op.signature.args.size(); ++i) {
     const ArgSpec& a = op.signature.args[i];
     RILL_ASSERT(a.type != ArgType::kScalar || !a.optional, "[", op.name, "] an optional Scalar ('", a.name,
@@ -584,6 +604,7 @@ void install(nb::handle owner, const std::string& name, PyObject* fn) {
 }  // namespace
 
 void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
+  g_tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   // Each Python name's overloads per form, in registration order (Note [Overloads]).
   struct Forms {
     std::vector<const OpSchema*> function, method, inplace, update, nn_functional;
