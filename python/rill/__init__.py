@@ -16,7 +16,7 @@ from rill._C import (  # noqa: F401
     where, sum, mean, amax, amin, argmax, argmin, max, min,
     matmul, mm, bmm,
     cat, concat, concatenate, stack, split, chunk, unflatten, movedim, moveaxis, tile, flip, fliplr, flipud, roll,
-    tril, triu, diag, diagonal, as_strided,
+    tril, triu, diag, as_strided,
     index_select, gather, scatter, scatter_add, index_add, index_put, masked_fill, masked_select, take_along_dim,
     nonzero, argwhere, sort, argsort, topk, kthvalue, unique,
     # the op library (python/src/math_ops.cpp; sign, sin, ... come from the unary lists)
@@ -42,7 +42,7 @@ from rill.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, infe
 from rill import nn  # noqa: F401  (rill.nn.functional)
 from rill._creation import (  # noqa: F401
     tensor, as_tensor, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
-    is_tensor, numel, reshape, transpose, permute, flatten, squeeze, unsqueeze, narrow, clone,
+    is_tensor, numel, reshape, permute, flatten, clone,
     get_default_dtype, set_default_dtype, set_default_tensor_type, is_floating_point, negative, absolute,
 )
 from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)

@@ -144,28 +144,12 @@ def reshape(input, shape):
     return input.reshape(shape)
 
 
-def transpose(input, dim0, dim1):
-    return input.transpose(dim0, dim1)
-
-
 def permute(input, dims):
     return input.permute(dims)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
     return input.flatten(start_dim, end_dim)
-
-
-def squeeze(input, dim=None):
-    return input.squeeze(dim)
-
-
-def unsqueeze(input, dim):
-    return input.unsqueeze(dim)
-
-
-def narrow(input, dim, start, length):
-    return input.narrow(dim, start, length)
 
 
 def clone(input):

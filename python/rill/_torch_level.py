@@ -84,15 +84,6 @@ def adjoint(input):
     return input.transpose(-2, -1)
 
 
-def t(input):
-    """input transposed (0-D and 1-D tensors as they are)."""
-    return input.t()
-
-
-def select(input, dim, index):
-    return input.select(dim, index)
-
-
 def detach(input):
     return input.detach()
 
@@ -280,7 +271,7 @@ grid_sampler_2d, grid_sampler_3d = _grid_sample.grid_sampler_2d, _grid_sample.gr
 _upsample_bilinear2d_aa = rill.nn._interpolate._upsample_bilinear2d_aa
 
 _NAMES = ("dropout", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm", "rrelu", "swapaxes",
-          "swapdims", "adjoint", "t", "select", "detach", "is_complex", "is_signed", "is_nonzero",
+          "swapdims", "adjoint", "detach", "is_complex", "is_signed", "is_nonzero",
           "is_same_size", "is_inference", "range", "vander", "chain_matmul", "frobenius_norm", "nuclear_norm",
           "hann_window", "hamming_window", "blackman_window", "bartlett_window", "use_deterministic_algorithms",
           "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",

@@ -54,8 +54,6 @@ struct BinaryOp {
   const OpSchema* tensor;
   const OpSchema* scalar = nullptr;   // null: the other operand must be a tensor
   const OpSchema* rscalar = nullptr;  // null: no number-first form (comparisons: Python reflects them)
-  bool integer_division = false;      // a zero integer divisor raises at the call (floor_divide, ...)
-  const char* other_name = "other";   // the Python name of the second argument (pow: exponent)
 };
 /** The schemas of name (numbers: name_scalar; reversible: rname_scalar too). */
 BinaryOp make_binary(const std::string& name, bool numbers = true, bool reversible = true);
@@ -69,9 +67,13 @@ nb::object binary_operator(const BinaryOp& op, const Tensor& a, nb::handle other
 const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle other);
 /** a op other written into out (out=; no autograd, as in PyTorch); returns out. */
 const Tensor& binary_out(const BinaryOp& op, const Tensor& a, nb::handle other, const Tensor& out);
-/** rill.<name> and Tensor.<name>, Tensor.<name>_ when inplace_method, and the operators given. */
-void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const BinaryOp& op, bool inplace_method,
-                const char* dunder = nullptr, const char* rdunder = nullptr, const char* idunder = nullptr);
+/** Tensor's operators for op: dunder (a op b), rdunder (b op a) and idunder (a op= b); rill.<name> and the
+ * methods come from the signatures. */
+void def_operators(nb::class_<Tensor>& cls, const BinaryOp& op, const char* dunder, const char* rdunder,
+                   const char* idunder);
+/** RuntimeError for a number operand s of a op whose error is known before the kernel runs: an integer zero
+ * divisor (OpFlags::integer_divisor), an integer tensor to a negative integer power (pow). */
+void check_number_operand(const OpSchema& op, const Tensor& a, const Scalar& s);
 /** RuntimeError unless every element of out has its own memory (an in-place op writes each once). */
 void check_no_internal_overlap(const Tensor& out, const std::string& op);
 /** RuntimeError when in shares some but not all of out's memory (PyTorch's rule for in-place inputs). */

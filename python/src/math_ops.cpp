@@ -1,9 +1,8 @@
-// Ops whose Python forms need more than their signature: round(decimals=), square,
-// the activations' inplace= flag (rill.nn.functional), clamp with numbers or tensors,
-// floor division and remainders and the bitwise ops with their operators, lerp,
-// addcmul/addcdiv, and the reductions prod, var, std, logsumexp, any, all, norm,
-// cumsum, cumprod, with PyTorch's signatures. Ops whose signature says it all
-// (sin, floor, logical_and, atan2, ...) are bound from it (schema_bindings.cpp).
+// Ops whose Python forms need more than their signature: square (pow with 2),
+// clamp with numbers or tensors, the operators of floor division, remainders and the bitwise ops,
+// and the reductions prod, var, std, logsumexp, norm, cumsum, cumprod, with PyTorch's
+// signatures. Ops whose signatures say it all (sin, remainder, lerp, addcmul, the activations of
+// rill.nn.functional, ...) are bound from them (schema_bindings.cpp).
 #include <cmath>
 #include <limits>
 
@@ -33,18 +32,7 @@ int64_t one_dim(nb::handle dim, const char* op) {
   return d[0];
 }
 
-// A unary op (with number arguments and attrs): rill.<name>, Tensor.<name>, Tensor.<name>_.
-Tensor unary_call(const OpSchema& op, const Tensor& x, std::span<const Scalar> scalars = {},
-                  AttrsSym attrs = empty_attrs()) {
-  return eager::call1(op, {&x, 1}, scalars, attrs);
-}
-
-const Tensor& unary_inplace(const OpSchema& op, const Tensor& x, std::span<const Scalar> scalars = {},
-                            AttrsSym attrs = empty_attrs()) {
-  check_no_internal_overlap(x, op.name);
-  eager::inplace(op, {&x, 1}, scalars, attrs);
-  return x;
-}
+Tensor unary_call(const OpSchema& op, const Tensor& x) { return eager::call1(op, {&x, 1}, {}, empty_attrs()); }
 
 // clamp(x, min, max) with numbers, tensors, or a mix (a number bound becomes a 0-dim tensor of x's dtype
 // category, as PyTorch's wrapped numbers).
@@ -118,19 +106,7 @@ double norm_order(nb::handle p, const char* op) {
 }  // namespace
 
 void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
-  // --- rounding and square ---
-  m.def("fix", [](const Tensor& x) { return unary_call(eager::op("trunc"), x); }, nb::arg("input"));
-  auto round = [](const Tensor& x, int64_t decimals) {
-    if (decimals == 0) return unary_call(eager::op("round"), x);
-    return unary_call(eager::op("round_decimals"), x, {}, make_attrs({decimals}));
-  };
-  auto round_ = [](const Tensor& x, int64_t decimals) -> const Tensor& {
-    if (decimals == 0) return unary_inplace(eager::op("round"), x);
-    return unary_inplace(eager::op("round_decimals"), x, {}, make_attrs({decimals}));
-  };
-  m.def("round", round, nb::arg("input"), nb::kw_only(), nb::arg("decimals") = 0);
-  cls.def("round", round, nb::kw_only(), nb::arg("decimals") = 0);
-  cls.def("round_", round_, nb::kw_only(), nb::arg("decimals") = 0, nb::rv_policy::reference_internal);
+  // --- square ---
   static const OpSchema* pow_scalar = &eager::op("pow_scalar");
   auto square = [](const Tensor& x) { return eager::binary_scalar(*pow_scalar, x, Scalar(int64_t{2})); };
   m.def("square", square, nb::arg("input"));
@@ -140,38 +116,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     Scalar two[1] = {Scalar(int64_t{2})};
     return eager::inplace(*pow_scalar, {&x, 1}, two);
   }, nb::rv_policy::reference_internal);
-
-  // --- activations (rill.nn.functional) ---
-  static const OpSchema* gelu = &eager::op("gelu");
-  m.def("gelu", [](const Tensor& x, const std::string& approximate) {
-    return unary_call(*gelu, x, {}, make_attrs({approximate}));
-  }, nb::arg("input"), nb::kw_only(), nb::arg("approximate") = "none");
-  // f(input, <numbers>..., inplace=False): the numbers are the op's scalars, in order.
-  auto def_activation = [&](const char* name, std::vector<std::pair<const char*, double>> params) {
-    const OpSchema* s = &eager::op(name);
-    auto fn = [s](const Tensor& x, std::vector<Scalar> numbers, bool inplace) -> Tensor {
-      if (inplace) return unary_inplace(*s, x, numbers);
-      return unary_call(*s, x, numbers);
-    };
-    if (params.empty()) {
-      m.def(name, [fn](const Tensor& x, bool inplace) { return fn(x, {}, inplace); }, nb::arg("input"),
-            nb::arg("inplace") = false);
-    } else if (params.size() == 1) {
-      m.def(name, [fn, name](const Tensor& x, nb::handle a, bool inplace) {
-        return fn(x, {number_arg(a, name, "argument")}, inplace);
-      }, nb::arg("input"), nb::arg(params[0].first) = params[0].second, nb::arg("inplace") = false);
-    } else {
-      m.def(name, [fn, name](const Tensor& x, nb::handle a, nb::handle b, bool inplace) {
-        return fn(x, {number_arg(a, name, "argument"), number_arg(b, name, "argument")}, inplace);
-      }, nb::arg("input"), nb::arg(params[0].first) = params[0].second, nb::arg(params[1].first) = params[1].second,
-            nb::arg("inplace") = false);
-    }
-  };
-  def_activation("silu", {});
-  def_activation("softplus", {{"beta", 1.0}, {"threshold", 20.0}});
-  def_activation("leaky_relu", {{"negative_slope", 0.01}});
-  def_activation("elu", {{"alpha", 1.0}});
-  def_activation("hardtanh", {{"min_val", -1.0}, {"max_val", 1.0}});
 
   // --- clamp / clip ---
   for (const char* name : {"clamp", "clip"}) {
@@ -192,74 +136,16 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("clamp_max", [](const Tensor& x, nb::handle hi) { return clamp(x, nb::none(), hi, false); }, nb::arg("max"));
 
   // --- binary ---
-  auto division = [](const char* name) {
-    BinaryOp op = make_binary(name);
-    op.integer_division = true;
-    return op;
-  };
-  def_binary(m, cls, division("floor_divide"), true, "__floordiv__", "__rfloordiv__", "__ifloordiv__");
-  def_binary(m, cls, division("remainder"), true, "__mod__", "__rmod__", "__imod__");
-  def_binary(m, cls, division("fmod"), true);
-  def_binary(m, cls, make_binary("bitwise_and"), true, "__and__", "__rand__", "__iand__");
-  def_binary(m, cls, make_binary("bitwise_or"), true, "__or__", "__ror__", "__ior__");
-  def_binary(m, cls, make_binary("bitwise_xor"), true, "__xor__", "__rxor__", "__ixor__");
-  m.def("arctan2", [](const Tensor& a, const Tensor& b) { return eager::binary(eager::op("atan2"), a, b); },
-        nb::arg("input"), nb::arg("other"));
-  // remainder(number, tensor)
-  m.def("remainder", [](nb::handle a, const Tensor& b) {
-    return eager::binary_scalar(eager::op("rremainder_scalar"), b, number_arg(a, "remainder", "input"));
-  }, nb::arg("input"), nb::arg("other"));
+  def_operators(cls, make_binary("floor_divide"), "__floordiv__", "__rfloordiv__", "__ifloordiv__");
+  def_operators(cls, make_binary("remainder"), "__mod__", "__rmod__", "__imod__");
+  def_operators(cls, make_binary("bitwise_and"), "__and__", "__rand__", "__iand__");
+  def_operators(cls, make_binary("bitwise_or"), "__or__", "__ror__", "__ior__");
+  def_operators(cls, make_binary("bitwise_xor"), "__xor__", "__rxor__", "__ixor__");
   cls.def("__invert__", [](const Tensor& x) {
     RILL_CHECK(!dtype_is_floating(x.dtype()), Type, "[bitwise_not] ~ (operator.invert) is only implemented on "
                "integer and Boolean-type tensors, got ", dtype_name(x.dtype()));
     return unary_call(eager::op("bitwise_not"), x);
   });
-
-  // --- lerp, addcmul, addcdiv ---
-  auto lerp = [](const Tensor& a, const Tensor& b, nb::handle w, bool inplace) -> Tensor {
-    if (inplace) check_no_internal_overlap(a, "lerp");
-    if (nb::isinstance<Tensor>(w)) {
-      Tensor in[3] = {a, b, nb::cast<Tensor>(w)};
-      return inplace ? eager::inplace(eager::op("lerp"), in) : eager::call1(eager::op("lerp"), in);
-    }
-    Tensor in[2] = {a, b};
-    Scalar s[1] = {number_arg(w, "lerp", "weight")};
-    const OpSchema& op = eager::op("lerp_scalar");
-    return inplace ? eager::inplace(op, in, s) : eager::call1(op, in, s);
-  };
-  m.def("lerp", [lerp](const Tensor& a, const Tensor& b, nb::handle w) { return lerp(a, b, w, false); },
-        nb::arg("input"), nb::arg("end"), nb::arg("weight"));
-  cls.def("lerp", [lerp](const Tensor& a, const Tensor& b, nb::handle w) { return lerp(a, b, w, false); },
-          nb::arg("end"), nb::arg("weight"));
-  cls.def("lerp_", [lerp](const Tensor& a, const Tensor& b, nb::handle w) -> const Tensor& {
-    lerp(a, b, w, true);
-    return a;
-  }, nb::arg("end"), nb::arg("weight"), nb::rv_policy::reference_internal);
-  for (const char* name : {"addcmul", "addcdiv"}) {
-    const OpSchema* s = &eager::op(name);
-    auto fn = [s](const Tensor& x, const Tensor& a, const Tensor& b, nb::handle value, bool inplace) -> Tensor {
-      Tensor in[3] = {x, a, b};
-      Scalar v[1] = {number_arg(value, s->name.c_str(), "value")};
-      if (inplace) {
-        check_no_internal_overlap(x, s->name);
-        return eager::inplace(*s, in, v);
-      }
-      return eager::call1(*s, in, v);
-    };
-    auto out_of_place = [fn](const Tensor& x, const Tensor& a, const Tensor& b, nb::handle v) {
-      return fn(x, a, b, v, false);
-    };
-    m.def(name, out_of_place, nb::arg("input"), nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(),
-          nb::arg("value") = 1);
-    cls.def(name, out_of_place, nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1);
-    cls.def((std::string(name) + "_").c_str(),
-            [fn](const Tensor& x, const Tensor& a, const Tensor& b, nb::handle v) -> const Tensor& {
-              fn(x, a, b, v, true);
-              return x;
-            },
-            nb::arg("tensor1"), nb::arg("tensor2"), nb::kw_only(), nb::arg("value") = 1,
-            nb::rv_policy::reference_internal);
-  }
 
   // --- reductions ---
   static const OpSchema* prod = &eager::op("prod");
@@ -287,14 +173,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   };
   m.def("logsumexp", lse, nb::arg("input"), nb::arg("dim"), nb::arg("keepdim") = false);
   cls.def("logsumexp", lse, nb::arg("dim"), nb::arg("keepdim") = false);
-  for (const char* name : {"any", "all"}) {
-    const OpSchema* s = &eager::op(name);
-    auto fn = [s](const Tensor& x, nb::handle dim, bool keepdim) {
-      return eager::reduce(*s, x, dims_or_all(dim, s->name.c_str()), keepdim);
-    };
-    m.def(name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-    cls.def(name, fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  }
   auto norm = [](const Tensor& x, nb::handle p, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
     return eager::norm(x, norm_order(p, "norm"), dims_or_all(dim, "norm"), keepdim, dtype);
   };

@@ -64,16 +64,21 @@ namespace {
             " as the other operand, got ", nb::inst_name(other).c_str());
 }
 
-// A zero integer divisor is known from the arguments alone, so it raises here rather than when the kernel
-// runs (as for pow's negative integer exponents).
-void check_integer_divisor(const BinaryOp& op, const Tensor& a, const Scalar& s) {
-  if (!op.integer_division || dtype_is_floating(a.dtype()) || s.is_floating() || s.kind() == Scalar::Kind::kBool)
-    return;
-  RILL_CHECK(s.to_int() != 0, Runtime, "ZeroDivisionError: [", op.name, "] integer division by zero; convert to "
-             "float for inf/nan results");
-}
-
 }  // namespace
+
+// A zero integer divisor and an integer tensor's negative integer exponent are known from the arguments
+// alone, so they raise here rather than when the kernel runs.
+void check_number_operand(const OpSchema& op, const Tensor& a, const Scalar& s) {
+  static const OpSchema* pow_scalar = &eager::op("pow_scalar");
+  if (dtype_is_floating(a.dtype()) || s.is_floating() || s.kind() == Scalar::Kind::kBool) return;
+  const std::string& name = op.overload_of.empty() ? op.name : op.overload_of;
+  if (op.flags.integer_divisor)
+    RILL_CHECK(s.to_int() != 0, Runtime, "ZeroDivisionError: [", name, "] integer division by zero; convert to "
+               "float for inf/nan results");
+  if (&op == pow_scalar && a.dtype() != DType::kBool)
+    RILL_CHECK(s.to_int() >= 0, Runtime, "[pow] integers to negative integer powers are not allowed; convert the "
+               "base to float first");
+}
 
 std::optional<Tensor> try_binary(const BinaryOp& op, const Tensor& a, nb::handle other, bool reverse) {
   if (nb::isinstance<Tensor>(other)) {
@@ -83,7 +88,7 @@ std::optional<Tensor> try_binary(const BinaryOp& op, const Tensor& a, nb::handle
   auto s = scalar_from_object(other);
   const OpSchema* form = reverse ? op.rscalar : op.scalar;
   if (!s || !form) return std::nullopt;
-  if (!reverse) check_integer_divisor(op, a, *s);
+  if (!reverse) check_number_operand(*form, a, *s);
   return eager::binary_scalar(*form, a, *s);
 }
 
@@ -109,7 +114,7 @@ const Tensor& binary_inplace(const BinaryOp& op, const Tensor& a, nb::handle oth
   }
   auto s = scalar_from_object(other);
   if (!s || !op.scalar) bad_operand(op, other);
-  check_integer_divisor(op, a, *s);
+  check_number_operand(*op.scalar, a, *s);
   Scalar sc[1] = {*s};
   eager::inplace(*op.scalar, {&a, 1}, sc);
   return a;
@@ -179,7 +184,7 @@ const Tensor& binary_out(const BinaryOp& op, const Tensor& a, nb::handle other, 
   } else {
     auto s = scalar_from_object(other);
     if (!s || !op.scalar) bad_operand(op, other);
-    check_integer_divisor(op, a, *s);
+    check_number_operand(*op.scalar, a, *s);
     numbers.push_back(*s);
     form = op.scalar;
   }
@@ -192,22 +197,14 @@ const Tensor& binary_out(const BinaryOp& op, const Tensor& a, nb::handle other, 
   return out;
 }
 
-void def_binary(nb::module_& m, nb::class_<Tensor>& cls, const BinaryOp& op, bool inplace_method,
-                const char* dunder, const char* rdunder, const char* idunder) {
+void def_operators(nb::class_<Tensor>& cls, const BinaryOp& op, const char* dunder, const char* rdunder,
+                   const char* idunder) {
   const BinaryOp* p = new BinaryOp(op);  // lives as long as the module
-  auto fn = [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); };
-  auto inplace = [p](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(*p, a, b); };
-  m.def(p->name.c_str(), [p](const Tensor& a, nb::handle b, nb::handle out) -> nb::object {
-    if (out.is_none()) return nb::cast(binary(*p, a, b));
-    binary_out(*p, a, b, nb::cast<const Tensor&>(out));
-    return nb::borrow(out);
-  }, nb::arg("input"), nb::arg(p->other_name), nb::kw_only(), nb::arg("out") = nb::none());
-  cls.def(p->name.c_str(), fn, nb::arg(p->other_name));
-  if (inplace_method)
-    cls.def((p->name + "_").c_str(), inplace, nb::arg(p->other_name), nb::rv_policy::reference_internal);
-  if (dunder) cls.def(dunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
+  cls.def(dunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
   if (rdunder) cls.def(rdunder, [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, true); });
-  if (idunder) cls.def(idunder, inplace, nb::rv_policy::reference_internal);
+  if (idunder)
+    cls.def(idunder, [p](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(*p, a, b); },
+            nb::rv_policy::reference_internal);
 }
 
 namespace {
@@ -288,11 +285,6 @@ Tensor finish(Tensor t, const FactoryArgs& f) {
   return t;
 }
 
-std::vector<int64_t> dims_arg(nb::handle dim, const char* op) {
-  if (dim.is_none()) return {};
-  return ints_from_object(dim, op);
-}
-
 }  // namespace
 
 void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
@@ -317,22 +309,12 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     return x;
   }, nb::rv_policy::reference_internal);
 
-  // --- binary: functions, methods, operators, in-place ---
-  def_binary(m, cls, mul, true, "__mul__", "__rmul__", "__imul__");
-  def_binary(m, cls, div, true, "__truediv__", "__rtruediv__", "__itruediv__");
-  BinaryOp pow_named = pow;
-  pow_named.other_name = "exponent";  // PyTorch's name for pow's second argument
-  def_binary(m, cls, pow_named, true, "__pow__", "__rpow__", "__ipow__");
-  def_binary(m, cls, maximum, false);
-  def_binary(m, cls, minimum, false);
-  cls.def("__add__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, false); });
-  cls.def("__radd__", [](const Tensor& a, nb::handle b) { return binary_operator(add, a, b, true); });
-  cls.def("__iadd__", [](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(add, a, b); },
-          nb::rv_policy::reference_internal);
-  cls.def("__sub__", [](const Tensor& a, nb::handle b) { return binary_operator(sub, a, b, false); });
-  cls.def("__rsub__", [](const Tensor& a, nb::handle b) { return binary_operator(sub, a, b, true); });
-  cls.def("__isub__", [](const Tensor& a, nb::handle b) -> const Tensor& { return binary_inplace(sub, a, b); },
-          nb::rv_policy::reference_internal);
+  // --- binary: operators (rill.mul, Tensor.mul, Tensor.mul_, ... come from the signatures) ---
+  def_operators(cls, mul, "__mul__", "__rmul__", "__imul__");
+  def_operators(cls, div, "__truediv__", "__rtruediv__", "__itruediv__");
+  def_operators(cls, pow, "__pow__", "__rpow__", "__ipow__");
+  def_operators(cls, add, "__add__", "__radd__", "__iadd__");
+  def_operators(cls, sub, "__sub__", "__rsub__", "__isub__");
   // add/sub with alpha: input + alpha * other
   for (const BinaryOp* p : {&add, &sub}) {
     auto fn = [p](const Tensor& a, nb::handle b, nb::handle alpha) {
@@ -356,30 +338,9 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     cls.def((p->name + "_").c_str(), ifn, nb::arg("other"), nb::kw_only(), nb::arg("alpha") = nb::none(),
             nb::rv_policy::reference_internal);
   }
-  m.def("multiply", [](const Tensor& a, nb::handle b) { return binary(mul, a, b); }, nb::arg("input"),
-        nb::arg("other"));
-  m.def("divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); }, nb::arg("input"),
-        nb::arg("other"));
-  m.def("true_divide", [](const Tensor& a, nb::handle b) { return binary(div, a, b); }, nb::arg("input"),
-        nb::arg("other"));
-  // pow(number, tensor)
-  m.def("pow", [](nb::handle a, const Tensor& b) {
-    auto s = scalar_from_object(a);
-    RILL_CHECK(s.has_value(), Type, "[pow] expected a number or a Tensor base, got ", nb::inst_name(a).c_str());
-    return eager::binary_scalar(*pow.rscalar, b, *s);
-  }, nb::arg("self"), nb::arg("exponent"));
+  // Comparisons: the operators (rill.eq, Tensor.eq, rill.less, ... come from the signatures).
   const char* cmp_dunders[6] = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"};
-  const char* cmp_alias[6] = {nullptr, "not_equal", "less", "less_equal", "greater", "greater_equal"};
-  for (int i = 0; i < 6; ++i) {
-    const BinaryOp* p = &cmp[i];
-    m.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("input"),
-          nb::arg("other"));
-    if (cmp_alias[i])
-      m.def(cmp_alias[i], [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("input"),
-            nb::arg("other"));
-    cls.def(p->name.c_str(), [p](const Tensor& a, nb::handle b) { return binary(*p, a, b); }, nb::arg("other"));
-    cls.def(cmp_dunders[i], [p](const Tensor& a, nb::handle b) { return binary_operator(*p, a, b, false); });
-  }
+  for (int i = 0; i < 6; ++i) def_operators(cls, cmp[i], cmp_dunders[i], nullptr, nullptr);
   cls.def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
 
   // --- where ---
@@ -414,13 +375,8 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     return where3(cond, nb::cast(self), other);
   }, nb::arg("condition"), nb::arg("other"));
 
-  // --- reductions ---
-  static const OpSchema* sum = &eager::op("sum");
-  static const OpSchema* mean = &eager::op("mean");
-  static const OpSchema* amax = &eager::op("amax");
-  static const OpSchema* amin = &eager::op("amin");
-  static const OpSchema* argmax = &eager::op("argmax");
-  static const OpSchema* argmin = &eager::op("argmin");
+  // --- reductions: max and min (three forms each); sum, mean, amax, amin, argmax, argmin come from the
+  // signatures ---
   static const OpSchema* max_dim = &eager::op("max_dim");
   static const OpSchema* min_dim = &eager::op("min_dim");
   // Result types of max/min with a dim, owned by the module (handles here are borrowed).
@@ -429,33 +385,6 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   m.attr("_min_result") = namedtuple("min", "values indices");
   static nb::handle max_type = m.attr("_max_result");
   static nb::handle min_type = m.attr("_min_result");
-  auto sum_fn = [](const OpSchema* op) {
-    return [op](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
-      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim, dtype);
-    };
-  };
-  for (const OpSchema* op : {sum, mean}) {
-    m.def(op->name.c_str(), sum_fn(op), nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false,
-          nb::kw_only(), nb::arg("dtype") = nb::none());
-    cls.def(op->name.c_str(), sum_fn(op), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
-            nb::arg("dtype") = nb::none());
-  }
-  for (const OpSchema* op : {amax, amin}) {
-    auto fn = [op](const Tensor& x, nb::handle dim, bool keepdim) {
-      return eager::reduce(*op, x, dims_arg(dim, op->name.c_str()), keepdim);
-    };
-    m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-    cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  }
-  for (const OpSchema* op : {argmax, argmin}) {
-    auto fn = [op](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-      std::vector<int64_t> dims;
-      if (dim) dims.push_back(*dim);
-      return eager::reduce(*op, x, dims, keepdim);
-    };
-    m.def(op->name.c_str(), fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-    cls.def(op->name.c_str(), fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  }
   // max/min: (input) -> all-reduce; (input, dim, keepdim) -> (values, indices); (input, other) -> maximum
   struct Extremum {
     const char* name;

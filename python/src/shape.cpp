@@ -102,9 +102,6 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("as_strided", as_strided, nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none(),
           "A view of this tensor's memory with the given sizes, strides and offset.");
   // --- shape ---
-  auto cat = [](nb::handle tensors, int64_t dim) { return eager::cat(tensor_list(tensors, "cat"), dim); };
-  for (const char* n : {"cat", "concat", "concatenate"})
-    m.def(n, cat, nb::arg("tensors"), nb::arg("dim") = 0);
   m.def("stack", [](nb::handle tensors, int64_t dim) { return eager::stack(tensor_list(tensors, "stack"), dim); },
         nb::arg("tensors"), nb::arg("dim") = 0);
   auto split = [](const Tensor& x, nb::handle size, int64_t dim) {
@@ -161,25 +158,9 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   };
   m.def("roll", roll, nb::arg("input"), nb::arg("shifts"), nb::arg("dims") = nb::none());
   cls.def("roll", roll, nb::arg("shifts"), nb::arg("dims") = nb::none());
-  for (bool upper : {false, true}) {
-    const char* name = upper ? "triu" : "tril";
-    auto fn = [upper](const Tensor& x, int64_t k) { return eager::triangle(x, k, upper); };
-    m.def(name, fn, nb::arg("input"), nb::arg("diagonal") = 0);
-    cls.def(name, fn, nb::arg("diagonal") = 0);
-    const OpSchema* op = &eager::op(name);
-    cls.def((std::string(name) + "_").c_str(), [op](const Tensor& x, int64_t k) -> const Tensor& {
-      RILL_CHECK(x.ndim() >= 2, Runtime, "[", op->name, "_] input tensor must have at least 2 dimensions");
-      return eager::inplace(*op, {&x, 1}, {}, make_attrs({k}));
-    }, nb::arg("diagonal") = 0, nb::rv_policy::reference_internal);
-  }
   auto diag = [](const Tensor& x, int64_t k) { return eager::diag(x, k); };
   m.def("diag", diag, nb::arg("input"), nb::arg("diagonal") = 0);
   cls.def("diag", diag, nb::arg("diagonal") = 0);
-  auto diagonal = [](const Tensor& x, int64_t offset, int64_t d1, int64_t d2) {
-    return eager::diagonal(x, offset, d1, d2);
-  };
-  m.def("diagonal", diagonal, nb::arg("input"), nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
-  cls.def("diagonal", diagonal, nb::arg("offset") = 0, nb::arg("dim1") = 0, nb::arg("dim2") = 1);
   cls.def("view_as", [](const Tensor& x, const Tensor& o) { return eager::view(x, o.shape()); },
           nb::arg("other"));
   cls.def("reshape_as", [](const Tensor& x, const Tensor& o) { return eager::reshape(x, o.shape()); },

@@ -94,14 +94,8 @@ void init_tensor(nb::module_& m) {
       .def("reshape", [](const Tensor& t, nb::args a, nb::kwargs kw) {
             return eager::reshape(t, sizes_from(a, kw, "shape", "reshape"));
           })
-      .def("transpose", [](const Tensor& t, int64_t d0, int64_t d1) { return eager::transpose(t, d0, d1); },
-           nb::arg("dim0"), nb::arg("dim1"))
       .def("swapaxes", [](const Tensor& t, int64_t d0, int64_t d1) { return eager::transpose(t, d0, d1); },
            nb::arg("axis0"), nb::arg("axis1"))
-      .def("t", [](const Tensor& t) {
-            static const OpSchema& op = eager::op("t");
-            return eager::view_call(op, t, empty_attrs());
-          })
       .def_prop_ro("T", [](const Tensor& t) {
             std::vector<int64_t> dims(t.ndim());
             for (int64_t i = 0; i < t.ndim(); ++i) dims[i] = t.ndim() - 1 - i;
@@ -124,16 +118,6 @@ void init_tensor(nb::module_& m) {
           })
       .def("expand_as", [](const Tensor& t, const Tensor& o) { return eager::expand(t, o.shape()); },
            nb::arg("other"))
-      .def("narrow", [](const Tensor& t, int64_t dim, int64_t start, int64_t len) {
-            return eager::narrow(t, dim, start, len);
-          }, nb::arg("dim"), nb::arg("start"), nb::arg("length"))
-      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return eager::select(t, dim, index); },
-           nb::arg("dim"), nb::arg("index"))
-      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return eager::unsqueeze(t, dim); }, nb::arg("dim"))
-      .def("squeeze", [](const Tensor& t, nb::object dim) {
-            if (dim.is_none()) return eager::squeeze(t, std::nullopt);
-            return eager::squeeze(t, ints_from_object(dim, "squeeze"));
-          }, nb::arg("dim") = nb::none())
       .def("flatten", [](const Tensor& t, int64_t s, int64_t e) { return eager::flatten(t, s, e); },
            nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
       .def("contiguous", [](const Tensor& t) { return eager::contiguous(t); })

@@ -428,10 +428,10 @@ def _with_zeros(x):
 
 
 def _f(name):
-    """rill._C.<name> (rill.nn.functional's) vs torch.nn.functional.<name>."""
-    import rill
+    """rill.nn.functional.<name> vs torch.nn.functional.<name>."""
+    import rill.nn.functional
     import torch
-    return getattr(rill._C, name), getattr(torch.nn.functional, name)
+    return getattr(rill.nn.functional, name), getattr(torch.nn.functional, name)
 
 
 def fcase(name, fn_name, specs, *args, dtypes=ALL_FLOATS, differentiable=True, **kwargs):

@@ -14,6 +14,9 @@ def rill_params(fn):
     """{name: kind} of a rill callable: "positional" (positional or keyword) or "keyword" (keyword only);
     None when its signature cannot be read."""
     sig = getattr(fn, "__nb_signature__", None)
+    overloads = getattr(fn, "__rill_overloads__", None)  # an op bound from signatures: one per overload
+    if overloads is not None and len(overloads) > 1:
+        sig = [(text, None, None) for text in overloads]
     if sig is not None:  # a nanobind function: one signature per overload; names accepted by any of them
         out = {}
         for text, _, _ in sig:

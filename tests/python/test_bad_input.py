@@ -34,6 +34,7 @@ FUZZ = textwrap.dedent(r"""
             if callable(obj) and not isinstance(obj, type) and not name.startswith("_") and name not in (
                     "set_num_threads", "manual_seed", "seed", "set_env_override", "empty_cache"):
                 out.append((name, obj, False))
+        out += [(name, obj, False) for name, obj in rill._C._schema_nn_functional.items()]
         for name in dir(rill.Tensor):
             if name in ("__init__", "__new__", "__init_subclass__", "__subclasshook__", "__class__", "__del__",
                         "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__delattr__",

@@ -108,3 +108,33 @@ def test_keyword_calls_match_pytorch(call):
     r = call(rill, RF, rill.tensor(x), rill.tensor(y))
     t = call(torch, TF, torch.tensor(x), torch.tensor(y))
     np.testing.assert_allclose(r.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_overloads_take_the_first_signature_whose_types_fit():
+    x = rill.tensor([5, 7, 9])
+    assert rill.remainder(x, 3).tolist() == [2, 1, 0]  # remainder_scalar(Tensor self, Scalar other)
+    assert rill.remainder(5, x).tolist() == [0, 5, 5]  # rremainder_scalar(Scalar self, Tensor other)
+    assert rill.remainder(x, rill.tensor([4, 4, 4])).tolist() == [1, 3, 1]
+    assert x.pow(exponent=2).tolist() == [25, 49, 81] and rill.pow(2, x).tolist() == [32, 128, 512]
+    assert len(rill.remainder.__rill_overloads__) == 3 and rill.remainder.__text_signature__ is None
+    with pytest.raises(TypeError, match=r"\[remainder\] received an invalid combination of arguments: got "
+                                        r"\(Tensor, str\); it takes one of:\n  remainder\(Tensor input, Tensor other"):
+        rill.remainder(x, "a")
+    with pytest.raises(TypeError, match=r"got \(int, other=str\)"):
+        x.remainder(2, other="b")
+
+
+def test_nn_functional_inplace_forms_write_into_input():
+    y = rill.tensor([-1.0, 2.0])
+    assert RF.elu(y, 1.0, True) is y and y.tolist()[1] == 2.0 and y.tolist()[0] < 0
+    z = rill.tensor([-1.0, 2.0])
+    assert RF.leaky_relu(z, negative_slope=0.5).tolist() == [-0.5, 2.0] and z.tolist() == [-1.0, 2.0]
+    with pytest.raises(TypeError, match="inplace"):
+        RF.silu(z, inplace=1)
+
+
+def test_bound_ops_pickle_and_copy_by_name():
+    import copy
+    import pickle
+    for fn in (RF.gelu, RF.elu, rill.remainder, rill.Tensor.relu):
+        assert copy.deepcopy(fn) is fn and pickle.loads(pickle.dumps(fn)) is fn

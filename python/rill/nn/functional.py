@@ -18,58 +18,9 @@ from rill.amp.autocast_mode import _lower_precision_policy
 
 _nn = _C._nn
 
-# The ops whose signature makes them rill.nn.functional functions too (OpFlags::nn_functional).
-globals().update({name: getattr(_C, name) for name in _C._schema_nn_functional})
-
-# ---------------------------------------------------------------------------------------------------------
-# activations
-# ---------------------------------------------------------------------------------------------------------
-
-def gelu(input, approximate="none"):
-    """GELU: x * Phi(x); approximate='tanh' uses the tanh formula."""
-    return _C.gelu(input, approximate=approximate)
-
-
-def silu(input, inplace=False):
-    """SiLU (swish): x * sigmoid(x)."""
-    return _C.silu(input, inplace=inplace)
-
-
-def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta * x)) / beta, linear above threshold."""
-    return _C.softplus(input, beta=beta, threshold=threshold)
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """max(0, x) + negative_slope * min(0, x)."""
-    return _C.leaky_relu(input, negative_slope=negative_slope, inplace=inplace)
-
-
-def elu(input, alpha=1.0, inplace=False):
-    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
-    return _C.elu(input, alpha=alpha, inplace=inplace)
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """x clamped to [min_val, max_val]."""
-    return _C.hardtanh(input, min_val=min_val, max_val=max_val, inplace=inplace)
-
-
-
-def relu(input, inplace=False):
-    """max(input, 0), elementwise."""
-    return input.relu_() if inplace else rill.relu(input)
-
-
-def sigmoid(input):
-    """1 / (1 + exp(-input)), elementwise."""
-    return rill.sigmoid(input)
-
-
-def tanh(input):
-    """tanh(input), elementwise."""
-    return rill.tanh(input)
-
+# The ops whose signature makes them rill.nn.functional functions too (OpFlags::nn_functional): the
+# activations relu, sigmoid, tanh, gelu, silu, softplus, leaky_relu, elu, hardtanh, hardshrink, ...
+globals().update(_C._schema_nn_functional)
 
 # ---------------------------------------------------------------------------------------------------------
 # softmax

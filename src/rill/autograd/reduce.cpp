@@ -28,6 +28,13 @@ Tensor restore(const Tensor& g, const TensorMeta& in, std::vector<int64_t> dims,
   return eager::expand(r, in.shape);
 }
 
+// The dims a reduction's `int[1]? dim` names: None reads as empty, every dim.
+const std::vector<int64_t>& reduced_dims(const GradContext& c) {
+  static const std::vector<int64_t> kEvery;
+  const auto* dims = optional_attr_of<std::vector<int64_t>>(c.op(), c.attrs(), "dim");
+  return dims ? *dims : kEvery;
+}
+
 // Elements reduced into each output element.
 int64_t reduced_count(const TensorMeta& in, const std::vector<int64_t>& dims) {
   if (dims.empty()) return in.numel;
@@ -37,18 +44,18 @@ int64_t reduced_count(const TensorMeta& in, const std::vector<int64_t>& dims) {
 }
 
 std::vector<Tensor> sum_backward(const GradContext& c) {
-  return {restore(c.grad(), c.input_meta(0), c.attr<std::vector<int64_t>>("dim"), c.attr<bool>("keepdim"))};
+  return {restore(c.grad(), c.input_meta(0), reduced_dims(c), c.attr<bool>("keepdim"))};
 }
 
 std::vector<Tensor> mean_backward(const GradContext& c) {
-  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  const std::vector<int64_t>& dims = reduced_dims(c);
   Tensor g = eager::div(c.grad(), Scalar(reduced_count(c.input_meta(0), dims)));
   return {restore(g, c.input_meta(0), dims, c.attr<bool>("keepdim"))};
 }
 
 // amax, amin, max(), min(): the gradient split evenly among the elements equal to the result.
 std::vector<Tensor> extreme_backward(const GradContext& c) {
-  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  const std::vector<int64_t>& dims = reduced_dims(c);
   const bool keepdim = c.attr<bool>("keepdim");
   const TensorMeta& in = c.input_meta(0);
   Tensor x = c.input(0);
@@ -83,7 +90,7 @@ Tensor zero_of(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.dty
 // prod: the product of the other elements: out / x without zeros; with one zero, the product of the
 // non-zero elements at the zero (0 elsewhere); with more, 0 everywhere.
 std::vector<Tensor> prod_backward(const GradContext& c) {
-  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
+  const std::vector<int64_t>& dims = reduced_dims(c);
   const bool keepdim = c.attr<bool>("keepdim");
   const TensorMeta& in = c.input_meta(0);
   Tensor x = c.input(0);
@@ -200,7 +207,7 @@ std::vector<Tensor> cumprod_backward(const GradContext& c) {
 // PyTorch names a reduction over every dim ...Backward0 and one over some dims ...Backward1.
 template <const char* all, const char* some>
 const char* all_or_some(const GradContext& c) {
-  return c.attr<std::vector<int64_t>>("dim").empty() ? all : some;
+  return reduced_dims(c).empty() ? all : some;
 }
 
 constexpr char kSum0[] = "SumBackward0", kSum1[] = "SumBackward1", kMean0[] = "MeanBackward0",

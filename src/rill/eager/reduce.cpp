@@ -60,11 +60,21 @@ Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& d
   if (AttrsSym hit = memo.find(op, dims, keepdim, dtype)) return call1(op, {&x, 1}, {}, hit);
   AttrsSym attrs;
   if (is_one_of(name, {"sum", "mean", "prod"})) {
-    attrs = make_attrs({dims, keepdim, dtype.value_or(DType::kFloat32), dtype.has_value()});
+    AttrValue dtype_attr = std::monostate{};  // None: the input's dtype (int64 for integers)
+    if (dtype) dtype_attr = *dtype;
+    attrs = make_attrs({dims, keepdim, dtype_attr});
   } else if (is_one_of(name, {"amax", "amin", "max", "min", "argmax", "argmin", "any", "all"})) {
     RILL_CHECK(!dtype.has_value(), Type, "[", name, "] does not take a dtype argument; convert the input with "
                ".to(dtype) first");
-    attrs = make_attrs({dims, keepdim});
+    if (is_one_of(name, {"argmax", "argmin"})) {  // int? dim: None reduces the flattened input
+      RILL_CHECK(dims.size() <= 1, Type, "[", name, "] expected at most one dim, got ", dims.size(),
+                 "; flatten the input first to reduce over several dims");
+      AttrValue dim = std::monostate{};
+      if (!dims.empty()) dim = dims[0];
+      attrs = make_attrs({dim, keepdim});
+    } else {
+      attrs = make_attrs({dims, keepdim});
+    }
   } else if (is_one_of(name, {"max_dim", "min_dim"})) {
     RILL_FAIL(Value, "[", name, "] returns values and indices; call it through reduce_with_indices");
   } else {

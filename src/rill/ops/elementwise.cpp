@@ -12,6 +12,7 @@
 #include "rill/ops/elementwise.h"
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "rill/ops/op_schema.h"
@@ -211,12 +212,34 @@ InferResult infer_addc(const InferContext& c) {
   return {{dense_like(broadcast_inputs(c), t, c.inputs[0])}, casts};
 }
 
-// One signature per name of a family: fmt's "{}" is replaced by each name.
-void define_family(const std::vector<std::string_view>& names, std::string_view fmt, InferFn infer, OpFlags flags,
-                   std::string_view doc) {
+// One signature per name of a family: fmt's "{}" is replaced by each name. overload: each op is bound as an
+// overload of the name (Note [Overloads] in python/src/schema_bindings.cpp). Returns the ops, by name.
+std::unordered_map<std::string_view, OpSchema*> define_family(const std::vector<std::string_view>& names,
+                                                              std::string_view fmt, InferFn infer, OpFlags flags,
+                                                              std::string_view doc, bool overload = false) {
   const size_t at = fmt.find("{}");
-  for (std::string_view n : names)
-    ops::define(std::string(fmt.substr(0, at)).append(n).append(fmt.substr(at + 2)), infer, flags, doc);
+  std::unordered_map<std::string_view, OpSchema*> ops;
+  for (std::string_view n : names) {
+    OpSchema& op = ops::define(std::string(fmt.substr(0, at)).append(n).append(fmt.substr(at + 2)), infer, flags, doc);
+    if (overload) op.overload_of = n;
+    ops[n] = &op;
+  }
+  return ops;
+}
+
+// A binary family with numbers: `{}(Tensor self, Tensor other)`, `{}_scalar(Tensor self, Scalar other)` and
+// `r{}_scalar(Scalar self, Tensor other)` (number op tensor; Python's reflected operators), the first two with
+// their flags, overloads of one Python name; other: the second argument's name.
+void define_binary_family(const std::vector<std::string_view>& names, InferFn infer, OpFlags flags,
+                          OpFlags scalar_flags, std::string_view other = "other",
+                          OpFlags reflected_flags = {.strided_output = true, .elementwise = true}) {
+  const std::string o(other);
+  define_family(names, "{}(Tensor self, Tensor " + o + ") -> Tensor", infer, flags,
+                "elementwise on the broadcast shape and the promoted dtype");
+  define_family(names, "{}_scalar(Tensor self, Scalar " + o + ") -> Tensor", infer, scalar_flags, "tensor op number",
+                true);
+  define_family(names, "r{}_scalar(Scalar self, Tensor " + o + ") -> Tensor", infer, reflected_flags,
+                "number op tensor", true);
 }
 
 }  // namespace
@@ -227,50 +250,61 @@ void register_elementwise_ops() {
                       .elementwise = true};
   OpFlags py_out = py;
   py_out.out = true;
-  OpFlags no_grad = k;
-  no_grad.differentiable = false;
-  define_family(kUnarySameOps, "{}(Tensor self) -> Tensor", infer_unary_same, py, "elementwise, same dtype out");
-  define_family(kUnaryFloatOps, "{}(Tensor self) -> Tensor", infer_unary_float, py,
-                "elementwise, computed in floating point (integers become float32)");
-  define_family(kBinaryArithOps, "{}(Tensor self, Tensor other) -> Tensor", infer_binary_arith, k,
-                "elementwise on the broadcast shape and the promoted dtype");
-  ops::define("div(Tensor self, Tensor other) -> Tensor", infer_binary_div, k, "true division, always floating");
-  define_family(kCompareOps, "{}(Tensor self, Tensor other) -> Tensor", infer_compare, no_grad,
+  auto unary = define_family(kUnarySameOps, "{}(Tensor self) -> Tensor", infer_unary_same, py,
+                             "elementwise, same dtype out");
+  auto unary_float = define_family(kUnaryFloatOps, "{}(Tensor self) -> Tensor", infer_unary_float, py,
+                                   "elementwise, computed in floating point (integers become float32)");
+  // rill.nn.functional's too: relu (with inplace=, as PyTorch's), sigmoid, tanh.
+  unary.at("relu")->flags.nn_functional = unary.at("relu")->flags.nn_inplace = true;
+  unary_float.at("sigmoid")->flags.nn_functional = unary_float.at("tanh")->flags.nn_functional = true;
+  // add and sub take alpha (python/src/ops.cpp); maximum and minimum have no in-place form.
+  OpFlags no_inplace = py_out;
+  no_inplace.inplace = false;
+  define_binary_family({"add", "sub"}, infer_binary_arith, k, k);
+  define_binary_family({"mul"}, infer_binary_arith, py_out, py_out);
+  const OpFlags function = {.strided_output = true, .function = true, .elementwise = true};
+  define_binary_family({"pow"}, infer_binary_arith, py_out, py_out, "exponent", function);  // pow(2, x) too
+  define_binary_family({"maximum", "minimum"}, infer_binary_arith, no_inplace, no_inplace);
+  define_binary_family({"div"}, infer_binary_div, py_out, py_out);
+  OpFlags compare = py;
+  compare.inplace = false;
+  compare.differentiable = false;
+  define_family(kCompareOps, "{}(Tensor self, Tensor other) -> Tensor", infer_compare, compare,
                 "elementwise comparison, bool out");
-  define_family(kBinaryArithOps, "{}_scalar(Tensor self, Scalar other) -> Tensor", infer_binary_arith, k,
-                "tensor op number");
-  define_family(kBinaryArithOps, "r{}_scalar(Tensor self, Scalar other) -> Tensor", infer_binary_arith, k,
-                "number op tensor");
-  ops::define("div_scalar(Tensor self, Scalar other) -> Tensor", infer_binary_div, k, "tensor / number");
-  ops::define("rdiv_scalar(Tensor self, Scalar other) -> Tensor", infer_binary_div, k, "number / tensor");
-  define_family(kCompareOps, "{}_scalar(Tensor self, Scalar other) -> Tensor", infer_compare, no_grad,
-                "tensor compared with a number, bool out");
+  define_family(kCompareOps, "{}_scalar(Tensor self, Scalar other) -> Tensor", infer_compare, compare,
+                "tensor compared with a number, bool out", true);
   ops::define("where(Tensor condition, Tensor self, Tensor other) -> Tensor", infer_where, k,
               "self where condition holds, else other");
 
   define_family({"floor", "ceil", "trunc"}, "{}(Tensor self) -> Tensor", infer_rounding, py,
                 "rounding; integers pass through");
-  ops::define("round(Tensor self) -> Tensor", infer_rounding, k, "round half to even; integers pass through");
-  ops::define("round_decimals(Tensor self, int decimals) -> Tensor", infer_rounding, k,
-              "round half to even at 10^-decimals");
-  ops::define("silu(Tensor self) -> Tensor", infer_activation, k, "x * sigmoid(x)");
+  ops::define("round(Tensor self) -> Tensor", infer_rounding, py, "round half to even; integers pass through");
+  ops::define("round_decimals(Tensor self, *, int decimals) -> Tensor", infer_rounding, py,
+              "round half to even at 10^-decimals").overload_of = "round";
+  // The activations of rill.nn.functional (PyTorch has no torch.<name> or Tensor.<name> for them).
+  const OpFlags activation = {.strided_output = true, .nn_functional = true, .elementwise = true};
+  OpFlags activation_inplace = activation;
+  activation_inplace.nn_inplace = true;
+  ops::define("silu(Tensor self) -> Tensor", infer_activation, activation_inplace, "x * sigmoid(x)");
   ops::define("silu_backward(Tensor grad_output, Tensor self) -> Tensor", infer_activation_backward, k, "");
-  ops::define("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", infer_activation, k,
+  ops::define("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", infer_activation, activation,
               "x * Phi(x), or its tanh approximation");
   ops::define("gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor",
               infer_activation_backward, k, "");
-  ops::define("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", infer_activation, k,
+  ops::define("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", infer_activation, activation,
               "log(1 + exp(beta * x)) / beta, linear above threshold");
   ops::define("softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor",
               infer_activation_backward, k, "");
-  ops::define("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", infer_activation, k,
+  ops::define("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", infer_activation, activation_inplace,
               "x, or negative_slope * x below 0");
   ops::define("leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor",
               infer_activation_backward, k, "");
-  ops::define("elu(Tensor self, Scalar alpha=1) -> Tensor", infer_activation, k, "x, or alpha * (exp(x) - 1) below 0");
+  ops::define("elu(Tensor self, Scalar alpha=1) -> Tensor", infer_activation, activation_inplace,
+              "x, or alpha * (exp(x) - 1) below 0");
   ops::define("elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor", infer_activation_backward, k,
               "");
-  ops::define("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", infer_activation, k,
+  ops::define("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", infer_activation,
+              activation_inplace,
               "x clamped to [min_val, max_val]");
   ops::define("hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor",
               infer_activation_backward, k, "");
@@ -286,30 +320,26 @@ void register_elementwise_ops() {
               "x clamped to tensor bounds");
   ops::define("clamp_min(Tensor self, Tensor min) -> Tensor", infer_binary_arith, k, "max(x, min)");
   ops::define("clamp_max(Tensor self, Tensor max) -> Tensor", infer_binary_arith, k, "min(x, max)");
-  const std::pair<const std::vector<std::string_view>*, InferFn> families[] = {{&kDivModOps, infer_divmod},
-                                                                              {&kBitwiseOps, infer_bitwise}};
-  for (const auto& [names, infer] : families) {
-    define_family(*names, "{}(Tensor self, Tensor other) -> Tensor", infer, k, "elementwise on the promoted dtype");
-    define_family(*names, "{}_scalar(Tensor self, Scalar other) -> Tensor", infer, k, "tensor op number");
-    define_family(*names, "r{}_scalar(Tensor self, Scalar other) -> Tensor", infer, k, "number op tensor");
-  }
+  OpFlags divisor = py_out;
+  divisor.integer_divisor = true;
+  define_binary_family({"floor_divide", "fmod"}, infer_divmod, py_out, divisor);
+  define_binary_family({"remainder"}, infer_divmod, py_out, divisor, "other", function);  // remainder(2, x) too
+  define_binary_family(kBitwiseOps, infer_bitwise, py_out, py_out);
   ops::define("bitwise_not(Tensor self) -> Tensor", infer_bitwise, py, "~x on integer and bool tensors");
   define_family(kLogicalOps, "{}(Tensor self, Tensor other) -> Tensor", infer_logical, py_out,
                 "elementwise logical op, bool out");
   ops::define("logical_not(Tensor self) -> Tensor", infer_logical, py, "not x, bool out");
   ops::define("atan2(Tensor self, Tensor other) -> Tensor", infer_binary_div, py_out,
               "the angle of (other, self), elementwise");
-  OpFlags no_inplace = py_out;
-  no_inplace.inplace = false;
   ops::define("logaddexp(Tensor self, Tensor other) -> Tensor", infer_binary_div, no_inplace,
               "log(exp(self) + exp(other)), without overflow");
-  ops::define("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", infer_lerp, k,
+  ops::define("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", infer_lerp, py,
               "self + weight * (end - self)");
-  ops::define("lerp_scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", infer_lerp, k,
-              "self + weight * (end - self), a number weight");
-  ops::define("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", infer_addc, k,
+  ops::define("lerp_scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", infer_lerp, py,
+              "self + weight * (end - self), a number weight").overload_of = "lerp";
+  ops::define("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", infer_addc, py,
               "self + value * tensor1 * tensor2");
-  ops::define("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", infer_addc, k,
+  ops::define("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", infer_addc, py,
               "self + value * tensor1 / tensor2");
   ops::define("cast(Tensor self, ScalarType dtype) -> Tensor", infer_cast, k, "self converted to dtype");
   // The in-place writes eager::copy_ and eager::fill_ (a cast and a fill into self), so their gradients are

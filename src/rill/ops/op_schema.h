@@ -77,6 +77,7 @@ struct OpFlags {
   bool inplace = false;         // Tensor.<name>_ too, writing into self
   bool out = false;             // the bound function takes out= (written without autograd, as in PyTorch)
   bool nn_functional = false;   // rill.nn.functional.<name> too (the function form)
+  bool nn_inplace = false;      // ... taking inplace=False, as PyTorch's activations (True: written into input)
   bool differentiable = true;   // false: the outputs never require grad (comparisons, argmax)
   bool view = false;            // the output is a view of input 0 (no kernel: eager::view_call)
   bool random = false;          // draws from the generator: scalars 0 and 1 are its seed and offset (graph mode
@@ -86,6 +87,8 @@ struct OpFlags {
   bool elementwise = false;     // one output whose element i reads only element i of each input (broadcast), one
                                 // kernel call per any part of it: graph mode may fuse a chain of them
                                 // (ops/fused.h), calling the kernel on tiles
+  bool integer_divisor = false;  // the Scalar argument divides: an integer zero raises at the call (the bindings
+                                 // check it), not later in the kernel
 };
 
 // Note [Arguments of an op call]
@@ -105,6 +108,8 @@ struct OpSchema {
   Signature signature;
   std::string doc;  // one line: what the op computes
   OpFlags flags;
+  std::string overload_of;  // its forms are bound as an overload of the op of this name (Note [Overloads] in
+                            // python/src/schema_bindings.cpp); empty: bound under its own name
   int num_inputs = 0;                   // -1: any number (Tensor[] or Tensor? arguments)
   int num_scalars = 0;
   std::vector<std::string> attr_names;  // the attrs' signature names, in order

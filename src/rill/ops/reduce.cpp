@@ -2,19 +2,19 @@
 // and max_dim / min_dim (values and indices over one dim). Semantics follow PyTorch.
 //
 // Attrs, by op (every attr that affects inference is here; the ops take no scalars):
-//   sum, mean, prod  [dims: ints, keepdim: bool, dtype: DType, has_dtype: bool]
-//                    dims empty = every dim; dtype is ignored unless has_dtype.
+//   sum, mean, prod  [dim: ints?, keepdim: bool, dtype: DType?]
+//                    dim None or empty = every dim; dtype None: the input's (int64 for integers).
 //   var, std         [dims: ints, keepdim: bool, correction: double]
-//   any, all         [dims: ints, keepdim: bool]   bool out (uint8 for uint8 input, as in PyTorch).
+//   any, all         [dim: ints?, keepdim: bool]   bool out (uint8 for uint8 input, as in PyTorch).
 //   logsumexp        [dims: ints, keepdim: bool]   Note [Composite ops]
 //   norm             [dims: ints, keepdim: bool, ord: double]   the vector p-norm; Note [Composite ops]
 //   cumsum, cumprod  [dim: int, reverse: bool, dtype: DType, has_dtype: bool]   same shape out;
 //                    reverse scans from the end (cumsum's gradient).
 //   cumprod_backward (input, grad) [dim: int]   the gradient of cumprod, exact with zeros in the input.
-//   amax, amin       [dims: ints, keepdim: bool]
-//   max, min         [dims: ints, keepdim: bool]   dims must be empty (torch.max(x));
+//   amax, amin       [dim: ints?, keepdim: bool]
+//   max, min         [dim: ints?, keepdim: bool]   dim must be None or empty (torch.max(x));
 //                    a dim goes through max_dim / min_dim.
-//   argmax, argmin   [dims: ints, keepdim: bool]   at most one dim; empty = flattened input.
+//   argmax, argmin   [dim: int?, keepdim: bool]   None = flattened input.
 //   max_dim, min_dim [dim: int, keepdim: bool]     outputs (values, int64 indices).
 //
 // Note [Composite ops]
@@ -24,6 +24,7 @@
 // node under their name, whose rule gives PyTorch's gradient (e.g. norm's zero
 // gradient at a zero vector, which the composition's sqrt would turn into NaN).
 #include <string>
+#include <utility>
 
 #include "rill/ops/op_schema.h"
 #include "rill/ops/type_promotion.h"
@@ -49,6 +50,13 @@ std::vector<bool> reduced_mask(const std::vector<int64_t>& dims, int64_t ndim, c
     if (ndim > 0) mask[n] = true;
   }
   return mask;
+}
+
+// The dims a reduction's `int[1]? dim` attr (attr 0) names: None reads as empty, every dim.
+const std::vector<int64_t>& reduced_dims(const Attrs& attrs) {
+  static const std::vector<int64_t> kEvery;
+  const auto* dims = std::get_if<std::vector<int64_t>>(&attrs.values.at(0));
+  return dims ? *dims : kEvery;
 }
 
 Shape reduced_shape(const Shape& shape, const std::vector<bool>& mask, bool keepdim) {
@@ -80,12 +88,12 @@ InferResult infer_sum_mean(const InferContext& c) {
   check_attrs(c);
   const TensorMeta& x = *c.inputs[0];
   const std::string& name = c.op.name;
-  std::vector<bool> mask = reduced_mask(c.attrs.get_ints(0), x.ndim(), name);
+  std::vector<bool> mask = reduced_mask(reduced_dims(c.attrs), x.ndim(), name);
   bool keepdim = c.attrs.get_bool(1);
-  bool has_dtype = c.attrs.get_bool(3);
+  const DType* dtype = optional_attr_of<DType>(c.op, c.attrs, "dtype");
   DType out;
-  if (has_dtype) {
-    out = c.attrs.get_dtype(2);
+  if (dtype) {
+    out = *dtype;
     RILL_CHECK(name != "mean" || dtype_is_floating(out), Type,
                "[mean] could not infer output dtype. Optional dtype must be either a floating point or complex "
                "dtype. Got: ", dtype_name(out));
@@ -98,7 +106,7 @@ InferResult infer_sum_mean(const InferContext& c) {
     out = dtype_is_floating(x.dtype) ? x.dtype : DType::kInt64;  // bool and ints sum to int64
   }
   std::vector<DType> casts;
-  if (has_dtype) casts.push_back(out);  // torch converts the input first, then reduces
+  if (dtype) casts.push_back(out);  // torch converts the input first, then reduces
   return {{make_contiguous_meta(reduced_shape(x.shape, mask, keepdim), out, x.device)}, casts};
 }
 
@@ -107,7 +115,7 @@ InferResult infer_extreme(const InferContext& c) {
   check_attrs(c);
   const TensorMeta& x = *c.inputs[0];
   const std::string& name = c.op.name;
-  const std::vector<int64_t>& dims = c.attrs.get_ints(0);
+  const std::vector<int64_t>& dims = reduced_dims(c.attrs);
   RILL_CHECK(dims.empty() || (name != "max" && name != "min"), Runtime, "[", name,
              "] reduces over every element; for the values and indices along a dim use ", name, "_dim, or use a",
              name, "() to reduce over several dims");
@@ -121,17 +129,15 @@ InferResult infer_arg(const InferContext& c) {
   check_attrs(c);
   const TensorMeta& x = *c.inputs[0];
   const std::string& name = c.op.name;
-  const std::vector<int64_t>& dims = c.attrs.get_ints(0);
+  const int64_t* dim = optional_attr_of<int64_t>(c.op, c.attrs, "dim");
   bool keepdim = c.attrs.get_bool(1);
-  RILL_CHECK(dims.size() <= 1, Type, "[", name, "] expected at most one dim, got ", dims.size(),
-             "; flatten the input first to reduce over several dims");
   RILL_CHECK(x.dtype != DType::kBool, Runtime, "[", name, "] does not support bool input; convert it with .int()");
   Shape shape;
-  if (dims.empty()) {
+  if (!dim) {
     RILL_CHECK(x.numel != 0, Index, "[", name, "] Expected reduction dim to be specified for input.numel() == 0.");
     if (keepdim) shape.assign(x.shape.size(), 1);
   } else {
-    std::vector<bool> mask = reduced_mask(dims, x.ndim(), name);
+    std::vector<bool> mask = reduced_mask({*dim}, x.ndim(), name);
     check_nonempty(x, mask, true, name);
     shape = reduced_shape(x.shape, mask, keepdim);
   }
@@ -164,7 +170,7 @@ InferResult infer_var(const InferContext& c) {
 InferResult infer_any_all(const InferContext& c) {
   check_attrs(c);
   const TensorMeta& x = *c.inputs[0];
-  std::vector<bool> mask = reduced_mask(c.attrs.get_ints(0), x.ndim(), c.op.name);
+  std::vector<bool> mask = reduced_mask(reduced_dims(c.attrs), x.ndim(), c.op.name);
   DType out = x.dtype == DType::kUInt8 ? DType::kUInt8 : DType::kBool;
   return {{make_contiguous_meta(reduced_shape(x.shape, mask, c.attrs.get_bool(1)), out, x.device)}, {DType::kBool}};
 }
@@ -205,18 +211,20 @@ void register_reduce_ops() {
   const OpFlags k;
   OpFlags composite;
   composite.composite = true;
-  OpFlags no_grad;
-  no_grad.differentiable = false;
-  // dim empty: every dim. has_dtype: dtype is given (else the input's, int64 for integers).
-  for (const char* n : {"sum", "mean", "prod"})
-    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim, ScalarType dtype, bool has_dtype) -> Tensor",
-                infer_sum_mean, k, "reduction over dim (empty: all)");
+  // dim None or empty: every dim. prod takes one dim in Python, so it is bound by hand, as are var and std
+  // (python/src/math_ops.cpp).
+  const OpFlags py = {.function = true, .method = true};
+  for (const auto& [n, flags] : {std::pair{"sum", py}, {"mean", py}, {"prod", k}})
+    ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
+                "Tensor", infer_sum_mean, flags, "reduction over dim (None: every dim)");
   for (const char* n : {"var", "std"})
     ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim, float correction) -> Tensor", infer_var, k,
                 "dividing by max(N - correction, 0)");
+  OpFlags py_no_grad = py;
+  py_no_grad.differentiable = false;
   for (const char* n : {"any", "all"})
-    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_any_all, no_grad,
-                "logical reduction, bool out");
+    ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", infer_any_all,
+                py_no_grad, "logical reduction, bool out");
   ops::define("logsumexp(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_composite, composite,
               "log(sum(exp(x))) over dim, shifted by the maximum");
   ops::define("norm(Tensor self, int[] dim, bool keepdim, float ord) -> Tensor", infer_composite, composite,
@@ -225,11 +233,12 @@ void register_reduce_ops() {
     ops::define(std::string(n) + "(Tensor self, int dim, bool reverse, ScalarType dtype, bool has_dtype) -> Tensor",
                 infer_scan, k, "running reduction along dim (reverse: from the end)");
   ops::define("cumprod_backward(Tensor self, Tensor grad, int dim) -> Tensor", infer_cumprod_backward, k, "");
-  for (const char* n : {"amax", "amin", "max", "min"})
-    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_extreme, k,
-                "largest / smallest value over dim");
+  // max, min: several forms in Python (python/src/ops.cpp).
+  for (const auto& [n, flags] : {std::pair{"amax", py}, {"amin", py}, {"max", k}, {"min", k}})
+    ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", infer_extreme,
+                flags, "largest / smallest value over dim");
   for (const char* n : {"argmax", "argmin"})
-    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_arg, no_grad,
+    ops::define(std::string(n) + "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", infer_arg, py_no_grad,
                 "index of the largest / smallest value");
   for (const char* n : {"max_dim", "min_dim"})
     ops::define(std::string(n) + "(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor indices)",

@@ -84,10 +84,10 @@ InferResult infer_restride_scatter(const InferContext& c) {
 }  // namespace
 
 void register_shape_ops() {
-  const OpFlags strided = {.strided_output = true};
-  ops::define("cat(Tensor[] tensors, int dim) -> Tensor", infer_cat, {}, "tensors joined along dim");
-  ops::define("tril(Tensor self, int diagonal) -> Tensor", infer_triangle, strided, "the lower triangle");
-  ops::define("triu(Tensor self, int diagonal) -> Tensor", infer_triangle, strided, "the upper triangle");
+  ops::define("cat(Tensor[] tensors, int dim=0) -> Tensor", infer_cat, {.function = true}, "tensors joined along dim");
+  const OpFlags py = {.strided_output = true, .function = true, .method = true, .inplace = true};
+  ops::define("tril(Tensor self, int diagonal=0) -> Tensor", infer_triangle, py, "the lower triangle");
+  ops::define("triu(Tensor self, int diagonal=0) -> Tensor", infer_triangle, py, "the upper triangle");
   ops::define("restride_scatter(Tensor self, Tensor src, int[] size, int[] stride, int offset) -> Tensor",
               infer_restride_scatter, {.differentiable = false},
               "self with src written where restride(self, size, stride, offset) looks (self dense)");

@@ -334,20 +334,22 @@ InferResult infer_as_strided(const InferContext& c) {
 
 void register_view_ops() {
   const OpFlags v = {.strided_output = true, .view = true};
+  const OpFlags py = {.strided_output = true, .function = true, .method = true, .view = true};
   ops::define("view(Tensor self, int[] size) -> Tensor", infer_view, v, "the same elements in another shape");
-  ops::define("transpose(Tensor self, int dim0, int dim1) -> Tensor", infer_transpose, v, "two dims swapped");
-  ops::define("t(Tensor self) -> Tensor", infer_t, v, "a matrix transposed (fewer dims: the same elements)");
+  ops::define("transpose(Tensor self, int dim0, int dim1) -> Tensor", infer_transpose, py, "two dims swapped");
+  ops::define("t(Tensor self) -> Tensor", infer_t, py, "a matrix transposed (fewer dims: the same elements)");
   ops::define("permute(Tensor self, int[] dims) -> Tensor", infer_permute, v, "the dims reordered");
   ops::define("expand(Tensor self, int[] size) -> Tensor", infer_expand, v,
               "size-1 dims repeated by a zero stride (-1 keeps a size)");
   ops::define("slice(Tensor self, int dim, int? start, int? end, int step) -> Tensor", infer_slice, v,
               "start:end:step along dim, with Python's clamping");
-  ops::define("narrow(Tensor self, int dim, int start, int length) -> Tensor", infer_narrow, v,
+  ops::define("narrow(Tensor self, int dim, int start, int length) -> Tensor", infer_narrow, py,
               "length elements from start along dim");
-  ops::define("select(Tensor self, int dim, int index) -> Tensor", infer_select, v, "one index of dim, dim removed");
-  ops::define("unsqueeze(Tensor self, int dim) -> Tensor", infer_unsqueeze, v, "a size-1 dim inserted");
-  ops::define("squeeze(Tensor self, int[]? dim) -> Tensor", infer_squeeze, v, "size-1 dims removed");
-  ops::define("diagonal(Tensor self, int offset, int dim1, int dim2) -> Tensor", infer_diagonal, v,
+  ops::define("select(Tensor self, int dim, int index) -> Tensor", infer_select, py,
+              "one index of dim, dim removed");
+  ops::define("unsqueeze(Tensor self, int dim) -> Tensor", infer_unsqueeze, py, "a size-1 dim inserted");
+  ops::define("squeeze(Tensor self, int[]? dim=None) -> Tensor", infer_squeeze, py, "size-1 dims removed");
+  ops::define("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor", infer_diagonal, py,
               "the diagonal of dims dim1 and dim2, as the last dim");
   // offset is relative to self's element 0 (the binding turns torch's storage_offset into it and checks that
   // the view stays inside self's storage).

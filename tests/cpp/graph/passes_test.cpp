@@ -79,8 +79,7 @@ Job train_job(const std::string& name, int steps, int64_t batch = 8) {
   std::string w = b.variable("fc.weight", {3, 4});
   std::string y = b.op("fc.linear", "linear", {x, w});
   std::string loss = b.op("loss", "sum", {y},
-                          {{"dim", Ints({})}, {"keepdim", B(false)}, {"dtype", Dt("float32")},
-                           {"has_dtype", B(false)}});
+                          {{"dim", Ints({})}, {"keepdim", B(false)}, {"dtype", plan::AttrValue()}});
   std::string gy = b.op("grad.y", "mul_scalar", {y}, {}, {Sf(2.0)}, "backward");
   std::string gyt = b.op("grad.yt", "transpose", {gy}, {{"dim0", I(0)}, {"dim1", I(1)}}, {}, "backward");
   std::string gw = b.op("grad.w", "matmul", {gyt, x}, {}, {}, "backward");

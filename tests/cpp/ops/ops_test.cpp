@@ -159,7 +159,7 @@ TEST(Registry, InputsScalarsAndAttrsFollowFromTheSignature) {
   EXPECT_EQ(sp.num_scalars, 2);
   EXPECT_TRUE(sp.attr_names.empty());
   const OpSchema& sum = ops::get("sum");
-  EXPECT_EQ(sum.attr_names, (std::vector<std::string>{"dim", "keepdim", "dtype", "has_dtype"}));
+  EXPECT_EQ(sum.attr_names, (std::vector<std::string>{"dim", "keepdim", "dtype"}));
   EXPECT_EQ(sum.attr_index("keepdim"), 1u);
   EXPECT_THROW(sum.attr_index("nope"), Error);
   EXPECT_EQ(ops::get("conv2d").num_inputs, -1);  // Tensor? bias

@@ -341,8 +341,9 @@ struct Dim {
 std::vector<bool> reduced_dims(const KernelContext& c) {
   int64_t nd = c.inputs[0].meta->ndim();
   std::vector<int64_t> dims;
-  if (c.op.name == "max_dim" || c.op.name == "min_dim") dims.push_back(c.attrs.get_int(0));
-  else dims = c.attrs.get_ints(0);
+  const AttrValue& dim = c.attrs.values[0];  // int (argmax, max_dim, ...), int list, or None: every dim
+  if (const auto* d = std::get_if<int64_t>(&dim)) dims.push_back(*d);
+  else if (const auto* ds = std::get_if<std::vector<int64_t>>(&dim)) dims = *ds;
   std::vector<bool> mask(static_cast<size_t>(nd), dims.empty());
   for (int64_t d : dims)
     if (nd > 0) mask[d < 0 ? d + nd : d] = true;
