@@ -66,26 +66,26 @@ InferResult infer_lu_factor(const InferContext& c) {
   const int64_t m = a.shape[a.ndim() - 2], n = a.shape[a.ndim() - 1];
   const Shape batch = batch_of(a);
   return {{dense(a.shape, a.dtype, c.inputs[0]), dense(with_dims(batch, {std::min(m, n)}), DType::kInt32, c.inputs[0]),
-           dense(batch, DType::kInt32, c.inputs[0])}};
+           dense(batch, DType::kInt32, c.inputs[0])}, {}};
 }
 
 InferResult infer_solve(const InferContext& c) {
   const TensorMeta& a = *c.inputs[0];
   check_matrices(a, "torch.linalg.solve", true);
   check_rhs(a, *c.inputs[1], "torch.linalg.solve", true);
-  return {{dense(c.inputs[1]->shape, a.dtype, c.inputs[0]), dense(batch_of(a), DType::kInt32, c.inputs[0])}};
+  return {{dense(c.inputs[1]->shape, a.dtype, c.inputs[0]), dense(batch_of(a), DType::kInt32, c.inputs[0])}, {}};
 }
 
 InferResult infer_slogdet(const InferContext& c) {
   const TensorMeta& a = *c.inputs[0];
   check_matrices(a, "torch.linalg.slogdet", true);
-  return {{dense(batch_of(a), a.dtype, c.inputs[0]), dense(batch_of(a), a.dtype, c.inputs[0])}};
+  return {{dense(batch_of(a), a.dtype, c.inputs[0]), dense(batch_of(a), a.dtype, c.inputs[0])}, {}};
 }
 
 InferResult infer_cholesky(const InferContext& c) {
   const TensorMeta& a = *c.inputs[0];
   check_matrices(a, "torch.linalg.cholesky", true);
-  return {{dense(a.shape, a.dtype, c.inputs[0]), dense(batch_of(a), DType::kInt32, c.inputs[0])}};
+  return {{dense(a.shape, a.dtype, c.inputs[0]), dense(batch_of(a), DType::kInt32, c.inputs[0])}, {}};
 }
 
 InferResult infer_ldl_factor(const InferContext& c) {
@@ -94,7 +94,7 @@ InferResult infer_ldl_factor(const InferContext& c) {
   const int64_t n = a.shape[a.ndim() - 1];
   const Shape batch = batch_of(a);
   return {{dense(a.shape, a.dtype, c.inputs[0]), dense(with_dims(batch, {n}), DType::kInt32, c.inputs[0]),
-           dense(batch, DType::kInt32, c.inputs[0])}};
+           dense(batch, DType::kInt32, c.inputs[0])}, {}};
 }
 
 InferResult infer_ldl_solve(const InferContext& c) {
@@ -107,7 +107,7 @@ InferResult infer_ldl_solve(const InferContext& c) {
              "Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with shape ",
              shape_str(pivots.shape), " instead");
   check_rhs(ld, *c.inputs[2], "torch.linalg.ldl_solve", true);
-  return {{dense(c.inputs[2]->shape, ld.dtype, c.inputs[0])}};
+  return {{dense(c.inputs[2]->shape, ld.dtype, c.inputs[0])}, {}};
 }
 
 InferResult infer_eigh(const InferContext& c) {
@@ -118,7 +118,7 @@ InferResult infer_eigh(const InferContext& c) {
              "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
   const int64_t n = a.shape[a.ndim() - 1];
   const Shape vectors = c.attr<bool>("compute_v") ? a.shape : Shape{0};
-  return {{dense(with_dims(batch_of(a), {n}), a.dtype, c.inputs[0]), dense(vectors, a.dtype, c.inputs[0])}};
+  return {{dense(with_dims(batch_of(a), {n}), a.dtype, c.inputs[0]), dense(vectors, a.dtype, c.inputs[0])}, {}};
 }
 
 InferResult infer_svd(const InferContext& c) {
@@ -130,7 +130,7 @@ InferResult infer_svd(const InferContext& c) {
   const Shape u = uv ? with_dims(batch, {m, full ? m : k}) : Shape{0};
   const Shape vh = uv ? with_dims(batch, {full ? n : k, n}) : Shape{0};
   return {{dense(u, a.dtype, c.inputs[0]), dense(with_dims(batch, {k}), a.dtype, c.inputs[0]),
-           dense(vh, a.dtype, c.inputs[0])}};
+           dense(vh, a.dtype, c.inputs[0])}, {}};
 }
 
 InferResult infer_qr(const InferContext& c) {
@@ -143,21 +143,21 @@ InferResult infer_qr(const InferContext& c) {
   const bool complete = mode == "complete";
   const Shape batch = batch_of(a);
   const Shape q = mode == "r" ? Shape{0} : with_dims(batch, {m, complete ? m : k});
-  return {{dense(q, a.dtype, c.inputs[0]), dense(with_dims(batch, {complete ? m : k, n}), a.dtype, c.inputs[0])}};
+  return {{dense(q, a.dtype, c.inputs[0]), dense(with_dims(batch, {complete ? m : k, n}), a.dtype, c.inputs[0])}, {}};
 }
 
 InferResult infer_geqrf(const InferContext& c) {
   const TensorMeta& a = *c.inputs[0];
   check_matrices(a, "torch.geqrf", false);
   const int64_t k = std::min(a.shape[a.ndim() - 2], a.shape[a.ndim() - 1]);
-  return {{dense(a.shape, a.dtype, c.inputs[0]), dense(with_dims(batch_of(a), {k}), a.dtype, c.inputs[0])}};
+  return {{dense(a.shape, a.dtype, c.inputs[0]), dense(with_dims(batch_of(a), {k}), a.dtype, c.inputs[0])}, {}};
 }
 
 InferResult infer_solve_triangular(const InferContext& c) {
   const TensorMeta& a = *c.inputs[0];
   check_matrices(a, "linalg.solve_triangular", true);
   check_rhs(a, *c.inputs[1], "linalg.solve_triangular", c.attr<bool>("left"));
-  return {{dense(c.inputs[1]->shape, a.dtype, c.inputs[0])}};
+  return {{dense(c.inputs[1]->shape, a.dtype, c.inputs[0])}, {}};
 }
 
 InferResult infer_lu_permutation(const InferContext& c) {
@@ -169,7 +169,7 @@ InferResult infer_lu_permutation(const InferContext& c) {
              p.shape.back());
   Shape out(p.shape.begin(), p.shape.end() - 1);
   out.push_back(m);
-  return {{dense(out, DType::kInt64, c.inputs[0])}};
+  return {{dense(out, DType::kInt64, c.inputs[0])}, {}};
 }
 
 }  // namespace

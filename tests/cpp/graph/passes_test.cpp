@@ -388,7 +388,9 @@ TEST(GraphPasses, WriteInPlaceUpdatesVariablesAfterTheirReadersAndWritesOutputs)
   }
   EXPECT_EQ(copies, 0);  // the linear writes the output o in place too
   for (const plan::Regst& r : p.regsts())
-    if (r.kind() == plan::REGST_OUTPUT) EXPECT_EQ(r.lbn(), "y/out0");
+    if (r.kind() == plan::REGST_OUTPUT) {
+      EXPECT_EQ(r.lbn(), "y/out0");
+    }
   ASSERT_NE(update, nullptr);
   int variables_written = 0;
   for (int64_t id : update->out_regsts())

@@ -240,7 +240,9 @@ TEST(Isa, Bfloat16ConversionMatchesBaselineBitForBit) {
     ASSERT_EQ(x, static_cast<uint32_t>(h[i]) << 16);
   }
   for (int64_t i = 0; i < m; ++i)
-    if (std::isnan(f[i])) ASSERT_GT(want_h[i] & 0x7fff, 0x7f80) << f[i];
+    if (std::isnan(f[i])) {
+      ASSERT_GT(want_h[i] & 0x7fff, 0x7f80) << f[i];
+    }
   // The arithmetic rows: float32 arithmetic on the values, rounded like float_to_bfloat16.
   std::vector<uint16_t> a(m), b(m);
   for (int64_t i = 0; i < m; ++i) {
