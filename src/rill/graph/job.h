@@ -21,8 +21,6 @@ class ArenaJob {
  public:
   ArenaJob() : arena_(std::make_unique<google::protobuf::Arena>(options())),
                job_(google::protobuf::Arena::CreateMessage<Job>(arena_.get())) {}
-  /** A copy of job on a new arena (for jobs made elsewhere: tests, deserialized bytes). */
-  explicit ArenaJob(const Job& job) : ArenaJob() { job_->CopyFrom(job); }
   ArenaJob(ArenaJob&& o) noexcept : arena_(std::move(o.arena_)), job_(std::exchange(o.job_, nullptr)) {}
   ArenaJob& operator=(ArenaJob&& o) noexcept {
     arena_ = std::move(o.arena_);

@@ -115,11 +115,11 @@ OpGraph::OpGraph(const Job& job) : job_(&job) {
   const auto& ops = job.ops();
   for (int i = 0; i < n; ++i) {
     const OpConf& op = ops.Get(i);
-    names.push_back({op.name(), StringIndex<int>::hash(op.name())});
-    for (const std::string& lbn : op.outputs()) outputs.push_back({lbn, StringIndex<int>::hash(lbn)});
-    for (const std::string& lbn : op.inputs()) inputs.push_back({lbn, StringIndex<int>::hash(lbn)});
+    names.push_back({op.name(), key_hash(op.name())});
+    for (const std::string& lbn : op.outputs()) outputs.push_back({lbn, key_hash(lbn)});
+    for (const std::string& lbn : op.inputs()) inputs.push_back({lbn, key_hash(lbn)});
     for (const std::string& c : op.ctrl_inputs()) {
-      ctrls.push_back({c, StringIndex<int>::hash(c)});
+      ctrls.push_back({c, key_hash(c)});
       ctrl_op.push_back(i);
     }
     first_output_[i + 1] = static_cast<int>(outputs.size());

@@ -98,10 +98,12 @@ class OpGraph {
 
   /** string_view -> V by open addressing with linear probing; the table is sized once, at twice the keys. A
    * slot keeps its key as a pointer, a length and 32 bits of its hash, so most probes compare no strings. */
+  /** The hash both indexes use for their keys (a graph's build hashes each key once, before probing). */
+  static size_t key_hash(std::string_view key) { return std::hash<std::string_view>()(key); }
+
   template <typename V>
   class StringIndex {
    public:
-    static size_t hash(std::string_view key) { return std::hash<std::string_view>()(key); }
     void reserve(size_t keys) {
       size_t capacity = 16;
       while (capacity < 2 * keys) capacity *= 2;
@@ -126,7 +128,7 @@ class OpGraph {
         if (s.matches(key, tag_of(h))) return &s.value;
       }
     }
-    const V* find(std::string_view key) const { return find(key, hash(key)); }
+    const V* find(std::string_view key) const { return find(key, key_hash(key)); }
     /** Start loading what find(key of hash h) reads first: its slot. */
     void prefetch_slot(size_t h) const { __builtin_prefetch(&slots_[h & mask()]); }
     /** Start loading what it reads next: the key its slot points to (the slot loaded by now). */

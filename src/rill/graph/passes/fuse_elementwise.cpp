@@ -74,8 +74,8 @@ void absorb_feeders(const OpGraph& g, const std::vector<Part>& parts, std::vecto
       continue;
     bool before = true;
     for (int m : feeder.members)
-      for (const std::string& lbn : g.op(m).inputs()) {
-        const BlobRef q = g.producer(lbn);
+      for (int k = 0; k < g.op(m).inputs_size(); ++k) {
+        const BlobRef q = g.input_producer(m, k);
         if (q.op >= 0 && chain_of[q.op] != a && q.op >= into.first) before = false;
       }
     if (!before) continue;
@@ -106,8 +106,8 @@ void fuse_elementwise(Job& job) {
     const OpConf& op = g.op(i);
     if (!fusible(op)) continue;
     int joined = -1;
-    for (const std::string& lbn : op.inputs()) {
-      const BlobRef p = g.producer(lbn);
+    for (int k = 0; k < op.inputs_size(); ++k) {
+      const BlobRef p = g.input_producer(i, k);
       if (p.op < 0 || chain_of[p.op] < 0) continue;
       const int c = chain_of[p.op];
       const Chain& chain = chains[c];
@@ -116,8 +116,8 @@ void fuse_elementwise(Job& job) {
           parts[chain.first] != parts[i] || static_cast<int>(chain.members.size()) >= fused::kMaxSteps)
         continue;
       bool before = true;
-      for (const std::string& other : op.inputs()) {
-        const BlobRef q = g.producer(other);
+      for (int other = 0; other < op.inputs_size(); ++other) {
+        const BlobRef q = g.input_producer(i, other);
         if (q.op >= 0 && chain_of[q.op] != c && q.op >= chain.first) before = false;
       }
       if (before) {
