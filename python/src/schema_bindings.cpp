@@ -68,6 +68,9 @@ struct BoundOp {
   PyObject* module;                 // where it is installed, for __module__ and pickling by name
 };
 
+// Whether the form is called on a tensor, which Python passes as self (Tensor.<op>, Tensor.<op>_).
+bool takes_self(Form form) { return form == Form::kMethod || form == Form::kInplace; }
+
 // Tensor's Python type, set once: nb::isinstance<Tensor> and nb::cast search nanobind's type map on every call.
 PyTypeObject* g_tensor_type = nullptr;
 
@@ -169,7 +172,7 @@ bool parse(const BoundOp& b, const Overload& ov, PyObject* const* args, size_t n
   const size_t n = ov.kw_names.size();
   if (nargs > ov.positional) {
     if (!strict) return false;
-    const size_t shown = b.form == Form::kMethod || b.form == Form::kInplace ? 1 : 0;  // Python does not count self
+    const size_t shown = takes_self(b.form) ? 1 : 0;  // Python does not count self
     RILL_FAIL(Type, "[", b.name, "] takes ", ov.positional - shown, " positional argument",
               ov.positional - shown == 1 ? "" : "s", " but ", nargs - shown, " were given");
   }
@@ -253,7 +256,7 @@ std::string given_types(PyObject* const* args, size_t nargs, PyObject* kwnames) 
 // One overload with its argument types, as an error lists it: "(Tensor input, Scalar other, *, Tensor out=None)".
 std::string typed_signature(const BoundOp& b, const Overload& ov) {
   const Signature& sig = ov.op->signature;
-  const bool method = b.form == Form::kMethod || b.form == Form::kInplace;
+  const bool method = takes_self(b.form);
   std::string s = "(";
   bool star = false;
   for (size_t i = method ? 1 : 0; i < sig.args.size(); ++i) {
@@ -274,7 +277,7 @@ std::string typed_signature(const BoundOp& b, const Overload& ov) {
 [[noreturn]] void no_overload_fits(const BoundOp& b, PyObject* const* args, size_t nargs, PyObject* kwnames) {
   std::string accepted;
   for (const Overload& ov : b.overloads) accepted += "\n  " + b.name + typed_signature(b, ov);
-  const bool method = b.form == Form::kMethod || b.form == Form::kInplace;
+  const bool method = takes_self(b.form);
   RILL_FAIL(Type, "[", b.name, "] received an invalid combination of arguments: got ",
             given_types(args + (method ? 1 : 0), nargs - (method ? 1 : 0), kwnames), "; it takes one of:",
             accepted);
@@ -379,10 +382,8 @@ PyObject* run(const BoundOp& b, const Overload& ov, PyObject* const* slots, PyOb
     Py_RETURN_NONE;
   }
   if (out && out != Py_None) {
-    nb::handle oh(out);
-    RILL_CHECK(nb::isinstance<Tensor>(oh), Type, "[", b.name, "] argument 'out' must be a Tensor, got ",
-               Py_TYPE(out)->tp_name);
-    const Tensor& o = nb::cast<const Tensor&>(oh);
+    RILL_CHECK(is_tensor(out), Type, "[", b.name, "] argument 'out' must be a Tensor, got ", Py_TYPE(out)->tp_name);
+    const Tensor& o = *nb::inst_ptr<Tensor>(out);
     RILL_CHECK(!eager::grad_enabled() || (!eager::should_record(inputs) && !o.impl()->requires_grad()),
                Runtime, "[", op.name, "] functions with out=... arguments don't support automatic differentiation, "
                "but one of the arguments requires grad; call it under rill.no_grad() or drop out=");
@@ -469,7 +470,7 @@ PyObject* get_name(PyObject* self, void*) {
 // A method's qualified name is Tensor.<name>.
 PyObject* get_qualname(PyObject* self, void*) {
   const BoundOp& b = *reinterpret_cast<BoundOp*>(self);
-  const bool method = b.form == Form::kMethod || b.form == Form::kInplace;
+  const bool method = takes_self(b.form);
   return PyUnicode_FromString(((method ? "Tensor." : "") + b.name).c_str());
 }
 PyObject* get_module(PyObject* self, void*) {
