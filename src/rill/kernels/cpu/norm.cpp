@@ -101,7 +101,9 @@ void layer_norm_backward_kernel(const KernelContext& c) {
         std::max<int64_t>(1, std::min<int64_t>(parallel::num_threads(), work / kParallelGrain + 1));
     std::vector<A> partial(static_cast<size_t>(pieces * 2 * n), A(0));
     parallel::parallel_for(0, pieces, 1, [&](int64_t pb, int64_t pe) {
-      std::vector<A> gw(static_cast<size_t>(n)), xh(static_cast<size_t>(n));
+      // Scratch rows for the loop below; float32 rows need none.
+      const size_t scratch = std::is_same_v<T, float> ? 0 : static_cast<size_t>(n);
+      std::vector<A> gw(scratch), xh(scratch);
       for (int64_t p = pb; p < pe; ++p) {
         A* __restrict pdw = partial.data() + p * 2 * n;
         A* __restrict pdb = pdw + n;
