@@ -38,6 +38,7 @@ from rill._tensor import Size  # noqa: F401  (also installs Python-side Tensor m
 from rill._tensor import memory_format, contiguous_format, preserve_format, channels_last, channels_last_3d  # noqa: F401,E501
 from rill import autograd  # noqa: F401
 from rill import linalg  # noqa: F401
+from rill import return_types  # noqa: F401  (the named tuples of max(x, dim), sort, topk, ...)
 from rill.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 from rill import nn  # noqa: F401  (rill.nn.functional)
 from rill._creation import (  # noqa: F401

@@ -84,6 +84,10 @@ void install_number_slots(nb::class_<Tensor>& cls);
 /** Set the Python exception for a rill error (TypeError, ValueError, ... by its kind). */
 void set_python_error(const Error& e);
 
+/** The named tuple type of name's results, fields separated by spaces ("values indices"), made once per name and
+ * exported as rill.return_types.<name> (Note [Named outputs] in schema_bindings.cpp). */
+nb::handle return_type(const std::string& name, const std::string& fields);
+
 /** Submodule initialisers, one per C++ area. */
 void init_dtype(nb::module_& m);
 void init_tensor(nb::module_& m);

@@ -289,8 +289,7 @@ Tensor finish(Tensor t, const FactoryArgs& f) {
 
 void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   static const BinaryOp add = make_binary("add"), sub = make_binary("sub"), mul = make_binary("mul"),
-                        div = make_binary("div"), pow = make_binary("pow"), maximum = make_binary("maximum"),
-                        minimum = make_binary("minimum");
+                        div = make_binary("div"), pow = make_binary("pow");
   g_slot_add = &add;
   g_slot_sub = &sub;
   g_slot_mul = &mul;
@@ -374,47 +373,6 @@ void init_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("where", [where3](const Tensor& self, const Tensor& cond, nb::handle other) {
     return where3(cond, nb::cast(self), other);
   }, nb::arg("condition"), nb::arg("other"));
-
-  // --- reductions: max and min (three forms each); sum, mean, amax, amin, argmax, argmin come from the
-  // signatures ---
-  static const OpSchema* max_dim = &eager::op("max_dim");
-  static const OpSchema* min_dim = &eager::op("min_dim");
-  // Result types of max/min with a dim, owned by the module (handles here are borrowed).
-  nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
-  m.attr("_max_result") = namedtuple("max", "values indices");
-  m.attr("_min_result") = namedtuple("min", "values indices");
-  static nb::handle max_type = m.attr("_max_result");
-  static nb::handle min_type = m.attr("_min_result");
-  // max/min: (input) -> all-reduce; (input, dim, keepdim) -> (values, indices); (input, other) -> maximum
-  struct Extremum {
-    const char* name;
-    const OpSchema* all;
-    const OpSchema* with_dim;
-    const BinaryOp* pairwise;
-    nb::handle* result_type;
-  };
-  // max()/min() over every element are their own ops (not amax/amin) so their nodes get PyTorch's names.
-  static const OpSchema* max_all = &eager::op("max");
-  static const OpSchema* min_all = &eager::op("min");
-  static const Extremum extrema[2] = {{"max", max_all, max_dim, &maximum, &max_type},
-                                      {"min", min_all, min_dim, &minimum, &min_type}};
-  for (const Extremum& e : extrema) {
-    const Extremum* p = &e;
-    auto fn = [p](const Tensor& x, nb::handle dim, bool keepdim) -> nb::object {
-      if (dim.is_none()) {
-        RILL_CHECK(x.numel() > 0, Runtime, "[", p->name, "] Expected reduction dim to be specified for "
-                   "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
-        return nb::cast(eager::reduce(*p->all, x, {}, false));
-      }
-      if (nb::isinstance<Tensor>(dim)) return nb::cast(binary(*p->pairwise, x, dim));
-      auto dims = ints_from_object(dim, p->name);
-      RILL_CHECK(dims.size() == 1, Type, "[", p->name, "] dim must be a single int");
-      auto [values, indices] = eager::reduce_with_indices(*p->with_dim, x, dims[0], keepdim);
-      return (*p->result_type)(values, indices);
-    };
-    m.def(e.name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-    cls.def(e.name, fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false);
-  }
 
   // --- matmul ---
   auto mm = [](const Tensor& a, const Tensor& b) { return eager::matmul(a, b); };

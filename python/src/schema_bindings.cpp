@@ -35,6 +35,18 @@ namespace {
 //
 // The nn.functional form of an op with OpFlags::nn_inplace takes one more argument, `inplace=False`, after the
 // signature's: True runs the in-place form and returns input.
+//
+// Registration order is the order of trial, so an op whose arguments another overload's would also accept is
+// registered first: max_dim(Tensor self, int dim, ...) before max(Tensor self, int[1]? dim=None, ...), so that
+// max(x, 0) is the values and indices along dim 0. A name may also take one op of another name as an overload
+// (kBorrowedOverloads: max(input, other) is maximum, as PyTorch's max.other).
+
+// Note [Named outputs]
+// An op whose signature names its outputs (`-> (Tensor values, Tensor indices)`) returns them in a named tuple,
+// one type per Python name, as PyTorch's torch.return_types.max: rill.max(x, 0).indices. The types are
+// collections.namedtuple classes, so what tells a named tuple by its _fields (default_collate, rill.save) sees
+// one; they are kept by name in rill._C._return_types, which rill.return_types exports, so they pickle by name.
+// An instance is made by tuple.__new__ of the type, without running the namedtuple's Python __new__.
 
 enum class Form : uint8_t {
   kFunction,
@@ -66,6 +78,7 @@ struct BoundOp {
   std::vector<Overload> overloads;  // tried in order (Note [Overloads])
   PyObject* out_name;               // "out", interned
   PyObject* module;                 // where it is installed, for __module__ and pickling by name
+  PyObject* result_type;            // the named tuple of named outputs (Note [Named outputs]); null: none
 };
 
 // Whether the form is called on a tensor, which Python passes as self (Tensor.<op>, Tensor.<op>_).
@@ -211,8 +224,9 @@ bool has_type(const ArgSpec& a, PyObject* v) {
   switch (a.type) {
     case ArgType::kTensor: return is_tensor(v);
     case ArgType::kTensorList: return PyList_Check(v) || PyTuple_Check(v);
-    case ArgType::kInt: return is_int(v);
-    case ArgType::kIntList: return is_int(v) || PyList_Check(v) || PyTuple_Check(v);
+    // A Tensor has __index__, but fits a Tensor argument, not an int: max(x, y) is maximum, not max(x, dim=y).
+    case ArgType::kInt: return is_int(v) && !is_tensor(v);
+    case ArgType::kIntList: return (is_int(v) && !is_tensor(v)) || PyList_Check(v) || PyTuple_Check(v);
     case ArgType::kFloat: return PyFloat_Check(v) || (PyLong_Check(v) && !PyBool_Check(v));
     case ArgType::kBool: return PyBool_Check(v);
     case ArgType::kScalarType: return dtype_from_object(v).has_value();
@@ -283,11 +297,16 @@ std::string typed_signature(const BoundOp& b, const Overload& ov) {
             accepted);
 }
 
-PyObject* to_python(std::vector<Tensor>&& outs, int num_outputs) {
+// Outputs as Python returns them: a Tensor, a list (Tensor[]), a tuple, or a result_type named tuple.
+PyObject* to_python(std::vector<Tensor>&& outs, int num_outputs, PyObject* result_type) {
   if (num_outputs == 1) return nb::cast(std::move(outs[0])).release().ptr();
   nb::list l;
   for (Tensor& t : outs) l.append(nb::cast(std::move(t)));
-  return num_outputs < 0 ? l.release().ptr() : nb::tuple(l).release().ptr();
+  if (num_outputs < 0) return l.release().ptr();
+  nb::tuple items(l);
+  if (!result_type) return items.release().ptr();
+  nb::tuple args = nb::make_tuple(items);  // tuple.__new__(result_type, items) (Note [Named outputs])
+  return PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(result_type), args.ptr(), nullptr);
 }
 
 // The call's attrs (every argument not a tensor or a Scalar), interned: the overload's defaults when none is
@@ -395,7 +414,8 @@ PyObject* run(const BoundOp& b, const Overload& ov, PyObject* const* slots, PyOb
   }
   if (op.flags.view) return nb::cast(eager::view_call(op, inputs[0], interned)).release().ptr();
   if (sig.num_outputs == 1) return nb::cast(eager::call1(op, inputs, numbers, interned)).release().ptr();
-  return to_python(eager::call(op, inputs, numbers, interned), sig.num_outputs);
+  return to_python(eager::call(op, inputs, numbers, interned), sig.num_outputs,
+                   sig.output_names.empty() ? nullptr : b.result_type);
 }
 
 PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -574,6 +594,18 @@ Overload make_overload(const OpSchema& op, Form form) {
   return ov;
 }
 
+// The named tuple type of a name's outputs (Note [Named outputs]), or null when no overload names them.
+PyObject* named_result_type(const std::string& name, const std::vector<const OpSchema*>& ops) {
+  for (const OpSchema* op : ops) {
+    const std::vector<std::string>& names = op->signature.output_names;
+    if (names.empty()) continue;
+    std::string fields;
+    for (const std::string& n : names) fields += (fields.empty() ? "" : " ") + n;
+    return return_type(name, fields).ptr();
+  }
+  return nullptr;
+}
+
 // A bound form of a name's overloads; it lives as long as the interpreter (like a module function).
 PyObject* make_bound(const std::string& name, const std::vector<const OpSchema*>& ops, Form form,
                      const char* module) {
@@ -584,6 +616,7 @@ PyObject* make_bound(const std::string& name, const std::vector<const OpSchema*>
   b->form = form;
   b->out_name = PyUnicode_InternFromString("out");
   b->module = PyUnicode_InternFromString(module);
+  b->result_type = named_result_type(name, ops);
   for (const OpSchema* op : ops) b->overloads.push_back(make_overload(*op, form));
   return reinterpret_cast<PyObject*>(b);
 }
@@ -595,6 +628,13 @@ constexpr std::pair<const char*, const char*> kAliases[] = {
     {"fix", "trunc"},     {"arctan2", "atan2"}, {"concat", "cat"},          {"concatenate", "cat"},
 };
 
+// PyTorch names that take one op of another name as an overload too, tried after their own: max(input, other)
+// is maximum(input, other), as PyTorch's max.other.
+constexpr std::pair<const char*, const char*> kBorrowedOverloads[] = {{"max", "maximum"}, {"min", "minimum"}};
+
+// Every named tuple type made so far, by name (Note [Named outputs]); it lives as long as the interpreter.
+PyObject* g_return_types = nullptr;
+
 void install(nb::handle owner, const std::string& name, PyObject* fn) {
   RILL_ASSERT(!PyObject_HasAttrString(owner.ptr(), name.c_str()), "'", name, "' is bound twice: by hand and from "
               "its signature");
@@ -603,6 +643,19 @@ void install(nb::handle owner, const std::string& name, PyObject* fn) {
 }
 
 }  // namespace
+
+nb::handle return_type(const std::string& name, const std::string& fields) {
+  if (!g_return_types) g_return_types = PyDict_New();
+  if (PyObject* type = PyDict_GetItemString(g_return_types, name.c_str())) {
+    RILL_ASSERT(nb::cast<std::string>(nb::str(" ").attr("join")(nb::handle(type).attr("_fields"))) == fields,
+                "[", name, "] two result types: '", fields, "' and another");
+    return type;
+  }
+  nb::object type = nb::module_::import_("collections").attr("namedtuple")(name, fields);
+  type.attr("__module__") = "rill.return_types";
+  RILL_ASSERT(PyDict_SetItemString(g_return_types, name.c_str(), type.ptr()) == 0, "can't keep ", name);
+  return type;  // the dict holds it
+}
 
 void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
   g_tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
@@ -623,6 +676,12 @@ void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
     if (op->flags.updates_in_place) f.update.push_back(op);
     if (op->flags.nn_functional) f.nn_functional.push_back(op);
     RILL_ASSERT(!op->flags.nn_inplace || op->flags.nn_functional, "[", op->name, "] nn_inplace needs nn_functional");
+  }
+  for (const auto& [name, op_name] : kBorrowedOverloads) {  // Note [Overloads]
+    const OpSchema& op = ops::get(op_name);
+    Forms& f = by_name.at(name);
+    if (op.flags.function) f.function.push_back(&op);
+    if (op.flags.method) f.method.push_back(&op);
   }
   nb::list functions;
   nb::dict nn_functional;  // what rill and rill.nn.functional export
@@ -649,6 +708,8 @@ void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
     functions.append(alias);
   }
   m.attr("_schema_functions") = nb::tuple(functions);
+  if (!g_return_types) g_return_types = PyDict_New();
+  m.attr("_return_types") = nb::borrow(g_return_types);
   m.attr("_schema_nn_functional") = nn_functional;
 }
 

@@ -1,4 +1,4 @@
-// Shape, indexing and sorting ops: module functions (rill.cat, rill.gather, rill.sort, ...) and Tensor
+// Shape, indexing and sorting ops: module functions (rill.stack, rill.gather, rill.topk, ...) and Tensor
 // methods, with PyTorch's names, argument names and defaults, calling the functional API (eager::), which
 // records gradients itself.
 #include "bind.h"
@@ -252,21 +252,10 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   // where(condition): the one-argument form, nonzero(condition, as_tuple=True).
   m.def("where", [](const Tensor& cond) { return to_tuple(eager::nonzero_tuple(cond)); }, nb::arg("condition"));
 
-  // --- sorting ---
-  nb::object namedtuple = nb::module_::import_("collections").attr("namedtuple");
-  m.attr("_sort_result") = namedtuple("sort", "values indices");
-  m.attr("_topk_result") = namedtuple("topk", "values indices");
-  m.attr("_kthvalue_result") = namedtuple("kthvalue", "values indices");
-  static nb::handle sort_type = m.attr("_sort_result");
-  static nb::handle topk_type = m.attr("_topk_result");
-  static nb::handle kth_type = m.attr("_kthvalue_result");
-  auto sort = [](const Tensor& x, int64_t dim, bool descending, bool stable) {
-    auto [v, i] = eager::sort(x, dim, descending, stable);
-    return sort_type(v, i);
-  };
-  m.def("sort", sort, nb::arg("input"), nb::arg("dim") = -1, nb::arg("descending") = false,
-        nb::arg("stable") = false);
-  cls.def("sort", sort, nb::arg("dim") = -1, nb::arg("descending") = false, nb::arg("stable") = false);
+  // --- sorting: sort comes from its signature; argsort, topk and kthvalue are compositions of sort
+  // (eager/sort.cpp), not ops ---
+  static nb::handle topk_type = return_type("topk", "values indices");
+  static nb::handle kth_type = return_type("kthvalue", "values indices");
   auto argsort = [](const Tensor& x, int64_t dim, bool descending, bool stable) {
     return eager::sort(x, dim, descending, stable).second;
   };

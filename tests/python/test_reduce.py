@@ -1,5 +1,7 @@
 """Reductions against PyTorch: sum, mean, amax, amin, max, min, argmax, argmin over
 dim=None / int / negative / tuple, keepdim, dtype=, layouts, and the errors."""
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -131,6 +133,35 @@ def test_max_min(op, dtype, layout):
     o_r, o_t = layout_pair("contiguous", dtype, seed=6)
     if layout != "empty_middle":
         run(lambda m, x: getattr(m, op)(x, o_r if m is rill else o_t), r, t)
+
+
+def test_max_min_overloads():
+    """max(x), max(x, dim, keepdim) and max(x, other) are overloads of one name: a Tensor second argument is
+    maximum's other (though a Tensor has __index__, it is not a dim), out= goes with that form, and a keepdim
+    without a dim or a dim that is not one int raises TypeError, as in PyTorch."""
+    r, t = random_pair((2, 3), "float32", seed=13)
+    o_r, o_t = random_pair((2, 3), "float32", seed=14)
+    run(lambda m, x: x.max(o_r if m is rill else o_t), r, t)
+    run(lambda m, x: m.min(x, other=o_r if m is rill else o_t), r, t)
+    run(lambda m, x: m.max(x, rill.tensor(1) if m is rill else torch.tensor(1)), r, t)
+    for kw in ({"keepdim": True}, {"dim": (0, 1)}, {"dim": [0]}, {"dim": 1.0}):
+        assert_same_error(lambda: r.max(**kw), lambda: t.max(**kw))
+        assert_same_error(lambda: rill.min(r, **kw), lambda: torch.min(t, **kw))
+    out = rill.empty(2, 3)
+    assert rill.max(r, o_r, out=out) is out
+    assert_close(out, torch.max(t, o_t))
+
+
+def test_max_min_results_are_return_types():
+    """max(x, dim) is a rill.return_types.max, a named tuple (what default_collate tells by _fields) that
+    pickles by name."""
+    r = rill.tensor([[1.0, 5.0], [4.0, 2.0]])
+    res = rill.max(r, 1)
+    assert type(res) is rill.return_types.max and res._fields == ("values", "indices")
+    assert type(r.min(0)) is rill.return_types.min
+    back = pickle.loads(pickle.dumps(res))
+    assert type(back) is rill.return_types.max
+    assert back.values.tolist() == [5.0, 4.0] and back.indices.tolist() == [1, 0]
 
 
 @pytest.mark.parametrize("op", ["argmax", "argmin"])

@@ -234,6 +234,10 @@ def test_sort_result_is_a_named_tuple():
     assert v.tolist() == [3.0, 2.0] and i.tolist() == [2, 0]
     k = rill.kthvalue(rill.tensor([2.0, 1.0, 3.0]), 2)
     assert k.values.item() == 2.0 and k.indices.item() == 0
+    d = rill.tensor([[2.0, 1.0], [0.0, 3.0]]).sort(0, True)  # dim and descending positionally, as PyTorch's
+    assert d.values.tolist() == [[2.0, 3.0], [0.0, 1.0]] and d.indices.tolist() == [[0, 1], [1, 0]]
+    for result, name in ((s, "sort"), (rill.topk(rill.tensor([1.0]), 1), "topk"), (k, "kthvalue")):
+        assert type(result) is getattr(rill.return_types, name) and type(result).__name__ == name
 
 
 def test_unique_variants():

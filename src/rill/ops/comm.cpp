@@ -58,8 +58,8 @@ void register_comm_ops() {
               "this rank's share of self reduced over the group");
   ops::define("comm_send(Tensor self, int dst, int tag, int group) -> Tensor", infer_token, comm,
               "send self to rank dst");
-  ops::define("comm_recv(Tensor self, int src, int tag, int group) -> (Tensor, Tensor source)", infer_recv, comm,
-              "receive into self from rank src (-1: any); source: the sender's rank");
+  ops::define("comm_recv(Tensor self, int src, int tag, int group) -> (Tensor received, Tensor source)", infer_recv,
+              comm, "receive into self from rank src (-1: any); received: self's data, source: the sender's rank");
 }
 
 }  // namespace rill

@@ -12,8 +12,8 @@
 //                    reverse scans from the end (cumsum's gradient).
 //   cumprod_backward (input, grad) [dim: int]   the gradient of cumprod, exact with zeros in the input.
 //   amax, amin       [dim: ints?, keepdim: bool]
-//   max, min         [dim: ints?, keepdim: bool]   dim must be None or empty (torch.max(x));
-//                    a dim goes through max_dim / min_dim.
+//   max, min         [dim: ints?, keepdim: bool]   dim None or empty and keepdim False (torch.max(x));
+//                    a dim goes through max_dim / min_dim, overloads of the same Python name.
 //   argmax, argmin   [dim: int?, keepdim: bool]   None = flattened input.
 //   max_dim, min_dim [dim: int, keepdim: bool]     outputs (values, int64 indices).
 //
@@ -116,9 +116,10 @@ InferResult infer_extreme(const InferContext& c) {
   const TensorMeta& x = *c.inputs[0];
   const std::string& name = c.op.name;
   const std::vector<int64_t>& dims = reduced_dims(c.attrs);
-  RILL_CHECK(dims.empty() || (name != "max" && name != "min"), Runtime, "[", name,
-             "] reduces over every element; for the values and indices along a dim use ", name, "_dim, or use a",
-             name, "() to reduce over several dims");
+  // max(x) and min(x) take no dim (a TypeError, as PyTorch's parser raises): the dim forms are max_dim, min_dim.
+  RILL_CHECK((dims.empty() && !c.attrs.get_bool(1)) || (name != "max" && name != "min"), Type, "[", name,
+             "] reduces over every element and takes no keepdim; for the values and indices along a dim pass one "
+             "int dim, or use a", name, "() to reduce over several dims");
   std::vector<bool> mask = reduced_mask(dims, x.ndim(), name);
   check_nonempty(x, mask, !dims.empty(), name);
   return {{make_contiguous_meta(reduced_shape(x.shape, mask, c.attrs.get_bool(1)), x.dtype, x.device)}, {}};
@@ -233,16 +234,18 @@ void register_reduce_ops() {
     ops::define(std::string(n) + "(Tensor self, int dim, bool reverse, ScalarType dtype, bool has_dtype) -> Tensor",
                 infer_scan, k, "running reduction along dim (reverse: from the end)");
   ops::define("cumprod_backward(Tensor self, Tensor grad, int dim) -> Tensor", infer_cumprod_backward, k, "");
-  // max, min: several forms in Python (python/src/ops.cpp).
-  for (const auto& [n, flags] : {std::pair{"amax", py}, {"amin", py}, {"max", k}, {"min", k}})
-    ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", infer_extreme,
-                flags, "largest / smallest value over dim");
+  // max, min: three overloads each, as in PyTorch: max(x, dim, keepdim) -> (values, indices), defined first
+  // since max(x)'s int[1]? dim would take its int too (Note [Overloads] in python/src/schema_bindings.cpp),
+  // max(x) over every element, and max(x, other), which is maximum.
+  for (const char* n : {"max", "min"})
+    ops::define(std::string(n) + "_dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+                infer_extreme_dim, py, "values and indices of the extremes along dim").overload_of = n;
+  for (const char* n : {"amax", "amin", "max", "min"})
+    ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", infer_extreme, py,
+                "largest / smallest value over dim (max, min: over every element)");
   for (const char* n : {"argmax", "argmin"})
     ops::define(std::string(n) + "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", infer_arg, py_no_grad,
                 "index of the largest / smallest value");
-  for (const char* n : {"max_dim", "min_dim"})
-    ops::define(std::string(n) + "(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor indices)",
-                infer_extreme_dim, k, "values and indices of the extremes along dim");
 }
 
 }  // namespace rill

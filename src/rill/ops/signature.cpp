@@ -139,13 +139,16 @@ class Reader {
     return i;
   }
 
-  int outputs() {
+  // The outputs; names receives their names when the signature names them (every one or none).
+  int outputs(std::vector<std::string>& names) {
     if (accept('(')) {
       int n = 0;
       while (!accept(')')) {
         if (n > 0) expect(',');
         if (type() != ArgType::kTensor) fail("outputs are Tensors");
-        if (!peek(',') && !peek(')')) identifier();  // an optional output name
+        const bool named = !peek(',') && !peek(')');
+        if (n > 0 && named != !names.empty()) fail("name every output or none");
+        if (named) names.push_back(identifier());
         ++n;
       }
       return n;
@@ -224,7 +227,7 @@ Signature parse_signature(std::string_view text) {
     sig.args.push_back(std::move(a));
   }
   if (!r.accept("->")) r.fail("expected '->' and the outputs");
-  sig.num_outputs = r.accept("()") ? 0 : r.outputs();
+  sig.num_outputs = r.accept("()") ? 0 : r.outputs(sig.output_names);
   if (!r.at_end()) r.fail("unexpected text after the outputs");
   return sig;
 }
@@ -247,11 +250,12 @@ std::string Signature::str() const {
     }
   }
   os << ") -> ";
-  if (num_outputs == 1) os << "Tensor";
+  if (num_outputs == 1 && output_names.empty()) os << "Tensor";
   else if (num_outputs == -1) os << "Tensor[]";
   else {
     os << '(';
-    for (int i = 0; i < num_outputs; ++i) os << (i ? ", " : "") << "Tensor";
+    for (int i = 0; i < num_outputs; ++i)
+      os << (i ? ", " : "") << "Tensor" << (output_names.empty() ? "" : " " + output_names[i]);
     os << ')';
   }
   return os.str();

@@ -3,12 +3,13 @@
 //
 //   softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
 //   sum(Tensor self, int[] dim, bool keepdim, ScalarType? dtype=None) -> Tensor
-//   max_dim(Tensor self, int dim, bool keepdim=False) -> (Tensor, Tensor)
+//   max_dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 //
 // Argument types: Tensor, Tensor[], int, int[] (also int[2]), float, bool,
 // ScalarType, Scalar, str; a `?` suffix accepts None; a bare `*` makes every
 // later argument keyword-only. How an op call carries the arguments follows from
-// the types (Note [Arguments of an op call]).
+// the types (Note [Arguments of an op call]). Outputs may be named, all or none;
+// named outputs come back to Python as a named tuple (torch.return_types.max).
 #pragma once
 
 #include <cstdint>
@@ -41,11 +42,12 @@ struct ArgSpec {
   bool is_tensor() const { return type == ArgType::kTensor || type == ArgType::kTensorList; }
 };
 
-/** A parsed signature: name, arguments and the number of outputs. */
+/** A parsed signature: name, arguments, the number of outputs and their names. */
 struct Signature {
   std::string name;
   std::vector<ArgSpec> args;
   int num_outputs = 1;  // `-> Tensor`: 1, `-> (Tensor, Tensor)`: 2, `-> Tensor[]`: -1 (any number)
+  std::vector<std::string> output_names;  // `-> (Tensor values, Tensor indices)`: one per output; else empty
   /** The signature as text, in the canonical spelling parse() reads back. */
   std::string str() const;
   /** Index of the argument called name in args, or -1. */

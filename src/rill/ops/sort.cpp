@@ -18,8 +18,8 @@ InferResult infer_sort(const InferContext& c) {
 }  // namespace
 
 void register_sort_ops() {
-  ops::define("sort(Tensor self, int dim, bool descending, bool stable) -> (Tensor values, Tensor indices)",
-              infer_sort, {}, "values sorted along dim, and their indices");
+  ops::define("sort(Tensor self, int dim=-1, bool descending=False, bool stable=False) -> (Tensor values, Tensor "
+              "indices)", infer_sort, {.function = true, .method = true}, "values sorted along dim, and their indices");
 }
 
 }  // namespace rill

@@ -134,7 +134,11 @@ TEST(Signature, ParsesTypesDefaultsAndKeywordOnlyArguments) {
   EXPECT_EQ(s.num_outputs, 1);
   // str() spells it canonically, and reads back to the same signature.
   EXPECT_EQ(parse_signature(s.str()).str(), s.str());
-  EXPECT_EQ(parse_signature("max_dim(Tensor self, int dim) -> (Tensor values, Tensor indices)").num_outputs, 2);
+  const Signature max_dim = parse_signature("max_dim(Tensor self, int dim) -> (Tensor values, Tensor indices)");
+  EXPECT_EQ(max_dim.num_outputs, 2);
+  EXPECT_EQ(max_dim.output_names, (std::vector<std::string>{"values", "indices"}));
+  EXPECT_EQ(max_dim.str(), "max_dim(Tensor self, int dim) -> (Tensor values, Tensor indices)");
+  EXPECT_TRUE(parse_signature("f(Tensor self) -> (Tensor, Tensor)").output_names.empty());
   EXPECT_EQ(parse_signature("split(Tensor self, Tensor[] parts) -> Tensor[]").num_outputs, -1);
   EXPECT_EQ(parse_signature("split(Tensor self, Tensor[] parts) -> Tensor[]").args[1].type, ArgType::kTensorList);
 }
@@ -142,7 +146,7 @@ TEST(Signature, ParsesTypesDefaultsAndKeywordOnlyArguments) {
 TEST(Signature, BadTextRaisesNamingTheColumn) {
   for (const char* bad : {"f(Tensor self", "f(Tensr self) -> Tensor", "f(Tensor self, int k=1, int j) -> Tensor",
                           "f(int k=None) -> Tensor", "f(Tensor self) -> int", "f(Tensor a, Tensor a) -> Tensor",
-                          "f(Tensor self) Tensor", "f(float[] x) -> Tensor"}) {
+                          "f(Tensor self) Tensor", "f(float[] x) -> Tensor", "f(Tensor a) -> (Tensor v, Tensor)"}) {
     try {
       parse_signature(bad);
       ADD_FAILURE() << "parsed: " << bad;
