@@ -39,6 +39,7 @@ from rill._tensor import memory_format, contiguous_format, preserve_format, chan
 from rill import autograd  # noqa: F401
 from rill import linalg  # noqa: F401
 from rill import return_types  # noqa: F401  (the named tuples of max(x, dim), sort, topk, ...)
+from rill import experimental  # noqa: F401  (delay_tick)
 from rill.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 from rill import nn  # noqa: F401  (rill.nn.functional)
 from rill._creation import (  # noqa: F401

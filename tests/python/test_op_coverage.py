@@ -34,6 +34,8 @@ EXEMPT.update({
     "restride": "graph mode's re-read of memory it did not see being made: tests/cpp/graph/tracer_test.cpp",
     "restride_scatter": "graph mode's write into part of a tensor: tests/python/test_graph.py (partial writes)",
     "graph_launch": "one nn.Graph call: tests/python/test_graph.py",
+    "_delay_tick": "rill.experimental.delay_tick, a view in eager mode: tests/python/test_graph_delay.py, in eager "
+                   "and graph mode (the trace shows each piece read delay_num pieces late)",
     "_fused_elementwise": "graph mode's fused chains: tests/cpp/kernels/fused_test.cpp against the steps one by one, "
                           "tests/python/test_graph.py against the unfused graph and eager",
 })

@@ -31,7 +31,7 @@ std::vector<Tensor> permute_backward(const GradContext& c) {
   return {eager::permute(c.grad(), inverse)};
 }
 
-std::vector<Tensor> expand_backward(const GradContext& c) { return {c.grad()}; }
+std::vector<Tensor> grad_itself(const GradContext& c) { return {c.grad()}; }
 
 // slice, narrow, select, diagonal: the gradient written into the same view of zeros shaped like the input.
 std::vector<Tensor> pick_backward(const GradContext& c) {
@@ -98,7 +98,7 @@ void register_view_rules() {
   define_rule("transpose", {"TransposeBackward0", transpose_backward});
   define_rule("t", {"TBackward0", t_backward});
   define_rule("permute", {"PermuteBackward0", permute_backward});
-  define_rule("expand", {"ExpandBackward0", expand_backward});
+  define_rule("expand", {"ExpandBackward0", grad_itself});
   define_rule("slice", {"SliceBackward0", pick_backward});
   define_rule("narrow", {"SliceBackward0", pick_backward});
   define_rule("select", {"SelectBackward0", pick_backward});
@@ -106,6 +106,7 @@ void register_view_rules() {
   define_rule("unsqueeze", {"UnsqueezeBackward0", reshape_back});
   define_rule("squeeze", {"SqueezeBackward0", reshape_back, 0, 0, squeeze_name});
   define_rule("as_strided", {"AsStridedBackward0", as_strided_backward});
+  define_rule("_delay_tick", {"DelayTickBackward0", grad_itself});
 }
 
 }  // namespace rill::autograd

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -22,6 +23,10 @@ namespace rill::graph {
 //   view op       TASK_VIEW, a REGST_VIEW of the root register it views (views of
 //                 views point at the root; the desc's offset, from inference,
 //                 counts from the root's start);
+//   _delay_tick   TASK_DELAY, a view whose task gives each piece out `delay_num`
+//                 pieces late (Note [The delay tick] in runtime/actor.cpp); what the
+//                 delayed part reads from outside it gets the buffers to run that
+//                 far ahead (Note [Room for a delay]);
 //   output        TASK_COPY into a REGST_OUTPUT register (the launch's output); an in_place one a
 //                 TASK_TICK after the value's producer, which writes the REGST_OUTPUT itself
 //                 (when its registers hold one buffer);
@@ -83,6 +88,7 @@ class Compiler {
       else if (count_for(p) == 1) output_in_place_[slot] = static_cast<int>(int_attr(a, "index"));
     }
     for (int i = 0; i < g_.size(); ++i) add_op(i);
+    if (!delays_.empty()) make_room_for_delays();
     plan_.set_pieces(pieces_);
     plan_memory();
     return std::move(plan_);
@@ -297,6 +303,7 @@ class Compiler {
 
   void add_compute(int i, const OpSchema& schema) {
     const OpConf& op = g_.op(i);
+    if (op.op_type() == kDelayTick) return add_delay(i);
     plan::Task& t = new_task(i, schema.flags.view ? plan::TASK_VIEW : plan::TASK_COMPUTE);
     t.set_op(op.op_type());
     *t.mutable_attrs() = op.attrs();
@@ -313,6 +320,62 @@ class Compiler {
                schema.composite() ? "is a composite (computed by other ops) and " : "", "has no CPU kernel, so "
                "graph mode cannot run it", at(op));
     own_outputs(i, t);
+  }
+
+  void add_delay(int i) {
+    plan::Task& t = new_task(i, plan::TASK_DELAY);
+    t.set_delay(static_cast<int32_t>(int_attr(g_.op(i), "delay_num")));
+    t.add_in_regsts(read(i, 0, t.id()).id());
+    view_output(i, t, plan_.regsts(regst_of(i, 0)), g_.op(i).output_descs(0));
+    delays_.push_back(i);
+  }
+
+  // Note [Room for a delay]
+  // What reads a delay's output, directly or not, runs delay_num pieces behind what it does not read: so each
+  // task outside that part whose registers something inside reads must be able to make delay_num more pieces
+  // before the first is freed (the delay's input, but also, say, the source tick's ones that backward starts
+  // from), or the plan deadlocks. Those registers get min(delay_num + 1, pieces) buffers, and so does the input
+  // of each view task such a register is the output of (a view holds its input piece while its own is unfreed).
+  void make_room_for_delays() {
+    for (int r = 0; r < plan_.regsts_size(); ++r) regst_index_[plan_.regsts(r).id()] = r;
+    std::vector<int> count(plan_.regsts_size(), 0);  // the buffers a register needs, by index in plan_.regsts
+    for (int d : delays_) {
+      const int in_flight = static_cast<int>(std::min<int64_t>(plan_.tasks(task_of_[d]).delay() + 1, pieces_));
+      std::vector<bool> behind(g_.size(), false);  // the delay and what reads it, directly or not
+      std::vector<int> todo{d};
+      behind[d] = true;
+      while (!todo.empty()) {
+        const int u = todo.back();
+        todo.pop_back();
+        for (auto consumers : {g_.data_consumers(u), g_.ctrl_consumers(u)})
+          for (int c : consumers)
+            if (!behind[c]) behind[c] = true, todo.push_back(c);
+      }
+      for (int p = 0; p < g_.size(); ++p) {
+        if (behind[p] || task_of_[p] < 0) continue;
+        bool read_behind = false;
+        for (auto consumers : {g_.data_consumers(p), g_.ctrl_consumers(p)})
+          for (int c : consumers) read_behind = read_behind || behind[c];
+        if (!read_behind) continue;
+        for (int64_t id : plan_.tasks(task_of_[p]).out_regsts()) {
+          const int r = regst_index_.at(id);
+          count[r] = std::max(count[r], in_flight);
+        }
+      }
+    }
+    for (int r = plan_.regsts_size() - 1; r >= 0; --r) {  // a view's input was made before it
+      plan::Regst& regst = *plan_.mutable_regsts(r);
+      const plan::RegstKind kind = regst.kind();
+      if (count[r] <= regst.count() || regst.producer() == 0 ||
+          (kind != plan::REGST_OWNED && kind != plan::REGST_VIEW && kind != plan::REGST_CTRL))
+        continue;  // a binding or bound memory (an output, a variable written in place) holds one piece
+      regst.set_count(count[r]);
+      const plan::Task& producer = plan_.tasks(graph::decode_task_id(regst.producer()).index - 1);
+      if (producer.kind() == plan::TASK_VIEW || producer.kind() == plan::TASK_DELAY) {
+        const int in = regst_index_.at(producer.in_regsts(0));
+        count[in] = std::max(count[in], count[r]);
+      }
+    }
   }
 
   void add_graph_only(int i) {
@@ -389,6 +452,8 @@ class Compiler {
   std::vector<int> ctrl_regst_of_;                     // op -> index into plan_.regsts of its ctrl register
   std::vector<int> in_place_of_;      // value -> the variable's output an in_place assign writes it over, or -1
   std::vector<int> output_in_place_;  // value -> the output binding its producer writes, or -1
+  std::vector<int> delays_;           // the _delay_tick ops (Note [Room for a delay])
+  std::unordered_map<int64_t, int> regst_index_;  // register id -> index in plan_.regsts (made with delays only)
   int64_t counter_ = 0;
 };
 
@@ -448,6 +513,7 @@ const char* task_kind_name(plan::TaskKind k) {
     case plan::TASK_TICK: return "tick";
     case plan::TASK_REPEAT: return "repeat";
     case plan::TASK_ACC: return "acc";
+    case plan::TASK_DELAY: return "delay";
     default: return "?";
   }
 }

@@ -330,6 +330,14 @@ InferResult infer_as_strided(const InferContext& c) {
   return as_view({make_meta(size, stride, x.dtype, x.device), c.attr<int64_t>("offset")});
 }
 
+// x itself: eager mode has no pieces to delay; graph mode gives each piece out delay_num pieces late (Note [The
+// delay tick] in runtime/actor.cpp).
+InferResult infer_delay_tick(const InferContext& c) {
+  const int64_t delay = c.attr<int64_t>("delay_num");
+  RILL_CHECK(delay >= 0, Value, "[delay_tick] delay_num must be at least 0, got ", delay);
+  return as_view({c.inputs[0], 0});
+}
+
 }  // namespace
 
 void register_view_ops() {
@@ -360,6 +368,10 @@ void register_view_ops() {
   ops::define("restride(Tensor self, int[] size, int[] stride, int offset) -> Tensor", infer_restride,
               {.strided_output = true, .differentiable = false, .view = true},
               "the same memory read with other sizes and strides, offset elements from self's element 0");
+  // rill.experimental.delay_tick (python/rill/experimental.py).
+  ops::define("_delay_tick(Tensor self, int delay_num) -> Tensor", infer_delay_tick,
+              {.strided_output = true, .function = true, .view = true},
+              "self; in graph mode each micro-batch's value is given out delay_num micro-batches late");
 }
 
 }  // namespace rill

@@ -19,6 +19,7 @@ const char* task_kind_name(plan::TaskKind k) {
     case plan::TASK_TICK: return "tick";
     case plan::TASK_REPEAT: return "repeat";
     case plan::TASK_ACC: return "acc";
+    case plan::TASK_DELAY: return "delay";
     default: return "unknown";
   }
 }
@@ -75,6 +76,10 @@ Actor::Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::
     case plan::TASK_ACC:
       if (!data_ins_.empty() || !data_outs_.empty()) prepare_copy();  // else it counts pieces of a tick
       break;
+    case plan::TASK_DELAY:
+      if (task.delay() < 0) fail_plan("delay is " + std::to_string(task.delay()) + "; it must be at least 0");
+      delay_ = task.delay();
+      [[fallthrough]];
     case plan::TASK_VIEW:
       if (data_ins_.size() != 1 || data_outs_.size() != 1 || outs_[data_outs_[0]].views < 0)
         fail_plan("a view task needs one data input and one REGST_VIEW output of it");
@@ -365,7 +370,7 @@ void Actor::compute(ActorEnv& env) {
 bool Actor::step(ActorEnv& env) {
   if (task_->kind() == plan::TASK_REPEAT) return step_repeat(env);
   if (task_->kind() == plan::TASK_ACC) return step_acc(env);
-  if (acts_ >= acts_per_iteration_ || !inputs_ready() || !outputs_free()) return false;
+  if (acts_ >= acts_per_iteration_ || !inputs_ready() || !outputs_free() || delaying()) return false;
   gather(env);
   if (kernel_ && env.computing()) compute(env);
   take_inputs(env, 1);
@@ -373,6 +378,21 @@ bool Actor::step(ActorEnv& env) {
   ++acts_;
   env.count_act();
   return true;
+}
+
+// Note [The delay tick]
+// rill.experimental.delay_tick(x, d) is x, given out d pieces late: the TASK_DELAY of a per-piece value acts for
+// piece i once piece i + d of its input has come in, or once every piece of the iteration has (the end of the
+// data releases what is held). Its output is a view of the input piece, which it holds until the output's
+// readers free it, as a view task does; the compiler gives the registers it reads min(d + 1, pieces) buffers, so
+// their producers can run the d pieces ahead it waits for. Pieces arrive in order, so the input slot's ready
+// list holds pieces taken .. taken + ready - 1.
+bool Actor::delaying() const {
+  if (task_->kind() != plan::TASK_DELAY) return false;
+  const InSlot& in = ins_[data_ins_[0]];
+  if (in.fixed) return false;  // a binding: every piece is there from the start
+  const int64_t arrived = in.taken + static_cast<int64_t>(in.ready.size());
+  return arrived <= in.taken + delay_ && arrived < acts_per_iteration_;
 }
 
 bool Actor::step_repeat(ActorEnv& env) {

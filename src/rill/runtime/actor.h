@@ -134,6 +134,8 @@ class Actor {
   bool step(ActorEnv& env);
   bool step_repeat(ActorEnv& env);
   bool step_acc(ActorEnv& env);
+  /** TASK_DELAY: whether its next piece must wait for later ones (Note [The delay tick] in actor.cpp). */
+  bool delaying() const;
   /** The piece the next kernel run computes: the act, or for an acc the input piece it sums. */
   int64_t piece() const { return task_->kind() == plan::TASK_ACC ? acts_ * repeat_ + sub_ : acts_; }
   char* in_data(const InSlot& in, const Bindings& b) const;
@@ -155,6 +157,7 @@ class Actor {
   const std::vector<RegstInfo>* regsts_;
   int64_t acts_per_iteration_ = 1;
   int64_t repeat_ = 1;
+  int64_t delay_ = 0;  // TASK_DELAY: pieces each piece waits for
   std::vector<InSlot> ins_;
   std::vector<OutSlot> outs_;
   // The act's work: the kernel, its arguments, and the data slots (ins_/outs_ indices) it reads and writes.
