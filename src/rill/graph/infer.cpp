@@ -1,5 +1,6 @@
 #include "rill/graph/infer.h"
 
+#include <bit>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -15,15 +16,17 @@ namespace rill::graph {
 
 // Note [The inference cache]
 // Logical inference gives every op conf its output descs from its input descs.
-// Its key for one op node is three interned symbols' worth of pointers:
+// Its key for one op node is:
 //   - the op conf stripped of what does not change the result: its name, input
 //     and output lbns, ctrl inputs, loc, scope and output descs; scalar values
 //     become zeros of their kinds (op schemas infer from scalar kinds only, Note
 //     [Inference cache] in ops/registry.cpp), and a graph-only op keeps only the
-//     attrs it infers from (so "index" and "trainable" do not split variables);
-//     serialized deterministically (map order fixed) and interned as bytes;
+//     attrs it infers from (so "index" and "trainable" do not split variables).
+//     It is hashed and compared where it lies in the job, field by field (attrs
+//     in any order), never copied or serialized: an entry keeps the stripped conf
+//     it was made for, and a lookup compares the op against it;
 //   - the input descs, each an interned meta (MetaSym) and an offset;
-//   - the job conf without pass_order (a record of what ran, read by no op).
+//   - the job conf without pass_order (a record of what ran, read by no op), interned.
 // Ops of 48 identical blocks differ only in names, so each distinct op of a block
 // is inferred once and the other 47 hit. The cache lives as long as the process
 // (entries are small and a program builds few distinct op nodes) and is shared
@@ -42,25 +45,19 @@ using BytesSym = Symbol<Bytes>;
 BytesSym intern_message(const google::protobuf::MessageLite& m) { return BytesSym::intern({deterministic_bytes(m)}); }
 
 struct CacheKey {
-  const Bytes* conf = nullptr;
   const Bytes* job_conf = nullptr;
   std::vector<std::pair<const TensorMeta*, int64_t>> inputs;
   bool operator==(const CacheKey&) const = default;
 };
-struct CacheKeyHash {
-  size_t operator()(const CacheKey& k) const {
-    size_t h = std::hash<const void*>()(k.conf);
-    hash_combine(h, std::hash<const void*>()(k.job_conf));
-    for (const auto& [meta, offset] : k.inputs) {
-      hash_combine(h, std::hash<const void*>()(meta));
-      hash_combine(h, std::hash<int64_t>()(offset));
-    }
-    return h;
-  }
+struct Entry {
+  OpConf conf;  // stripped (Note [The inference cache])
+  CacheKey key;
+  std::vector<plan::TensorDesc> descs;
 };
 struct Cache {
   std::mutex mutex;
-  std::unordered_map<CacheKey, std::vector<plan::TensorDesc>, CacheKeyHash> entries;
+  std::unordered_map<size_t, std::vector<Entry>> entries;  // by the hash of the stripped conf and the key
+  int64_t size = 0;
 };
 // Leaked on purpose, like the symbol tables it points into.
 Cache& cache() {
@@ -99,6 +96,75 @@ OpConf stripped(const OpConf& op) {
     else kind->set_i(0);
   }
   return s;
+}
+
+size_t attr_hash(const plan::AttrValue& v) {
+  size_t h = static_cast<size_t>(v.value_case());
+  switch (v.value_case()) {
+    case plan::AttrValue::kB: hash_combine(h, v.b()); break;
+    case plan::AttrValue::kI: hash_combine(h, std::hash<int64_t>()(v.i())); break;
+    case plan::AttrValue::kF: hash_combine(h, std::hash<uint64_t>()(std::bit_cast<uint64_t>(v.f()))); break;
+    case plan::AttrValue::kInts:
+      for (int64_t i : v.ints().v()) hash_combine(h, std::hash<int64_t>()(i));
+      break;
+    case plan::AttrValue::kDtype: hash_combine(h, std::hash<std::string>()(v.dtype())); break;
+    case plan::AttrValue::kS: hash_combine(h, std::hash<std::string>()(v.s())); break;
+    default: break;  // none: the case says it all
+  }
+  return h;
+}
+
+bool same_attr(const plan::AttrValue& a, const plan::AttrValue& b) {
+  if (a.value_case() != b.value_case()) return false;
+  switch (a.value_case()) {
+    case plan::AttrValue::kB: return a.b() == b.b();
+    case plan::AttrValue::kI: return a.i() == b.i();
+    case plan::AttrValue::kF: return std::bit_cast<uint64_t>(a.f()) == std::bit_cast<uint64_t>(b.f());
+    case plan::AttrValue::kInts:
+      return std::equal(a.ints().v().begin(), a.ints().v().end(), b.ints().v().begin(), b.ints().v().end());
+    case plan::AttrValue::kDtype: return a.dtype() == b.dtype();
+    case plan::AttrValue::kS: return a.s() == b.s();
+    default: return true;
+  }
+}
+
+// Calls f(name, value) for each attr of op that inference reads (all of a schema op's).
+template <typename F>
+void for_inferred_attrs(const OpConf& op, F&& f) {
+  if (!is_graph_only(op.op_type())) {
+    for (const auto& [name, value] : op.attrs()) f(name, value);
+    return;
+  }
+  for (const std::string& name : inferred_attrs(op.op_type()))
+    if (auto it = op.attrs().find(name); it != op.attrs().end()) f(name, it->second);
+}
+
+// The hash of stripped(op), read from op in place: attrs summed, so in any order.
+size_t stripped_hash(const OpConf& op) {
+  size_t h = std::hash<std::string>()(op.op_type()), attrs = 0;
+  for_inferred_attrs(op, [&](const std::string& name, const plan::AttrValue& v) {
+    size_t a = std::hash<std::string>()(name);
+    hash_combine(a, attr_hash(v));
+    attrs += a;
+  });
+  hash_combine(h, attrs);
+  for (const plan::ScalarValue& v : op.scalars()) hash_combine(h, static_cast<size_t>(v.value_case()));
+  return h;
+}
+
+// Whether stripped(op) equals s (itself stripped).
+bool same_stripped(const OpConf& op, const OpConf& s) {
+  if (op.op_type() != s.op_type() || op.scalars_size() != s.scalars_size()) return false;
+  for (int k = 0; k < op.scalars_size(); ++k)
+    if (op.scalars(k).value_case() != s.scalars(k).value_case()) return false;
+  int kept = 0;
+  bool same = true;
+  for_inferred_attrs(op, [&](const std::string& name, const plan::AttrValue& v) {
+    ++kept;
+    auto it = s.attrs().find(name);
+    same = same && it != s.attrs().end() && same_attr(v, it->second);
+  });
+  return same && kept == static_cast<int>(s.attrs().size());
 }
 
 plan::TensorDesc contiguous_desc(const Shape& shape, const std::string& dtype) {
@@ -210,11 +276,17 @@ void infer_job(Job& job, const OpGraph& g, InferStats& stats) {
   Cache& c = cache();
   // Each output's desc interned once, for all its readers; descs are copied only for an op the cache misses.
   std::vector<MetaSym> meta_of_output(g.outputs());
+  std::vector<const plan::TensorDesc*> input_descs;
+  std::vector<MetaSym> metas;
+  CacheKey key;
+  key.job_conf = job_conf.get();
   for (int i = 0; i < job.ops_size(); ++i) {
     OpConf& op = *job.mutable_ops(i);
-    std::vector<const plan::TensorDesc*> input_descs;
-    std::vector<MetaSym> metas;
-    CacheKey key;
+    input_descs.clear();
+    metas.clear();
+    key.inputs.clear();
+    size_t hash = stripped_hash(op);
+    hash_combine(hash, std::hash<const void*>()(key.job_conf));
     for (int k = 0; k < op.inputs_size(); ++k) {
       const std::string& lbn = op.inputs(k);
       BlobRef p = g.input_producer(i, k);
@@ -230,49 +302,54 @@ void infer_job(Job& job, const OpGraph& g, InferStats& stats) {
       input_descs.push_back(&desc);
       metas.push_back(meta);
       key.inputs.emplace_back(meta.get(), desc.offset());
+      hash_combine(hash, std::hash<const void*>()(meta.get()));
+      hash_combine(hash, std::hash<int64_t>()(desc.offset()));
     }
     if (op.op_type() == kAssign)
       RILL_CHECK(g.assign_target(i) >= 0, Runtime, "[", op.name(), "] an assign's first input must be a "
                  "variable op's output, got '", op.inputs_size() ? op.inputs(0) : std::string(), "'", at(op));
-    key.conf = intern_message(stripped(op)).get();
-    key.job_conf = job_conf.get();
-    std::vector<plan::TensorDesc> descs;
-    bool hit = false;
+    const bool may_omit = op.op_type() == kOutput || op.op_type() == kAssign;
+    auto set_descs = [&](const std::vector<plan::TensorDesc>& descs) {
+      RILL_CHECK(op.outputs_size() == static_cast<int>(descs.size()) || (may_omit && op.outputs_size() == 0),
+                 Runtime, "[", op.name(), "] the op conf lists ", op.outputs_size(), " outputs but op '",
+                 op.op_type(), "' has ", descs.size(), at(op));
+      op.clear_output_descs();
+      for (int k = 0; k < op.outputs_size(); ++k) *op.add_output_descs() = descs[k];
+    };
     {
       std::lock_guard<std::mutex> lock(c.mutex);
-      auto it = c.entries.find(key);
-      if (it != c.entries.end()) {
-        descs = it->second;
-        hit = true;
+      const Entry* hit = nullptr;
+      if (auto it = c.entries.find(hash); it != c.entries.end())
+        for (const Entry& e : it->second)
+          if (e.key == key && same_stripped(op, e.conf)) hit = &e;
+      if (hit) {
+        ++stats.hits;
+        set_descs(hit->descs);
+        continue;
       }
     }
-    if (!hit) {
-      try {
-        std::vector<plan::TensorDesc> inputs;
-        for (const plan::TensorDesc* d : input_descs) inputs.push_back(*d);
-        descs = infer_op(op, inputs, metas);
-      } catch (const Error& e) {
-        const std::string prefix = "[" + op.name() + "] ";
-        if (std::string_view(e.what()).starts_with(prefix)) throw;  // named already (schema_of)
-        throw Error(e.kind(), prefix + e.what() + at(op));
-      }
-      std::lock_guard<std::mutex> lock(c.mutex);
-      c.entries.emplace(key, descs);
+    std::vector<plan::TensorDesc> descs;
+    try {
+      std::vector<plan::TensorDesc> inputs;
+      for (const plan::TensorDesc* d : input_descs) inputs.push_back(*d);
+      descs = infer_op(op, inputs, metas);
+    } catch (const Error& e) {
+      const std::string prefix = "[" + op.name() + "] ";
+      if (std::string_view(e.what()).starts_with(prefix)) throw;  // named already (schema_of)
+      throw Error(e.kind(), prefix + e.what() + at(op));
     }
-    ++(hit ? stats.hits : stats.computed);
-    const bool may_omit = op.op_type() == kOutput || op.op_type() == kAssign;
-    RILL_CHECK(op.outputs_size() == static_cast<int>(descs.size()) || (may_omit && op.outputs_size() == 0),
-               Runtime, "[", op.name(), "] the op conf lists ", op.outputs_size(), " outputs but op '",
-               op.op_type(), "' has ", descs.size(), at(op));
-    op.clear_output_descs();
-    for (int k = 0; k < op.outputs_size(); ++k) *op.add_output_descs() = std::move(descs[k]);
+    ++stats.computed;
+    set_descs(descs);
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.entries[hash].push_back(Entry{stripped(op), key, std::move(descs)});
+    ++c.size;
   }
 }
 
 int64_t infer_cache_size() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  return static_cast<int64_t>(c.entries.size());
+  return c.size;
 }
 
 }  // namespace rill::graph
