@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "rill/graph/attrs.h"
+#include "rill/graph/id_index.h"
 #include "rill/graph/task_id.h"
+#include "rill/util/error.h"
 
 namespace rill::graph {
 
@@ -161,8 +163,7 @@ int64_t stream_of(int64_t task_id) { return task_id >> kTaskIndexBits; }
 
 /** Order each stream's tasks in plan order (Note [The memory plan]). */
 void chain_streams(plan::Plan& p, const std::function<int64_t()>& next_id) {
-  std::unordered_map<int64_t, int> regst_index;
-  for (int i = 0; i < p.regsts_size(); ++i) regst_index.emplace(p.regsts(i).id(), i);
+  IdIndex regst_index(p.regsts());
   std::unordered_map<int64_t, int> last_on_stream;  // stream -> index of its latest task
   for (int k = 0; k < p.tasks_size(); ++k) {
     const int64_t id = p.tasks(k).id();
@@ -172,12 +173,12 @@ void chain_streams(plan::Plan& p, const std::function<int64_t()>& next_id) {
     const int64_t prev_id = p.tasks(prev).id();
     const plan::Task& t = p.tasks(k);
     bool ordered = std::any_of(t.in_regsts().begin(), t.in_regsts().end(), [&](int64_t r) {
-      return p.regsts(regst_index.at(r)).producer() == prev_id;
+      return p.regsts(regst_index.find(r)).producer() == prev_id;
     });
     if (ordered) continue;
     int ctrl = -1;
     for (int64_t r : p.tasks(prev).out_regsts())
-      if (p.regsts(regst_index.at(r)).kind() == plan::REGST_CTRL) ctrl = regst_index.at(r);
+      if (p.regsts(regst_index.find(r)).kind() == plan::REGST_CTRL) ctrl = regst_index.find(r);
     if (ctrl < 0) {
       plan::Regst& r = *p.add_regsts();
       r.set_id(next_id());
@@ -186,7 +187,7 @@ void chain_streams(plan::Plan& p, const std::function<int64_t()>& next_id) {
       r.set_producer(prev_id);
       r.set_count(1);
       ctrl = p.regsts_size() - 1;
-      regst_index.emplace(r.id(), ctrl);
+      regst_index.add(r.id());
       p.mutable_tasks(prev)->add_out_regsts(r.id());
     }
     p.mutable_regsts(ctrl)->add_consumers(id);
@@ -212,20 +213,24 @@ void plan_memory(plan::Plan& p, bool reuse, const std::function<int64_t()>& next
   if (reuse) chain_streams(p, next_id);
 
   const int n = p.tasks_size();
-  std::unordered_map<int64_t, int> position;  // task id -> index in plan order
-  for (int k = 0; k < n; ++k) position.emplace(p.tasks(k).id(), k);
-  std::unordered_map<int64_t, int> owned;  // regst id -> index into lives
+  const IdIndex position(p.tasks()), regst_index(p.regsts());  // task id -> index in plan order
+  std::vector<int> owned(p.regsts_size(), -1);  // by index into p.regsts: the index into lives
   std::vector<Life> lives;
-  for (plan::Regst& r : *p.mutable_regsts()) {
+  for (int i = 0; i < p.regsts_size(); ++i) {
+    plan::Regst& r = *p.mutable_regsts(i);
     if (r.kind() != plan::REGST_OWNED) continue;
-    const int start = position.at(r.producer());
-    owned.emplace(r.id(), static_cast<int>(lives.size()));
+    const int start = position.find(r.producer());
+    RILL_ASSERT(start >= 0, "register ", r.lbn(), " names producer ", r.producer(), ", which the plan lacks");
+    owned[i] = static_cast<int>(lives.size());
     lives.push_back({&r, start, start, round_up(desc_bytes(r.desc()) * r.count(), kAlignment)});
   }
-  for (const plan::Regst& r : p.regsts()) {
-    auto it = owned.find(r.kind() == plan::REGST_VIEW ? r.alias_of() : r.id());
-    if ((r.kind() != plan::REGST_OWNED && r.kind() != plan::REGST_VIEW) || it == owned.end()) continue;
-    for (int64_t c : r.consumers()) lives[it->second].end = std::max(lives[it->second].end, position.at(c));
+  for (int i = 0; i < p.regsts_size(); ++i) {
+    const plan::Regst& r = p.regsts(i);
+    if (r.kind() != plan::REGST_OWNED && r.kind() != plan::REGST_VIEW) continue;
+    const int root = r.kind() == plan::REGST_VIEW ? regst_index.find(r.alias_of()) : i;
+    if (root < 0 || owned[root] < 0) continue;
+    Life& life = lives[owned[root]];
+    for (int64_t c : r.consumers()) life.end = std::max(life.end, position.find(c));  // each there: compiled
   }
 
   std::vector<int64_t> change(n + 1, 0);

@@ -19,6 +19,7 @@
 #include "rill/runtime/actor.h"
 #include "rill/runtime/trace.h"
 #include "rill/graph/attrs.h"
+#include "rill/graph/id_index.h"
 #include "rill/graph/task_id.h"
 #include "rill/vm/instruction.h"
 
@@ -150,7 +151,7 @@ struct Runtime::Impl {
 
   plan::Plan plan_;
   std::vector<RegstInfo> regsts_;
-  std::unordered_map<int64_t, int32_t> regst_index_, task_index_;
+  graph::IdIndex regst_index_;  // register id -> index in plan_.regsts
   std::vector<std::unique_ptr<Actor>> actors_;
   std::vector<int32_t> worker_of_;  // per actor
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -280,13 +281,14 @@ Runtime::Impl::~Impl() {
 
 void Runtime::Impl::index_regsts() {
   regsts_.resize(static_cast<size_t>(plan_.regsts_size()));
+  regst_index_ = graph::IdIndex(plan_.regsts());
+  if (std::optional<int64_t> id = regst_index_.repeated()) bad_plan("two registers have id " + std::to_string(*id));
   for (int i = 0; i < plan_.regsts_size(); ++i) {
     const plan::Regst& proto = plan_.regsts(i);
     RegstInfo& r = regsts_[i];
     r.proto = &proto;
     r.kind = proto.kind();
     r.count = proto.count();
-    if (!regst_index_.emplace(proto.id(), i).second) bad_plan("two registers have id " + std::to_string(proto.id()));
     if (!plan::RegstKind_IsValid(r.kind)) bad_plan(r.name() + " has an unknown kind");
     if (r.count < 1) bad_plan(r.name() + " has count " + std::to_string(r.count));
     if (r.kind == plan::REGST_CTRL) continue;
@@ -304,18 +306,18 @@ void Runtime::Impl::index_regsts() {
 }
 
 void Runtime::Impl::index_tasks() {
+  if (std::optional<int64_t> id = graph::IdIndex(plan_.tasks()).repeated())
+    bad_plan("two tasks have id " + std::to_string(*id));
   for (int i = 0; i < plan_.tasks_size(); ++i) {
     const plan::Task& t = plan_.tasks(i);
     if (t.id() == 0) bad_plan("task '" + t.name() + "' has id 0, which means no producer");
-    if (!task_index_.emplace(t.id(), i).second) bad_plan("two tasks have id " + std::to_string(t.id()));
     if (graph::decode_task_id(t.id()).device_type != DeviceType::kCPU)
       bad_plan("task '" + t.name() + "' runs on " + graph::task_id_str(t.id()) + "; this runtime runs CPU tasks");
   }
   auto regst_of = [&](int64_t id, const plan::Task& t) -> int32_t {
-    auto it = regst_index_.find(id);
-    if (it == regst_index_.end())
-      bad_plan("task '" + t.name() + "' names register " + std::to_string(id) + ", which the plan lacks");
-    return it->second;
+    const int r = regst_index_.find(id);
+    if (r < 0) bad_plan("task '" + t.name() + "' names register " + std::to_string(id) + ", which the plan lacks");
+    return r;
   };
   for (int i = 0; i < plan_.tasks_size(); ++i) {
     const plan::Task& t = plan_.tasks(i);
@@ -372,10 +374,9 @@ void Runtime::Impl::check_regsts() {
     if (r.kind == plan::REGST_INPUT && p.piece_stride_bytes() < 0)
       bad_plan(r.name() + " has a negative piece stride");
     if (r.kind == plan::REGST_VIEW) {
-      auto it = regst_index_.find(p.alias_of());
-      if (it == regst_index_.end())
+      r.alias = regst_index_.find(p.alias_of());
+      if (r.alias < 0)
         bad_plan(r.name() + " views register " + std::to_string(p.alias_of()) + ", which the plan lacks");
-      r.alias = it->second;
       if (regsts_[r.alias].kind == plan::REGST_CTRL) bad_plan(r.name() + " views a control register");
       r.view_offset_bytes = p.desc().offset() * dtype_itemsize(r.meta->dtype);
     }
@@ -411,20 +412,20 @@ void Runtime::Impl::place_memory() {
     chunks_.push_back(zeroed_chunk(bytes));  // Note [Chunks from calloc]
     owned_bytes_ += c.size();
   }
-  std::unordered_map<int64_t, const plan::MemBlock*> blocks;
+  const graph::IdIndex blocks(plan_.mem_blocks());
+  if (std::optional<int64_t> id = blocks.repeated()) bad_plan("two mem blocks have id " + std::to_string(*id));
   for (const plan::MemBlock& b : plan_.mem_blocks()) {
     auto c = chunk_index.find(b.chunk_id());
     if (c == chunk_index.end()) bad_plan("mem block " + std::to_string(b.id()) + " is in a chunk the plan lacks");
     if (b.offset() < 0 || b.size() < 0 || b.offset() + b.size() > plan_.chunks(c->second).size())
       bad_plan("mem block " + std::to_string(b.id()) + " does not fit in its chunk");
-    if (!blocks.emplace(b.id(), &b).second) bad_plan("two mem blocks have id " + std::to_string(b.id()));
   }
   for (RegstInfo& r : regsts_) {
     if (r.kind != plan::REGST_OWNED) continue;
-    auto it = blocks.find(r.proto->mem_block_id());
-    if (it == blocks.end())
+    const int block = blocks.find(r.proto->mem_block_id());
+    if (block < 0)
       bad_plan(r.name() + " is in mem block " + std::to_string(r.proto->mem_block_id()) + ", which the plan lacks");
-    const plan::MemBlock& b = *it->second;
+    const plan::MemBlock& b = plan_.mem_blocks(block);
     if (r.proto->mem_offset() < 0 || r.proto->mem_offset() + r.count * r.bytes > b.size())
       bad_plan(r.name() + "'s " + std::to_string(r.count) + " buffers of " + std::to_string(r.bytes) +
                " bytes at offset " + std::to_string(r.proto->mem_offset()) + " do not fit in its mem block of " +
@@ -447,8 +448,8 @@ void Runtime::Impl::make_actors() {
     const plan::Task& t = plan_.tasks(i);
     if (t.acts_per_iteration() < 0) bad_plan("task '" + t.name() + "' acts a negative number of times");
     std::vector<int32_t> ins, outs;
-    for (int64_t id : t.in_regsts()) ins.push_back(regst_index_.at(id));
-    for (int64_t id : t.out_regsts()) outs.push_back(regst_index_.at(id));
+    for (int64_t id : t.in_regsts()) ins.push_back(regst_index_.find(id));  // each there (index_tasks)
+    for (int64_t id : t.out_regsts()) outs.push_back(regst_index_.find(id));
     int64_t acts = t.acts_per_iteration() > 0 ? t.acts_per_iteration() : pieces;
     actors_.push_back(std::make_unique<Actor>(t, regsts_, std::move(ins), std::move(outs), acts));
     int64_t stream = graph::decode_task_id(t.id()).stream;
