@@ -59,10 +59,11 @@ plan::TensorDesc contiguous(const plan::TensorDesc& d) {
 
 class Compiler {
  public:
-  Compiler(const OpGraph& g, const CompileOptions& options)
-      : job_(g.job()), options_(options), g_(g), pieces_(job_pieces(g.job())) {}
+  /** Compiles into plan, an empty message (on the arena the caller chose). */
+  Compiler(const OpGraph& g, const CompileOptions& options, plan::Plan& plan)
+      : job_(g.job()), options_(options), g_(g), pieces_(job_pieces(g.job())), plan_(plan) {}
 
-  plan::Plan run() {
+  void run() {
     RILL_CHECK(options_.register_count >= 1, Runtime, "[graph] compile: register_count must be at least 1, got ",
                options_.register_count);
     check_job();
@@ -91,7 +92,6 @@ class Compiler {
     if (!delays_.empty()) make_room_for_delays();
     plan_.set_pieces(pieces_);
     plan_memory();
-    return std::move(plan_);
   }
 
  private:
@@ -445,7 +445,7 @@ class Compiler {
   const OpGraph& g_;
   int32_t pieces_;
   std::vector<Part> parts_;
-  plan::Plan plan_;
+  plan::Plan& plan_;
   // By output number (OpGraph::output_number), not by lbn: no map of ten thousand strings.
   std::vector<int> regst_of_output_;  // index into plan_.regsts, -1 for none yet
   std::vector<int> task_of_;                           // op -> index into plan_.tasks, -1 for none
@@ -532,12 +532,18 @@ const char* regst_kind_name(plan::RegstKind k) {
 
 }  // namespace
 
-plan::Plan compile(const Job& job, const CompileOptions& options) { return Compiler(OpGraph(job), options).run(); }
+plan::Plan compile(const Job& job, const CompileOptions& options) {
+  plan::Plan plan;
+  Compiler(OpGraph(job), options, plan).run();
+  return plan;
+}
 
-plan::Plan infer_and_compile(Job& job, InferStats& stats, const CompileOptions& options) {
+ArenaPlan infer_and_compile(Job& job, InferStats& stats, const CompileOptions& options) {
   const OpGraph g(job);
   infer_job(job, g, stats);
-  return Compiler(g, options).run();
+  ArenaPlan plan;
+  Compiler(g, options, *plan).run();
+  return plan;
 }
 
 std::string job_str(const Job& job) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "rill/graph/infer.h"
+#include "rill/graph/job.h"
 #include "rill/graph/job.pb.h"
 #include "rill/graph/plan.pb.h"
 
@@ -21,8 +22,9 @@ struct CompileOptions {
 /** Compile a job that has been through run_passes() and infer_job(); raises rill::Error for a job it cannot
  * compile, naming the op. */
 plan::Plan compile(const Job& job, const CompileOptions& options = {});
-/** infer_job then compile on one index of the job's ops (a large job's graph is costly to build twice). */
-plan::Plan infer_and_compile(Job& job, InferStats& stats, const CompileOptions& options = {});
+/** infer_job then compile on one index of the job's ops (a large job's graph is costly to build twice), into a
+ * plan on an arena (Note [The job on an arena] in job.h): what a compiled graph runs. */
+ArenaPlan infer_and_compile(Job& job, InferStats& stats, const CompileOptions& options = {});
 
 /** The job as text: one line per op (name = op_type(inputs, attr=value...) -> outputs : descs). */
 std::string job_str(const Job& job);

@@ -84,7 +84,8 @@ CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables,
   auto start = std::chrono::steady_clock::now();
   graph::run_passes(*job_);
   graph::InferStats infer;
-  plan::Plan plan = graph::infer_and_compile(*job_, infer, options);
+  graph::ArenaPlan compiled = graph::infer_and_compile(*job_, infer, options);
+  const plan::Plan& plan = *compiled;
   for (int i = 0; i < plan.variables_size(); ++i)
     (plan.variables(i).written() ? written_variables_ : read_variables_).push_back(i);
   RILL_ASSERT(static_cast<size_t>(plan.variables_size()) == variables_.size(), "the plan binds ",
@@ -94,7 +95,7 @@ CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables,
   stats_.plan_tasks = plan.tasks_size();
   for (const plan::TensorDesc& d : plan.inputs()) input_metas_.push_back(graph::meta_from_proto(d));
   for (const plan::TensorDesc& d : plan.outputs()) output_metas_.push_back(graph::meta_from_proto(d));
-  runtime_ = std::make_unique<Runtime>(std::move(plan), job_->conf().name());
+  runtime_ = std::make_unique<Runtime>(std::move(compiled), job_->conf().name());
   stats_.job_ops = job_->ops_size();
   for (const graph::OpConf& op : job_->ops())
     if (op.op_type() == fused::kOpName) {

@@ -130,7 +130,7 @@ int64_t span_bytes(const TensorMeta& m, const std::string& name) {
 }  // namespace
 
 struct Runtime::Impl {
-  Impl(plan::Plan p, std::string name);
+  Impl(graph::ArenaPlan p, std::string name);
   ~Impl();
   void index_regsts();
   void index_tasks();
@@ -149,7 +149,8 @@ struct Runtime::Impl {
 
   class Dispatch;
 
-  plan::Plan plan_;
+  graph::ArenaPlan arena_plan_;  // what plan_ is: its tasks and registers lie in order on its arena
+  plan::Plan& plan_;
   std::vector<RegstInfo> regsts_;
   graph::IdIndex regst_index_;  // register id -> index in plan_.regsts
   std::vector<std::unique_ptr<Actor>> actors_;
@@ -235,7 +236,7 @@ class Runtime::Impl::Dispatch final : public detail::ActorEnv {
   int32_t actor_ = 0;  // the actor handling the current message
 };
 
-Runtime::Impl::Impl(plan::Plan p, std::string name) : plan_(std::move(p)) {
+Runtime::Impl::Impl(graph::ArenaPlan p, std::string name) : arena_plan_(std::move(p)), plan_(*arena_plan_) {
   eager::op("add");  // registers the ops and their kernels
   index_regsts();
   index_tasks();
@@ -557,7 +558,7 @@ void Runtime::Impl::check_bindings(const Bindings& b) const {
   check(b.outputs, plan_.outputs_size(), "outputs");
 }
 
-Runtime::Runtime(plan::Plan plan, std::string name) : impl_(std::make_unique<Impl>(std::move(plan), std::move(name))) {}
+Runtime::Runtime(graph::ArenaPlan plan, std::string name) : impl_(std::make_unique<Impl>(std::move(plan), std::move(name))) {}
 
 Runtime::~Runtime() = default;
 

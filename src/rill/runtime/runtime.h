@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "rill/graph/job.h"
 #include "rill/graph/plan.pb.h"
 
 namespace rill::runtime {
@@ -39,7 +40,7 @@ class Runtime {
   /** Build the actors of plan and allocate its chunks; raises rill::Error (RuntimeError) for an inconsistent plan
    * (an unknown op, a register without a producer, a cycle the ticks cannot start). name: what the graph trace
    * calls it (RILL_GRAPH_TRACE, runtime/trace.h). */
-  explicit Runtime(plan::Plan plan, std::string name = {});
+  explicit Runtime(graph::ArenaPlan plan, std::string name = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

@@ -51,6 +51,7 @@ size_t type_and_inputs_hash(const OpConf& op) {
 // Ops with equal keys are in one group, so an op merges into the same kept op as with a key for every op.
 struct Kept {
   int op;
+  int next;         // the group's next kept op, an index into the kept list, or -1
   std::string key;  // made on first comparison
 };
 
@@ -58,28 +59,30 @@ struct Kept {
 
 void common_subexpression_elimination(Job& job) {
   std::unordered_map<std::string, std::string> lbn_to, name_to;  // a merged op's lbns and name -> the kept op's
-  std::unordered_map<size_t, std::vector<Kept>> groups;           // type_and_inputs_hash -> the kept ops
+  // The groups as lists through one array of the kept ops (no vector per group: nearly every group has one).
+  std::vector<Kept> kept;
+  std::unordered_map<size_t, int> groups;  // type_and_inputs_hash -> the group's first in kept
+  kept.reserve(static_cast<size_t>(job.ops_size()));
+  groups.reserve(static_cast<size_t>(job.ops_size()));
   std::vector<bool> keep(job.ops_size(), true);
   for (int i = 0; i < job.ops_size(); ++i) {  // topological: producers are rewritten before their consumers
     OpConf& op = *job.mutable_ops(i);
     redirect(op, lbn_to, name_to);
     if (!mergeable(op)) continue;
-    std::vector<Kept>& group = groups[type_and_inputs_hash(op)];
-    if (group.empty()) {
-      group.push_back(Kept{i, {}});
+    auto [first, added] = groups.try_emplace(type_and_inputs_hash(op), static_cast<int>(kept.size()));
+    if (added) {
+      kept.push_back(Kept{i, -1, {}});
       continue;
     }
     std::string key = merge_key(op);
-    int same = -1;
-    for (Kept& k : group) {
-      if (k.key.empty()) k.key = merge_key(job.ops(k.op));
-      if (k.key == key) {
-        same = k.op;
-        break;
-      }
+    int same = -1, last = -1;
+    for (int k = first->second; k >= 0 && same < 0; last = k, k = kept[k].next) {
+      if (kept[k].key.empty()) kept[k].key = merge_key(job.ops(kept[k].op));
+      if (kept[k].key == key) same = kept[k].op;
     }
     if (same < 0) {
-      group.push_back(Kept{i, std::move(key)});
+      kept[last].next = static_cast<int>(kept.size());
+      kept.push_back(Kept{i, -1, std::move(key)});
       continue;
     }
     const OpConf& kept = job.ops(same);
