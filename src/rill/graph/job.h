@@ -18,6 +18,7 @@ namespace rill::graph {
 // 1.5-2x slower per op at 48 blocks than at 24). On an arena the tracer's ops lie one after another in large
 // blocks, in the order the passes walk them, and what the passes add is a pointer bump, not a malloc. The
 // arena lives as long as the job: the memory of an op a pass removes comes back with the job's, not before.
+// The compiler makes its plan on an arena too, which the memory plan and the runtime's checks and actors walk.
 template <typename M>
 class OnArena {
  public:
