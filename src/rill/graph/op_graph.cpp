@@ -176,6 +176,29 @@ OpGraph::OpGraph(const Job& job) : job_(&job) {
   predecessors_ = rows_of(n, preds);
 }
 
+void OpGraph::add_ctrl_edges(const std::vector<std::pair<int, int>>& edges) {
+  const int n = size();
+  std::vector<std::vector<int>> added(n);  // by consumer, in the order the pass appended them
+  for (const auto& [consumer, producer] : edges) added[consumer].push_back(producer);
+  // As the constructor lists them: an op's predecessors once each, the old ones first; a producer's ctrl
+  // consumers once each, in job order.
+  std::vector<std::pair<int, int>> ctrl, preds;
+  std::vector<int> last_pred(n, -1);
+  for (int i = 0; i < n; ++i) {
+    for (int p : predecessors(i)) last_pred[p] = i, preds.emplace_back(i, p);
+    for (int p : added[i]) {
+      ctrl.emplace_back(p, i);
+      if (last_pred[p] != i) last_pred[p] = i, preds.emplace_back(i, p);
+    }
+  }
+  for (int p = 0; p < n; ++p)
+    for (int c : ctrl_consumers(p)) ctrl.emplace_back(p, c);
+  std::sort(ctrl.begin(), ctrl.end());
+  ctrl.erase(std::unique(ctrl.begin(), ctrl.end()), ctrl.end());
+  ctrl_consumers_ = rows_of(n, ctrl);
+  predecessors_ = rows_of(n, preds);
+}
+
 OpGraph::Rows OpGraph::rows_of(int n, const std::vector<std::pair<int, int>>& pairs) {
   Rows r;
   r.offsets.assign(static_cast<size_t>(n) + 1, 0);

@@ -90,6 +90,9 @@ class OpGraph {
   bool trainable_variable(int i) const;
   /** The variable op an assign writes (its input 0), or -1 when that is not a variable. */
   int assign_target(int i) const;
+  /** Take in the ctrl edges (consumer, producer) a pass added to the job's ops (consumers' ctrl_inputs naming
+   * producers, appended in this order): the graph is then the one the job would build, with no string read. */
+  void add_ctrl_edges(const std::vector<std::pair<int, int>>& edges);
 
  private:
   // Note [The op graph's layout]

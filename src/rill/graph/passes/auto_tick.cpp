@@ -11,6 +11,7 @@
 
 #include "rill/graph/op_graph.h"
 #include "rill/graph/passes/pass.h"
+#include "rill/util/error.h"
 
 namespace rill::graph {
 namespace {
@@ -147,8 +148,15 @@ void add_sink(Ticks& t, const OpGraph& g, int64_t pieces) {
 }  // namespace
 
 void auto_tick(Job& job) {
+  std::optional<OpGraph> graph;
+  auto_tick(job, graph);
+}
+
+void auto_tick(Job& job, std::optional<OpGraph>& graph) {
   const int64_t pieces = job_pieces(job);
-  const OpGraph g(job);  // indexes the ops as they are; the added ticks go after them
+  // Indexes the ops as they are; the added ticks go after them.
+  const OpGraph& g = graph ? *graph : graph.emplace(job);
+  RILL_ASSERT(&g.job() == &job && g.size() == job.ops_size(), "auto_tick given the op graph of another job");
   Ticks t(job, g);
   const std::vector<Part> parts = op_parts(g);
   const int original = g.size();
@@ -165,6 +173,7 @@ void auto_tick(Job& job) {
   }
   add_sink(t, g, pieces);
   sort_topologically(job, g, t.added);
+  graph.reset();
 }
 
 }  // namespace rill::graph

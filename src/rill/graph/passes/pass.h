@@ -3,10 +3,12 @@
 // at the place the list marks.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "rill/graph/job.pb.h"
+#include "rill/graph/op_graph.h"
 
 namespace rill::graph {
 
@@ -26,9 +28,14 @@ void fuse_elementwise(Job& job);
 /** Optimizer updates write the variables they update in place, and the producers of the graph's outputs write
  * the launch's outputs; those assigns and outputs become ticks (Note [Updates in place] in write_in_place.cpp). */
 void write_in_place(Job& job);
+/** The same, leaving in graph the op graph of the job as the pass left it (Note [A graph for the next pass]). */
+void write_in_place(Job& job, std::optional<OpGraph>& graph);
 /** Source, sink and join ticks that bound each iteration: ops without data inputs start from the source tick;
  * the sink waits for every op nothing else waits for. */
 void auto_tick(Job& job);
+/** The same on graph, the job's op graph when the pass before left one (else it builds one); graph is empty
+ * after. */
+void auto_tick(Job& job, std::optional<OpGraph>& graph);
 
 /** Run the passes in their fixed order, recording each in job.conf.pass_order. */
 void run_passes(Job& job);

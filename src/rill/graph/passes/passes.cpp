@@ -1,5 +1,6 @@
 // run_passes: the passes in their fixed order, each recorded in the job conf.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,12 +12,19 @@
 namespace rill::graph {
 namespace {
 
+// Note [A graph for the next pass]
+// Building a job's op graph reads every name and lbn of ten thousand ops: a good part of a large job's passes.
+// A pass that changes the job only by ctrl edges it can name by index (write_in_place) keeps its graph up to date
+// (OpGraph::add_ctrl_edges) and hands it to the next pass that takes one (auto_tick), which builds none. Any
+// other pass in between drops it.
 using PassFn = void (*)(Job&);
+using GraphPassFn = void (*)(Job&, std::optional<OpGraph>&);
 
 struct PassEntry {
   std::string name;
   PassFn fn;
   bool optional;  // the job conf may turn it off (disabled_passes); the others make a job the compiler can run
+  GraphPassFn graph_fn = nullptr;  // fn, taking and leaving the op graph (Note [A graph for the next pass])
 };
 
 const std::vector<PassEntry>& passes() {
@@ -27,8 +35,8 @@ const std::vector<PassEntry>& passes() {
       // The fusion passes: on the job's final ops, before the ticks order them.
       {"redundant_cast_elimination", redundant_cast_elimination, true},
       {"fuse_elementwise", fuse_elementwise, true},
-      {"write_in_place", write_in_place, true},
-      {"auto_tick", auto_tick, false},
+      {"write_in_place", write_in_place, true, write_in_place},
+      {"auto_tick", auto_tick, false, auto_tick},
       // The memory passes go here, last: in-place reuse needs every edge, the ticks' included. Buffer reuse is
       // the compiler's (memory_plan.cpp), on the plan's tasks; the config turns it off like a pass.
   };
@@ -54,9 +62,15 @@ void run_passes(Job& job) {
     RILL_FAIL(Value, "[graph] no optional pass is named '", d, "'; the passes a graph's config can turn off are: ",
               names);
   }
+  std::optional<OpGraph> graph;
   for (const PassEntry& p : passes()) {
     if (p.optional && disabled(job, p.name)) continue;
-    p.fn(job);
+    if (p.graph_fn) {
+      p.graph_fn(job, graph);
+    } else {
+      graph.reset();
+      p.fn(job);
+    }
     job.mutable_conf()->add_pass_order(p.name);
   }
 }

@@ -24,8 +24,14 @@ namespace rill::graph {
 // compiler gives P the output's register, count 1, and makes the output a tick after P).
 
 void write_in_place(Job& job) {
+  std::optional<OpGraph> graph;
+  write_in_place(job, graph);
+}
+
+void write_in_place(Job& job, std::optional<OpGraph>& graph) {
+  graph.reset();
   if (job_pieces(job) > 1) return;
-  const OpGraph g(job);
+  OpGraph& g = graph.emplace(job);
   std::vector<int> reads(g.outputs(), 0);  // by output number: how many op inputs name it
   for (int i = 0; i < g.size(); ++i)
     for (int k = 0; k < g.op(i).inputs_size(); ++k)
@@ -75,13 +81,22 @@ void write_in_place(Job& job) {
     rewrites.emplace_back(a, p.op);
     before.push_back(std::move(readers));
   }
+  std::vector<std::pair<int, int>> edges;  // (consumer, producer), in the order the ctrl inputs are added
   for (size_t k = 0; k < rewrites.size(); ++k) {
     const auto [a, p] = rewrites[k];
     OpConf& producer = *job.mutable_ops(p);
-    for (int r : before[k]) add_ctrl(producer, job.ops(r).name());
+    for (int r : before[k]) {
+      add_ctrl(producer, job.ops(r).name());
+      edges.emplace_back(p, r);
+    }
     mark(*job.mutable_ops(a), producer.name());
+    edges.emplace_back(a, p);
   }
-  for (const auto& [o, p] : outputs) mark(*job.mutable_ops(o), job.ops(p).name());
+  for (const auto& [o, p] : outputs) {
+    mark(*job.mutable_ops(o), job.ops(p).name());
+    edges.emplace_back(o, p);
+  }
+  g.add_ctrl_edges(edges);
 }
 
 }  // namespace rill::graph
