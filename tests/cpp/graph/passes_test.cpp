@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
+#include <span>
 
 #include "job_builder.h"
 #include "rill/ops/fused.h"
@@ -407,6 +409,30 @@ TEST(GraphPasses, WriteInPlaceUpdatesVariablesAfterTheirReadersAndWritesOutputs)
   EXPECT_FALSE(marked_in_place(twice, "w.assign"));
   EXPECT_FALSE(marked_in_place(twice, "w.out"));  // read by the assign too
   EXPECT_TRUE(marked_in_place(twice, "o"));
+}
+
+TEST(GraphPasses, WriteInPlaceLeavesTheGraphTheJobWouldBuild) {
+  for (bool late : {false, true}) {
+    Job job = sgd_job(late, false);
+    std::optional<OpGraph> kept;
+    write_in_place(job, kept);
+    ASSERT_TRUE(kept.has_value());
+    const OpGraph fresh(job);
+    ASSERT_EQ(kept->size(), fresh.size());
+    int ctrl_edges = 0;
+    for (int i = 0; i < fresh.size(); ++i) {
+      const auto same = [](std::span<const int> a, std::span<const int> b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end());
+      };
+      EXPECT_TRUE(same(kept->predecessors(i), fresh.predecessors(i))) << job.ops(i).name();
+      EXPECT_TRUE(same(kept->ctrl_consumers(i), fresh.ctrl_consumers(i))) << job.ops(i).name();
+      EXPECT_TRUE(same(kept->data_consumers(i), fresh.data_consumers(i))) << job.ops(i).name();
+      ctrl_edges += static_cast<int>(fresh.ctrl_consumers(i).size());
+    }
+    EXPECT_GE(ctrl_edges, 3);  // the update after y and gw, the assigns after the update
+    auto_tick(job, kept);      // takes the graph and leaves none
+    EXPECT_FALSE(kept.has_value());
+  }
 }
 
 TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
