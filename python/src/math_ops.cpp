@@ -1,6 +1,6 @@
 // Ops whose Python forms need more than their signature: square (pow with 2),
 // the operators of floor division, remainders and the bitwise ops,
-// and the reductions prod, var, std, logsumexp, norm, cumsum, cumprod, with PyTorch's
+// and the reductions var, std, logsumexp, norm, cumsum, cumprod, with PyTorch's
 // signatures. Ops whose signatures say it all (sin, remainder, lerp, addcmul, the activations of
 // rill.nn.functional, ...) are bound from them (schema_bindings.cpp).
 #include <cmath>
@@ -89,16 +89,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   });
 
   // --- reductions ---
-  static const OpSchema* prod = &eager::op("prod");
-  auto prod_fn = [](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
-    std::vector<int64_t> dims;
-    if (!dim.is_none()) dims.push_back(one_dim(dim, "prod"));
-    return eager::reduce(*prod, x, dims, keepdim, dtype);
-  };
-  m.def("prod", prod_fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
-        nb::arg("dtype") = nb::none());
-  cls.def("prod", prod_fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
-          nb::arg("dtype") = nb::none());
   for (const char* name : {"var", "std"}) {
     const OpSchema* s = &eager::op(name);
     auto fn = [s](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim, nb::handle correction) {
