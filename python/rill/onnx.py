@@ -345,8 +345,8 @@ def _activation(onnx_op, **names):
 
 def _clamp_scalar(o):
     dt = o.out_dtype()
-    lo = o.const(o.scalar(0), dt) if o.attr("has_min") else ""
-    hi = o.const(o.scalar(1), dt) if o.attr("has_max") else ""
+    lo = "" if o.scalar(0) is None else o.const(o.scalar(0), dt)
+    hi = "" if o.scalar(1) is None else o.const(o.scalar(1), dt)
     return o.emit("Clip", [o.x[0], lo, hi])
 
 

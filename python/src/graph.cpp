@@ -33,7 +33,8 @@ nb::object scalar_object(const plan::ScalarValue& v) {
   switch (v.value_case()) {
     case plan::ScalarValue::kB: return nb::bool_(v.b());
     case plan::ScalarValue::kF: return nb::float_(v.f());
-    default: return nb::int_(v.i());
+    case plan::ScalarValue::kI: return nb::int_(v.i());
+    default: return nb::none();
   }
 }
 

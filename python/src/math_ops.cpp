@@ -1,6 +1,6 @@
 // Ops whose Python forms need more than their signature: square (pow with 2),
-// clamp with numbers or tensors, the operators of floor division, remainders and the bitwise ops,
-// and the reductions prod, var, std, logsumexp, norm, cumsum, cumprod, with PyTorch's
+// the operators of floor division, remainders and the bitwise ops,
+// and the reductions var, std, logsumexp, norm, cumsum, cumprod, with PyTorch's
 // signatures. Ops whose signatures say it all (sin, remainder, lerp, addcmul, the activations of
 // rill.nn.functional, ...) are bound from them (schema_bindings.cpp).
 #include <cmath>
@@ -8,7 +8,6 @@
 
 #include "bind.h"
 #include "rill/ops/elementwise.h"
-#include "rill/ops/type_promotion.h"
 
 namespace rill::py {
 namespace {
@@ -33,46 +32,6 @@ int64_t one_dim(nb::handle dim, const char* op) {
 }
 
 Tensor unary_call(const OpSchema& op, const Tensor& x) { return eager::call1(op, {&x, 1}, {}, empty_attrs()); }
-
-// clamp(x, min, max) with numbers, tensors, or a mix (a number bound becomes a 0-dim tensor of x's dtype
-// category, as PyTorch's wrapped numbers).
-Tensor clamp(const Tensor& x, nb::handle lo, nb::handle hi, bool inplace) {
-  static const OpSchema& scalar = eager::op("clamp_scalar");
-  static const OpSchema& both = eager::op("clamp");
-  static const OpSchema& min_op = eager::op("clamp_min");
-  static const OpSchema& max_op = eager::op("clamp_max");
-  RILL_CHECK(!lo.is_none() || !hi.is_none(), Runtime, "[clamp] At least one of 'min' or 'max' must not be None");
-  const bool lo_t = nb::isinstance<Tensor>(lo), hi_t = nb::isinstance<Tensor>(hi);
-  if (inplace) check_no_internal_overlap(x, "clamp");
-  if (!lo_t && !hi_t) {
-    Scalar s[2] = {lo.is_none() ? Scalar() : number_arg(lo, "clamp", "min"),
-                   hi.is_none() ? Scalar() : number_arg(hi, "clamp", "max")};
-    AttrsSym attrs = make_attrs({!lo.is_none(), !hi.is_none()});
-    if (inplace) return eager::inplace(scalar, {&x, 1}, s, attrs);
-    return eager::call1(scalar, {&x, 1}, s, attrs);
-  }
-  auto as_tensor = [&](nb::handle v, const char* what) {
-    if (nb::isinstance<Tensor>(v)) return nb::cast<Tensor>(v);
-    Scalar s = number_arg(v, "clamp", what);
-    MetaSym metas[1] = {x.meta()};
-    Scalar ss[1] = {s};
-    return eager::full({}, s, result_type(metas, ss));
-  };
-  std::vector<Tensor> in = {x};
-  const OpSchema* op = &both;
-  if (lo.is_none()) {
-    op = &max_op;
-    in.push_back(as_tensor(hi, "max"));
-  } else if (hi.is_none()) {
-    op = &min_op;
-    in.push_back(as_tensor(lo, "min"));
-  } else {
-    in.push_back(as_tensor(lo, "min"));
-    in.push_back(as_tensor(hi, "max"));
-  }
-  if (inplace) return eager::inplace(*op, in);
-  return eager::call1(*op, in);
-}
 
 // var / std: (dim=None, unbiased=None, keepdim=False, *, correction=None); a bool first argument is unbiased.
 Tensor moment(const OpSchema& op, const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim,
@@ -117,24 +76,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
     return eager::inplace(*pow_scalar, {&x, 1}, two);
   }, nb::rv_policy::reference_internal);
 
-  // --- clamp / clip ---
-  for (const char* name : {"clamp", "clip"}) {
-    m.def(name, [](const Tensor& x, nb::handle lo, nb::handle hi) { return clamp(x, lo, hi, false); },
-          nb::arg("input"), nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
-    cls.def(name, [](const Tensor& x, nb::handle lo, nb::handle hi) { return clamp(x, lo, hi, false); },
-            nb::arg("min") = nb::none(), nb::arg("max") = nb::none());
-    cls.def((std::string(name) + "_").c_str(), [](const Tensor& x, nb::handle lo, nb::handle hi) -> const Tensor& {
-      clamp(x, lo, hi, true);
-      return x;
-    }, nb::arg("min") = nb::none(), nb::arg("max") = nb::none(), nb::rv_policy::reference_internal);
-  }
-  m.def("clamp_min", [](const Tensor& x, nb::handle lo) { return clamp(x, lo, nb::none(), false); },
-        nb::arg("input"), nb::arg("min"));
-  m.def("clamp_max", [](const Tensor& x, nb::handle hi) { return clamp(x, nb::none(), hi, false); },
-        nb::arg("input"), nb::arg("max"));
-  cls.def("clamp_min", [](const Tensor& x, nb::handle lo) { return clamp(x, lo, nb::none(), false); }, nb::arg("min"));
-  cls.def("clamp_max", [](const Tensor& x, nb::handle hi) { return clamp(x, nb::none(), hi, false); }, nb::arg("max"));
-
   // --- binary ---
   def_operators(cls, make_binary("floor_divide"), "__floordiv__", "__rfloordiv__", "__ifloordiv__");
   def_operators(cls, make_binary("remainder"), "__mod__", "__rmod__", "__imod__");
@@ -148,16 +89,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   });
 
   // --- reductions ---
-  static const OpSchema* prod = &eager::op("prod");
-  auto prod_fn = [](const Tensor& x, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
-    std::vector<int64_t> dims;
-    if (!dim.is_none()) dims.push_back(one_dim(dim, "prod"));
-    return eager::reduce(*prod, x, dims, keepdim, dtype);
-  };
-  m.def("prod", prod_fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
-        nb::arg("dtype") = nb::none());
-  cls.def("prod", prod_fn, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
-          nb::arg("dtype") = nb::none());
   for (const char* name : {"var", "std"}) {
     const OpSchema* s = &eager::op(name);
     auto fn = [s](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim, nb::handle correction) {

@@ -40,6 +40,12 @@ namespace {
 // registered first: max_dim(Tensor self, int dim, ...) before max(Tensor self, int[1]? dim=None, ...), so that
 // max(x, 0) is the values and indices along dim 0. A name may also take one op of another name as an overload
 // (kBorrowedOverloads: max(input, other) is maximum, as PyTorch's max.other).
+//
+// Or take it under the name's own argument list, matched by argument name (kOverloadsByArgumentName), where
+// PyTorch has one signature with optional arguments and rill an op per argument pattern: clamp is
+// (input, min=None, max=None), so clamp(x, None, hi) and clamp(x, max=hi) are clamp_max(x, hi); an argument
+// the op lacks must be left out or None, one the name lacks takes its default (clamp_min(x, 0.5) is
+// clamp_scalar(x, 0.5), max None). Such an overload's slots are put in its op's order before the type test.
 
 // Note [Named outputs]
 // An op whose signature names its outputs (`-> (Tensor values, Tensor indices)`) returns them in a named tuple,
@@ -64,6 +70,11 @@ struct Overload {
   std::vector<PyObject*> kw_names;  // interned, one per signature argument (null: self of a method), then inplace
   size_t positional = 0;            // how many arguments may come positionally
   bool out = false;                 // takes out=
+  // Bound under another op's argument list (Note [Overloads]): that op, whose names, kw_names and positional
+  // are, and for each argument of op the Python argument that gives it, or -1 (its default). Null and empty:
+  // op's own list.
+  const OpSchema* arguments = nullptr;
+  std::vector<int8_t> from_argument;
   // Interned attrs kept for the next call (attrs_of; the GIL orders the writes): those of a call that gives none
   // (x.sum()), and the last call's (x.sum(0) in a loop: no interning, whose lookup takes a lock).
   mutable AttrsSym default_attrs;
@@ -167,7 +178,9 @@ AttrValue attr_of_default(const Call& c, size_t i) {
   return std::get<std::string>(d);
 }
 
+// A Scalar? defaulting to None is Scalar::none() (Note [Arguments of an op call]).
 Scalar scalar_of_default(const ArgDefault& d) {
+  if (std::holds_alternative<std::monostate>(d)) return Scalar::none();
   if (auto* v = std::get_if<bool>(&d)) return Scalar(*v);
   if (auto* v = std::get_if<int64_t>(&d)) return Scalar(*v);
   return Scalar(std::get<double>(d));
@@ -237,10 +250,12 @@ bool has_type(const ArgSpec& a, PyObject* v) {
   return false;
 }
 
-// Whether the parsed slots fit ov: every required argument given, every given one of its type.
+// Whether the parsed slots (in ov's op's order) fit ov: every required argument given, every given one of its
+// type.
 bool fits(const Overload& ov, PyObject* const* slots) {
   const auto& sig_args = ov.op->signature.args;
-  for (size_t i = 0; i < ov.kw_names.size(); ++i) {
+  const size_t n = ov.arguments ? sig_args.size() : ov.kw_names.size();
+  for (size_t i = 0; i < n; ++i) {
     PyObject* v = slots[i];
     if (i >= sig_args.size()) {  // inplace
       if (v && !PyBool_Check(v)) return false;
@@ -256,6 +271,20 @@ bool fits(const Overload& ov, PyObject* const* slots) {
   return true;
 }
 
+// The slots of an overload bound under another op's arguments (Note [Overloads]) put in its op's order, into
+// own; null when an argument its op lacks is given something other than None.
+PyObject* const* own_slots(const Overload& ov, PyObject* const* slots, PyObject** own) {
+  uint32_t read = 0;  // the Python arguments op reads, as bits
+  for (size_t j = 0; j < ov.from_argument.size(); ++j) {
+    const int k = ov.from_argument[j];
+    own[j] = k < 0 ? nullptr : slots[k];
+    if (k >= 0) read |= 1u << k;
+  }
+  for (size_t i = 0; i < ov.kw_names.size(); ++i)
+    if (!(read >> i & 1u) && slots[i] && slots[i] != Py_None) return nullptr;
+  return own;
+}
+
 // What a call passed, as types: "(Tensor, int, alpha=float)".
 std::string given_types(PyObject* const* args, size_t nargs, PyObject* kwnames) {
   std::string s = "(";
@@ -267,21 +296,36 @@ std::string given_types(PyObject* const* args, size_t nargs, PyObject* kwnames) 
   return s + ")";
 }
 
-// One overload with its argument types, as an error lists it: "(Tensor input, Scalar other, *, Tensor out=None)".
+// The argument of ov's op that Python argument i gives, or null where its op lacks it (an overload bound under
+// another op's arguments, Note [Overloads]).
+const ArgSpec* op_argument(const Overload& ov, size_t i) {
+  if (!ov.arguments) return &ov.op->signature.args[i];
+  for (size_t j = 0; j < ov.from_argument.size(); ++j)
+    if (ov.from_argument[j] == static_cast<int>(i)) return &ov.op->signature.args[j];
+  return nullptr;
+}
+
+// The op whose argument list ov is bound under.
+const OpSchema& arguments_of(const Overload& ov) { return ov.arguments ? *ov.arguments : *ov.op; }
+
+// One overload with its argument types, as an error lists it: "(Tensor input, Scalar other, *, Tensor out=None)";
+// an argument its op lacks is "None".
 std::string typed_signature(const BoundOp& b, const Overload& ov) {
-  const Signature& sig = ov.op->signature;
+  const Signature& sig = arguments_of(ov).signature;
   const bool method = takes_self(b.form);
   std::string s = "(";
   bool star = false;
   for (size_t i = method ? 1 : 0; i < sig.args.size(); ++i) {
-    const ArgSpec& a = sig.args[i];
+    const ArgSpec* a = op_argument(ov, i);
     if (s.size() > 1) s += ", ";
-    if (a.kwarg_only && !star) {
+    if (sig.args[i].kwarg_only && !star) {
       s += "*, ";
       star = true;
     }
-    s += std::string(arg_type_name(a.type)) + (a.optional ? "? " : " ") + py_arg_name(*ov.op, i, b.form);
-    if (a.default_value || a.optional) s += "=...";
+    const std::string name = py_arg_name(arguments_of(ov), i, b.form);
+    if (!a) s += "None " + name + "=None";
+    else s += std::string(arg_type_name(a->type)) + (a->optional ? "? " : " ") + name;
+    if (a && (a->default_value || a->optional)) s += "=...";
   }
   if (b.form == Form::kNNFunctional) s += std::string(s.size() > 1 ? ", " : "") + "bool inplace=False";
   if (ov.out) s += std::string(s.size() > 1 ? ", " : "") + (star ? "" : "*, ") + "Tensor out=None";
@@ -373,7 +417,10 @@ PyObject* run(const BoundOp& b, const Overload& ov, PyObject* const* slots, PyOb
         for (nb::handle t : seq) push_input(tensor_of(c, i, t.ptr()));
         break;
       }
-      case ArgType::kScalar: scalars[n_scalars++] = v ? scalar_of(c, i, v) : scalar_of_default(*a.default_value); break;
+      case ArgType::kScalar:  // a Scalar? given None, or left out with no default but None, is absent
+        scalars[n_scalars++] = v ? scalar_of(c, i, v) : a.default_value ? scalar_of_default(*a.default_value)
+                                                                        : Scalar::none();
+        break;
       default: break;  // attrs_of
     }
   }
@@ -430,11 +477,13 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
       parse(b, b.overloads[0], args, nargs, kwnames, slots, out, true);
       return run(b, b.overloads[0], slots, out, args);
     }
+    PyObject* own[kMaxArgs];
     for (const Overload& ov : b.overloads) {  // Note [Overloads]
       std::fill_n(slots, ov.kw_names.size(), nullptr);
       out = nullptr;
-      if (parse(b, ov, args, nargs, kwnames, slots, out, false) && fits(ov, slots))
-        return run(b, ov, slots, out, args);
+      if (!parse(b, ov, args, nargs, kwnames, slots, out, false)) continue;
+      PyObject* const* given = ov.arguments ? own_slots(ov, slots, own) : slots;
+      if (given && fits(ov, given)) return run(b, ov, given, out, args);
     }
     no_overload_fits(b, args, nargs, kwnames);
   } catch (const Error& e) {
@@ -449,23 +498,23 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
 
 // The Python-facing signature of one overload, e.g. "(input, beta=1, threshold=20, *, out=None)".
 std::string text_signature(const BoundOp& b, const Overload& ov) {
-  const Signature& sig = ov.op->signature;
+  const Signature& sig = arguments_of(ov).signature;
   std::string s = "(";
   bool star = false;
   for (size_t i = 0; i < sig.args.size(); ++i) {
-    const ArgSpec& a = sig.args[i];
+    const ArgSpec* a = op_argument(ov, i);
     if (i) s += ", ";
     if (i == 0 && (b.form == Form::kMethod || b.form == Form::kInplace)) {
       s += "self";
       continue;
     }
-    if (a.kwarg_only && !star) {
+    if (sig.args[i].kwarg_only && !star) {
       s += "*, ";
       star = true;
     }
-    s += py_arg_name(*ov.op, i, b.form);
-    if (a.default_value) s += "=...";
-    else if (a.optional) s += "=None";
+    s += py_arg_name(arguments_of(ov), i, b.form);
+    if (a && a->default_value) s += "=...";
+    else if (!a || a->optional) s += "=None";
   }
   if (b.form == Form::kNNFunctional) s += ", inplace=False";
   if (ov.out) s += star ? ", out=None" : (sig.args.empty() ? "*, out=None" : ", *, out=None");
@@ -575,13 +624,11 @@ PyTypeObject* op_type() {
 }
 
 Overload make_overload(const OpSchema& op, Form form) {
-  Overload ov{&op, {}, 0, form == Form::kFunction && op.flags.out, {}, {}};
+  Overload ov{&op, {}, 0, form == Form::kFunction && op.flags.out, nullptr, {}, {}, {}};
   RILL_ASSERT(op.signature.args.size() < 15 && op.num_scalars <= static_cast<int>(kMaxScalars), "[", op.name,
               "] more than 14 arguments or ", kMaxScalars, " Scalars");
   for (size_t i = 0; i < op.signature.args.size(); ++i) {
     const ArgSpec& a = op.signature.args[i];
-    RILL_ASSERT(a.type != ArgType::kScalar || !a.optional, "[", op.name, "] an optional Scalar ('", a.name,
-                "') can't be passed in an op call; make it a float? or int? attr");
     if (!a.kwarg_only && ov.positional == i) ++ov.positional;
     // self of a method is never a keyword.
     const bool self = i == 0 && form != Form::kFunction && form != Form::kNNFunctional;
@@ -590,6 +637,37 @@ Overload make_overload(const OpSchema& op, Form form) {
   if (form == Form::kNNFunctional) {
     if (ov.positional == ov.kw_names.size()) ++ov.positional;
     ov.kw_names.push_back(PyUnicode_InternFromString("inplace"));
+  }
+  return ov;
+}
+
+// Names that take an op of another name as an overload under their own argument list, matched by argument
+// name (Note [Overloads]): clamp(x, None, hi) is clamp_max(x, hi), clamp_min(x, 0.5) is clamp_scalar(x, 0.5).
+constexpr std::pair<const char*, const char*> kOverloadsByArgumentName[] = {
+    {"clamp", "clamp_min"}, {"clamp", "clamp_max"}, {"clamp_min", "clamp_scalar"}, {"clamp_max", "clamp_scalar"}};
+
+// The Python name op is bound under (its own, or the one it is an overload of).
+const std::string& bound_name(const OpSchema& op) { return op.overload_of.empty() ? op.name : op.overload_of; }
+
+// Whether op is bound under first's arguments: first's name takes op by argument name.
+bool under_arguments_of(const OpSchema& first, const OpSchema& op) {
+  for (const auto& [name, op_name] : kOverloadsByArgumentName)
+    if (bound_name(first) == name && op.name == op_name) return true;
+  return false;
+}
+
+// op bound under names's argument list, matched by name (Note [Overloads]).
+Overload make_overload_under(const OpSchema& op, const OpSchema& names, Form form) {
+  RILL_ASSERT(form != Form::kNNFunctional, "[", op.name, "] an nn.functional form under another op's arguments");
+  Overload ov = make_overload(names, form);
+  ov.op = &op;
+  ov.arguments = &names;
+  ov.out = form == Form::kFunction && op.flags.out;
+  for (const ArgSpec& a : op.signature.args) {
+    const int k = names.signature.find(a.name);
+    RILL_ASSERT(k >= 0 || a.default_value || a.optional, "[", op.name, "] argument '", a.name, "' is not one of ",
+                names.name, "'s and has no default");
+    ov.from_argument.push_back(static_cast<int8_t>(k));
   }
   return ov;
 }
@@ -617,7 +695,9 @@ PyObject* make_bound(const std::string& name, const std::vector<const OpSchema*>
   b->out_name = PyUnicode_InternFromString("out");
   b->module = PyUnicode_InternFromString(module);
   b->result_type = named_result_type(name, ops);
-  for (const OpSchema* op : ops) b->overloads.push_back(make_overload(*op, form));
+  for (const OpSchema* op : ops)
+    b->overloads.push_back(under_arguments_of(*ops[0], *op) ? make_overload_under(*op, *ops[0], form)
+                                                            : make_overload(*op, form));
   return reinterpret_cast<PyObject*>(b);
 }
 
@@ -627,6 +707,9 @@ constexpr std::pair<const char*, const char*> kAliases[] = {
     {"less", "lt"},       {"less_equal", "le"}, {"greater", "gt"},          {"greater_equal", "ge"},
     {"fix", "trunc"},     {"arctan2", "atan2"}, {"concat", "cat"},          {"concatenate", "cat"},
 };
+
+// ... and Tensor.<alias>, Tensor.<alias>_ too.
+constexpr std::pair<const char*, const char*> kAliasesWithMethods[] = {{"clip", "clamp"}};
 
 // PyTorch names that take one op of another name as an overload too, tried after their own: max(input, other)
 // is maximum(input, other), as PyTorch's max.other.
@@ -666,7 +749,7 @@ void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
   std::vector<std::string> names;
   std::unordered_map<std::string, Forms> by_name;
   for (const OpSchema* op : ops::all()) {
-    const std::string& name = op->overload_of.empty() ? op->name : op->overload_of;
+    const std::string& name = bound_name(*op);
     auto [it, added] = by_name.try_emplace(name);
     if (added) names.push_back(name);
     Forms& f = it->second;
@@ -682,6 +765,13 @@ void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
     Forms& f = by_name.at(name);
     if (op.flags.function) f.function.push_back(&op);
     if (op.flags.method) f.method.push_back(&op);
+  }
+  for (const auto& [name, op_name] : kOverloadsByArgumentName) {  // Note [Overloads]
+    const OpSchema& op = ops::get(op_name);
+    Forms& f = by_name.at(name);
+    if (op.flags.function) f.function.push_back(&op);
+    if (op.flags.method) f.method.push_back(&op);
+    if (op.flags.inplace) f.inplace.push_back(&op);
   }
   nb::list functions;
   nb::dict nn_functional;  // what rill and rill.nn.functional export
@@ -706,6 +796,13 @@ void init_schema_bindings(nb::module_& m, nb::class_<Tensor>& cls) {
   for (const auto& [alias, name] : kAliases) {
     install(m, alias, make_bound(alias, by_name.at(name).function, Form::kFunction, "rill"));
     functions.append(alias);
+  }
+  for (const auto& [alias, name] : kAliasesWithMethods) {
+    const Forms& f = by_name.at(name);
+    install(m, alias, make_bound(alias, f.function, Form::kFunction, "rill"));
+    functions.append(alias);
+    install(cls, alias, make_bound(alias, f.method, Form::kMethod, "rill._C"));
+    install(cls, std::string(alias) + "_", make_bound(alias, f.inplace, Form::kInplace, "rill._C"));
   }
   m.attr("_schema_functions") = nb::tuple(functions);
   if (!g_return_types) g_return_types = PyDict_New();

@@ -136,6 +136,65 @@ def test_errors_match_pytorch(expr):
     assert_same_error(lambda: eval(expr, {"m": rill, "g": g}), lambda: eval(expr, {"m": torch, "g": g}))
 
 
+# --- clamp: PyTorch's clamp(Tensor self, Scalar? min, Scalar? max) and clamp.Tensor, from their signatures -----
+
+CLAMP_X = np.array([[-2.0, -0.5, 0.25], [0.75, 1.5, 3.0]], dtype=np.float32)
+
+
+@pytest.mark.parametrize("expr", [
+    "m.clamp(x, -0.5, 1.0)", "m.clamp(x, min=0.5)", "m.clamp(x, max=1)", "m.clamp(x, None, 0.5)",
+    "m.clamp(x, lo, hi)", "m.clamp(x, lo)", "m.clamp(x, max=hi)", "m.clamp(x, None, hi)", "m.clamp(x, lo, None)",
+    "m.clamp(x, min=None, max=hi)", "x.clamp(None, hi)", "x.clamp(min=lo)", "m.clip(x, -1, 1)", "x.clip(None, hi)",
+    "m.clamp(x, 0.5, out=m.empty(2, 3))", "m.clamp(x, None, hi, out=m.empty(2, 3))", "m.clip(x, lo, out=m.empty(2, 3))",
+    "m.clamp_min(x, 0.5)", "m.clamp_min(x, lo)", "x.clamp_min(min=0.5)", "m.clamp_max(x, hi)", "x.clamp_max(1)",
+    "m.clamp_max(x, 0.5, out=m.empty(2, 3))", "m.clamp(m.tensor([1, 5]), 2)", "m.clamp(m.tensor([1, 5]), 1.5, 2.5)",
+    "m.clamp(m.tensor([True, False]), 0)", "m.clamp(x, True)", "m.clamp(m.tensor([1, 5]), m.tensor(2.5))",
+])
+def test_clamp_forms_match_pytorch(expr):
+    def run(m):
+        x = m.tensor(CLAMP_X)
+        lo, hi = m.tensor([-1.0, 0.0, 0.5]), m.tensor([[0.0], [2.0]])
+        return eval(expr, {"m": m, "x": x, "lo": lo, "hi": hi})
+    assert_close(run(rill), run(torch))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, lo, hi: x.clamp_(None, hi), lambda x, lo, hi: x.clamp_(lo, hi), lambda x, lo, hi: x.clamp_(0.5),
+    lambda x, lo, hi: x.clip_(max=hi), lambda x, lo, hi: x.clamp_min_(lo), lambda x, lo, hi: x.clamp_max_(0.5),
+])
+def test_clamp_inplace_forms_write_into_self(call):
+    outs = []
+    for m in (rill, torch):
+        x = m.tensor(CLAMP_X)
+        assert call(x, m.tensor([-1.0, 0.0, 0.5]), m.tensor([[0.0], [2.0]])) is x
+        outs.append(x)
+    assert_close(*outs)
+
+
+@pytest.mark.parametrize("expr", [
+    "m.clamp(x)", "m.clamp(x, None, None)", "x.clamp_()", "m.clamp(x, 0.0, m.ones(3))", "m.clamp(x, m.zeros(3), 1.0)",
+    "m.clamp(x, min=0.5, max=m.ones(3))", "m.clamp(x, 'a')", "m.clamp_max(x, min=0.5)", "m.clip(x, 0.0, m.ones(3))",
+    "m.clamp(m.tensor([1, 5]), 1, m.tensor([1.5, 2.0]))",
+])
+def test_clamp_errors_match_pytorch(expr):
+    assert_same_error(lambda: eval(expr, {"m": rill, "x": rill.tensor(CLAMP_X)}),
+                      lambda: eval(expr, {"m": torch, "x": torch.tensor(CLAMP_X)}))
+    with pytest.raises((TypeError, RuntimeError), match=r"At least one of 'min' or 'max' must not be None|"
+                                                         r"invalid combination of arguments"):
+        eval(expr, {"m": rill, "x": rill.tensor(CLAMP_X)})
+
+
+def test_clamp_gradients_with_a_none_bound():
+    grads = []
+    for m in (rill, torch):
+        x = m.tensor(CLAMP_X, requires_grad=True)
+        hi = m.tensor([[0.0], [2.0]], requires_grad=True)
+        (m.clamp(x, None, hi) * 2 + m.clamp(x, min=-0.5) + x.clamp(max=1.0)).sum().backward()
+        grads.append((x.grad, hi.grad))
+    assert_close(grads[0][0], grads[1][0])
+    assert_close(grads[0][1], grads[1][1])
+
+
 def test_nuclear_norm_is_the_sum_of_singular_values():
     x = [[3.0, 0.0], [4.0, 5.0]]
     assert abs(rill.norm(rill.tensor(x), p="nuc").item() - torch.norm(torch.tensor(x), p="nuc").item()) < 1e-5

@@ -258,3 +258,19 @@ def test_mean_of_integers_raises(dtype):
         r.mean()
     with pytest.raises(TypeError):
         rill.mean(r, dim=0)
+
+
+def test_prod_takes_one_int_dim_or_none_as_pytorch():
+    x = make_array((3, 4), "float32", seed=5)
+    for expr in ["m.prod(x)", "x.prod(1)", "m.prod(x, 0, True)", "m.prod(x, dim=-1, keepdim=True, dtype=m.float64)",
+                 "m.prod(x, dtype=m.float64)", "m.prod(x, 1, out=m.empty(3))", "x.prod(np.int64(0))"]:
+        got = eval(expr, {"m": rill, "x": rill.tensor(x), "np": np})
+        want = eval(expr, {"m": torch, "x": torch.tensor(x), "np": np})
+        assert_close(got, want)
+    for expr in ["m.prod(x, [0])", "m.prod(x, (0,))", "m.prod(x, dim=None)", "m.prod(x, keepdim=True)",
+                 "m.prod(x, out=m.empty(()))", "m.prod(x, True)", "m.prod(x, 1.0)", "m.prod(x, 2)"]:
+        assert_same_error(lambda: eval(expr, {"m": rill, "x": rill.tensor(x)}),
+                          lambda: eval(expr, {"m": torch, "x": torch.tensor(x)}))
+    a = rill.tensor(x, requires_grad=True)
+    assert type(a.prod()).__name__ == "Tensor"
+    assert a.prod().grad_fn.name() == "ProdBackward0" and a.prod(0).grad_fn.name() == "ProdBackward1"

@@ -165,12 +165,12 @@ std::vector<Tensor> activation_backward_rule(const GradContext& c) {
   return out;
 }
 
-// clamp with numbers: g where min <= x <= max (the bounds given), else 0 (NaN in x gets 0).
+// clamp with numbers: g where min <= x <= max (the bounds given, not None), else 0 (NaN in x gets 0).
 std::vector<Tensor> clamp_scalar_backward(const GradContext& c) {
   Tensor x = c.input(0), g = c.grad();
   Tensor keep;
-  if (c.attr<bool>("has_min")) keep = eager::ge(x, c.scalars()[0]);
-  if (c.attr<bool>("has_max")) {
+  if (!c.scalars()[0].is_none()) keep = eager::ge(x, c.scalars()[0]);
+  if (!c.scalars()[1].is_none()) {
     Tensor le = eager::le(x, c.scalars()[1]);
     keep = keep.defined() ? eager::logical_and(keep, le) : le;
   }

@@ -90,8 +90,10 @@ Tensor zero_of(const Tensor& g) { return scalar_tensor(Scalar(int64_t{0}), g.dty
 // prod: the product of the other elements: out / x without zeros; with one zero, the product of the
 // non-zero elements at the zero (0 elsewhere); with more, 0 everywhere.
 std::vector<Tensor> prod_backward(const GradContext& c) {
-  const std::vector<int64_t>& dims = reduced_dims(c);
-  const bool keepdim = c.attr<bool>("keepdim");
+  std::optional<int64_t> dim;  // prod_dim's; none: every element
+  if (c.op().name == "prod_dim") dim = c.attr<int64_t>("dim");
+  const std::vector<int64_t> dims = dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
+  const bool keepdim = dim && c.attr<bool>("keepdim");
   const TensorMeta& in = c.input_meta(0);
   Tensor x = c.input(0);
   Tensor g = restore(c.grad(), in, dims, keepdim);
@@ -99,7 +101,7 @@ std::vector<Tensor> prod_backward(const GradContext& c) {
   Tensor zero = eager::eq(x, Scalar(int64_t{0}));
   Tensor zeros_in = restore(eager::sum(zero, dims, true), in, dims, true);
   Tensor others = eager::to_dtype(eager::prod(eager::where(zero, scalar_tensor(Scalar(int64_t{1}), x.dtype()), x),
-                                                dims, true), out.dtype());
+                                                dim, true), out.dtype());
   Tensor at_zero =
       eager::where(eager::eq(zeros_in, Scalar(int64_t{1})), restore(others, in, dims, true), zero_of(out));
   Tensor elsewhere = eager::where(eager::eq(zeros_in, Scalar(int64_t{0})), eager::div(out, x), zero_of(out));
@@ -211,7 +213,7 @@ const char* all_or_some(const GradContext& c) {
 }
 
 constexpr char kSum0[] = "SumBackward0", kSum1[] = "SumBackward1", kMean0[] = "MeanBackward0",
-               kMean1[] = "MeanBackward1", kProd0[] = "ProdBackward0", kProd1[] = "ProdBackward1";
+               kMean1[] = "MeanBackward1";
 
 }  // namespace
 
@@ -224,7 +226,8 @@ void register_reduce_rules() {
   define_rule("min", {"MinBackward1", extreme_backward, kIn0, kOut0});
   define_rule("max_dim", {"MaxBackward0", extreme_dim_backward, 0, kOut1});
   define_rule("min_dim", {"MinBackward0", extreme_dim_backward, 0, kOut1});
-  define_rule("prod", {"ProdBackward1", prod_backward, kIn0, kOut0, all_or_some<kProd0, kProd1>});
+  define_rule("prod", {"ProdBackward0", prod_backward, kIn0, kOut0});
+  define_rule("prod_dim", {"ProdBackward1", prod_backward, kIn0, kOut0});
   define_rule("var", {"VarBackward0", var_backward, kIn0});
   define_rule("std", {"StdBackward0", std_backward, kIn0, kOut0});
   define_rule("logsumexp", {"LogsumexpBackward0", logsumexp_backward, kIn0, kOut0});

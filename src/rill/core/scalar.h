@@ -1,5 +1,6 @@
-// A Python number passed to an op (x + 2.5): bool, integer or float. Its
-// category, not its value, takes part in type promotion and inference.
+// A Python number passed to an op (x + 2.5): bool, integer or float, or none
+// (a `Scalar?` argument given None). Its category, not its value, takes part in
+// type promotion and inference.
 #pragma once
 
 #include <cstdint>
@@ -8,17 +9,25 @@
 
 namespace rill {
 
-/** A bool, int64 or double. */
+/** A bool, int64 or double, or none. */
 class Scalar {
  public:
-  /** Which kind of number this is. */
-  enum class Kind : uint8_t { kBool, kInt, kFloat };
+  /** Which kind of number this is; kNone: absent (a `Scalar?` that is None), whose value reads as 0. */
+  enum class Kind : uint8_t { kBool, kInt, kFloat, kNone };
   Scalar() : kind_(Kind::kInt), i_(0) {}
   Scalar(bool v) : kind_(Kind::kBool), i_(v) {}          // NOLINT
   Scalar(int64_t v) : kind_(Kind::kInt), i_(v) {}        // NOLINT
   Scalar(int v) : kind_(Kind::kInt), i_(v) {}            // NOLINT
   Scalar(double v) : kind_(Kind::kFloat), d_(v) {}       // NOLINT
+  /** The absent scalar of a `Scalar?` argument given None (Note [Arguments of an op call]). */
+  static Scalar none() {
+    Scalar s;
+    s.kind_ = Kind::kNone;
+    return s;
+  }
   Kind kind() const { return kind_; }
+  /** True for none(). */
+  bool is_none() const { return kind_ == Kind::kNone; }
   bool is_floating() const { return kind_ == Kind::kFloat; }
   /** Value as a double. */
   double to_double() const { return kind_ == Kind::kFloat ? d_ : static_cast<double>(i_); }

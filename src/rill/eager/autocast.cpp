@@ -15,7 +15,7 @@ enum class Policy { kNone, kFloat32 };
 // PyTorch's CPU float32 list (Note [Autocast]) restricted to the ops rill's registry has.
 Policy policy_of(const OpSchema& op) {
   static const std::unordered_map<std::string_view, Policy> kPolicies = {
-      {"prod", Policy::kFloat32},
+      {"prod", Policy::kFloat32}, {"prod_dim", Policy::kFloat32},
       {"_lapack_lu_factor_ex", Policy::kFloat32}, {"_lapack_solve_ex", Policy::kFloat32},
       {"_lapack_slogdet", Policy::kFloat32},   {"_lapack_cholesky_ex", Policy::kFloat32},
       {"_lapack_eigh", Policy::kFloat32},      {"_lapack_svd", Policy::kFloat32},

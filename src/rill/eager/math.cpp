@@ -82,8 +82,14 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return reduce(schema<"mean">(), x, dims, keepdim);
 }
 
-Tensor prod(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  return reduce(schema<"prod">(), x, dims, keepdim);
+Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  std::vector<AttrValue> attrs;  // not a braced list: GCC 12 warns falsely on a braced variant list here
+  if (dim) {
+    attrs.emplace_back(*dim);
+    attrs.emplace_back(keepdim);
+  }
+  attrs.emplace_back(std::monostate{});  // dtype None
+  return call1(dim ? schema<"prod_dim">() : schema<"prod">(), {&x, 1}, {}, make_attrs(std::move(attrs)));
 }
 
 Tensor cumsum(const Tensor& x, int64_t dim, bool reverse) {

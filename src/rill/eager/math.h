@@ -3,6 +3,7 @@
 // looked up by name once, here, so a rule never names an op by string.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -73,6 +74,6 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
 /** Mean over dims (empty: all). */
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
 /** Product over dims (empty: all). */
-Tensor prod(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
+Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim);
 
 }  // namespace rill::eager

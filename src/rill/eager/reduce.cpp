@@ -59,7 +59,7 @@ Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& d
   thread_local ReduceAttrsMemo memo;
   if (AttrsSym hit = memo.find(op, dims, keepdim, dtype)) return call1(op, {&x, 1}, {}, hit);
   AttrsSym attrs;
-  if (is_one_of(name, {"sum", "mean", "prod"})) {
+  if (is_one_of(name, {"sum", "mean"})) {
     AttrValue dtype_attr = std::monostate{};  // None: the input's dtype (int64 for integers)
     if (dtype) dtype_attr = *dtype;
     attrs = make_attrs({dims, keepdim, dtype_attr});
@@ -75,10 +75,12 @@ Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& d
     } else {
       attrs = make_attrs({dims, keepdim});
     }
+  } else if (is_one_of(name, {"prod", "prod_dim"})) {
+    RILL_FAIL(Value, "[", name, "] takes one int dim or none; call eager::prod");
   } else if (is_one_of(name, {"max_dim", "min_dim"})) {
     RILL_FAIL(Value, "[", name, "] returns values and indices; call it through reduce_with_indices");
   } else {
-    RILL_FAIL(Value, "[reduce] '", name, "' is not a reduction; expected sum, mean, prod, amax, amin, max, min, "
+    RILL_FAIL(Value, "[reduce] '", name, "' is not a reduction; expected sum, mean, amax, amin, max, min, "
               "argmax, argmin, any or all");
   }
   memo.add(op, dims, keepdim, dtype, attrs);

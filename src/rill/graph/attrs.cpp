@@ -69,6 +69,7 @@ plan::ScalarValue scalar_to_proto(Scalar s) {
     case Scalar::Kind::kBool: p.set_b(s.to<bool>()); break;
     case Scalar::Kind::kInt: p.set_i(s.to_int()); break;
     case Scalar::Kind::kFloat: p.set_f(s.to_double()); break;
+    case Scalar::Kind::kNone: break;  // no value set: None
   }
   return p;
 }
@@ -77,7 +78,8 @@ Scalar scalar_from_proto(const plan::ScalarValue& p) {
   switch (p.value_case()) {
     case plan::ScalarValue::kB: return Scalar(p.b());
     case plan::ScalarValue::kF: return Scalar(p.f());
-    default: return Scalar(p.i());
+    case plan::ScalarValue::kI: return Scalar(p.i());
+    default: return Scalar::none();
   }
 }
 

@@ -488,7 +488,8 @@ std::string scalars_str(const google::protobuf::RepeatedPtrField<plan::ScalarVal
   for (int k = 0; k < scalars.size(); ++k) {
     const Scalar s = graph::scalar_from_proto(scalars[k]);
     os << (k ? ", " : "");
-    if (s.kind() == Scalar::Kind::kBool) os << (s.to<bool>() ? "True" : "False");
+    if (s.is_none()) os << "None";
+    else if (s.kind() == Scalar::Kind::kBool) os << (s.to<bool>() ? "True" : "False");
     else if (s.kind() == Scalar::Kind::kInt) os << s.to_int();
     else os << s.to_double();
   }

@@ -93,7 +93,7 @@ OpConf stripped(const OpConf& op) {
     plan::ScalarValue* kind = s.add_scalars();
     if (v.value_case() == plan::ScalarValue::kB) kind->set_b(false);
     else if (v.value_case() == plan::ScalarValue::kF) kind->set_f(0);
-    else kind->set_i(0);
+    else if (v.value_case() == plan::ScalarValue::kI) kind->set_i(0);
   }
   return s;
 }

@@ -5,7 +5,7 @@
 //
 // Number arguments are scalars, by op: softplus [beta, threshold], leaky_relu
 // [negative_slope], elu [alpha], hardtanh [min_val, max_val], clamp_scalar [min,
-// max] (attrs [has_min, has_max] say which are given), lerp_scalar [weight],
+// max] (either may be none: Scalar::is_none), lerp_scalar [weight],
 // addcmul / addcdiv [value]. Attrs: gelu [approximate: "none" | "tanh"],
 // round_decimals [decimals]. Each activation has a `<name>_backward(grad, input)`
 // op with the same numbers and attrs, used by its gradient rule.
@@ -148,14 +148,11 @@ InferResult infer_activation_backward(const InferContext& c) {
 }
 
 // clamp(x, min=number, max=number): the numbers given take part in promotion (an int tensor clamped to 1.5
-// becomes float32, as in PyTorch).
+// becomes float32, as in PyTorch); a None one takes no part.
 InferResult infer_clamp_scalar(const InferContext& c) {
-  const bool has_min = c.attrs.get_bool(0), has_max = c.attrs.get_bool(1);
-  RILL_CHECK(has_min || has_max, Runtime, "[clamp] At least one of 'min' or 'max' must not be None");
-  std::vector<Scalar> given;
-  if (has_min) given.push_back(c.scalars[0]);
-  if (has_max) given.push_back(c.scalars[1]);
-  DType t = result_type_checked(c, c.inputs, given);
+  RILL_CHECK(!c.scalars[0].is_none() || !c.scalars[1].is_none(), Runtime,
+             "[clamp] At least one of 'min' or 'max' must not be None");
+  DType t = result_type_checked(c);
   if (t == DType::kBool) fail_dtype(c, t, "; convert the input with .int()");
   return {{dense_like(c.inputs[0]->shape, t, c.inputs[0])}, {t}};
 }
@@ -314,12 +311,16 @@ void register_elementwise_ops() {
                         .elementwise = true};
   ops::define("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", infer_activation, functional,
               "x where |x| > lambd, else 0");
-  ops::define("clamp_scalar(Tensor self, Scalar min, Scalar max, bool has_min, bool has_max) -> Tensor",
-              infer_clamp_scalar, k, "x clamped to number bounds (has_min, has_max: which are given)");
-  ops::define("clamp(Tensor self, Tensor min, Tensor max) -> Tensor", infer_binary_arith, k,
+  // clamp: PyTorch's clamp(Tensor self, Scalar? min=None, Scalar? max=None) and clamp.Tensor, whose one-bound
+  // calls are clamp_min and clamp_max (bound under clamp's arguments, and clamp_min(x, 0.5) as clamp_scalar:
+  // kOverloadsByArgumentName in python/src/schema_bindings.cpp). A number and a tensor bound together are a
+  // TypeError, as in PyTorch.
+  ops::define("clamp_scalar(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", infer_clamp_scalar, py_out,
+              "x clamped to number bounds (None: no bound on that side)").overload_of = "clamp";
+  ops::define("clamp(Tensor self, Tensor min, Tensor max) -> Tensor", infer_binary_arith, py_out,
               "x clamped to tensor bounds");
-  ops::define("clamp_min(Tensor self, Tensor min) -> Tensor", infer_binary_arith, k, "max(x, min)");
-  ops::define("clamp_max(Tensor self, Tensor max) -> Tensor", infer_binary_arith, k, "min(x, max)");
+  ops::define("clamp_min(Tensor self, Tensor min) -> Tensor", infer_binary_arith, py_out, "max(x, min)");
+  ops::define("clamp_max(Tensor self, Tensor max) -> Tensor", infer_binary_arith, py_out, "min(x, max)");
   OpFlags divisor = py_out;
   divisor.integer_divisor = true;
   define_binary_family({"floor_divide", "fmod"}, infer_divmod, py_out, divisor);

@@ -153,7 +153,8 @@ std::string encode(const Program& p) {
     for (const Scalar& x : s.scalars) {
       if (x.kind() == Scalar::Kind::kBool) { w.tag('b'); w.num(x.to_int()); }
       else if (x.kind() == Scalar::Kind::kInt) { w.tag('i'); w.num(x.to_int()); }
-      else { w.tag('f'); w.real(x.to_double()); }
+      else if (x.kind() == Scalar::Kind::kFloat) { w.tag('f'); w.real(x.to_double()); }
+      else w.tag('n');
     }
   }
   w.num(static_cast<int64_t>(p.outputs.size()));
@@ -197,6 +198,7 @@ Program decode(std::string_view text) {
       if (t == 'b') s.scalars.emplace_back(r.num() != 0);
       else if (t == 'i') s.scalars.emplace_back(r.num());
       else if (t == 'f') s.scalars.emplace_back(r.real());
+      else if (t == 'n') s.scalars.push_back(Scalar::none());
       else r.check(false, "a scalar tag is unknown");
     }
     p.steps.push_back(std::move(s));

@@ -96,8 +96,11 @@ struct OpFlags {
 // call (eager::call, an instruction, a job's op conf) carries them in three lists
 // that follow from the types, each in signature order:
 //   inputs:  the Tensor and Tensor[] arguments (a Tensor? that is None is left out),
-//   scalars: the Scalar arguments (Python numbers, whose kind takes part in promotion),
-//   attrs:   everything else (int, int[], float, bool, ScalarType, str), interned.
+//   scalars: the Scalar arguments (Python numbers, whose kind takes part in promotion); a Scalar? that is
+//            None keeps its place as Scalar::none(), which takes no part in promotion, so an op reads each
+//            by position (clamp_scalar: scalars[0].is_none() is "no min"),
+//   attrs:   everything else (int, int[], float, bool, ScalarType, str), interned; an optional one that is
+//            None is std::monostate (optional_attr_of).
 // So kernels, inference and gradient rules read an attr by its signature name
 // (OpSchema::attr_index, the contexts' attr<T>("dim")), and the Python bindings
 // can parse any call from the signature alone.

@@ -2,8 +2,10 @@
 // and max_dim / min_dim (values and indices over one dim). Semantics follow PyTorch.
 //
 // Attrs, by op (every attr that affects inference is here; the ops take no scalars):
-//   sum, mean, prod  [dim: ints?, keepdim: bool, dtype: DType?]
+//   sum, mean        [dim: ints?, keepdim: bool, dtype: DType?]
 //                    dim None or empty = every dim; dtype None: the input's (int64 for integers).
+//   prod             [dtype: DType?]   every element, dtypes as sum's.
+//   prod_dim         [dim: int, keepdim: bool, dtype: DType?]   one dim: prod(x, dim), an overload of prod.
 //   var, std         [dims: ints, keepdim: bool, correction: double]
 //   any, all         [dim: ints?, keepdim: bool]   bool out (uint8 for uint8 input, as in PyTorch).
 //   logsumexp        [dims: ints, keepdim: bool]   Note [Composite ops]
@@ -83,13 +85,10 @@ void check_attrs(const InferContext& c) {
               " attrs, got ", c.attrs.size());
 }
 
-// sum, mean.
-InferResult infer_sum_mean(const InferContext& c) {
-  check_attrs(c);
+// sum, mean, prod over the dims of mask: the output meta, and the dtype= conversion.
+InferResult sum_like(const InferContext& c, const std::vector<bool>& mask, bool keepdim) {
   const TensorMeta& x = *c.inputs[0];
   const std::string& name = c.op.name;
-  std::vector<bool> mask = reduced_mask(reduced_dims(c.attrs), x.ndim(), name);
-  bool keepdim = c.attrs.get_bool(1);
   const DType* dtype = optional_attr_of<DType>(c.op, c.attrs, "dtype");
   DType out;
   if (dtype) {
@@ -108,6 +107,21 @@ InferResult infer_sum_mean(const InferContext& c) {
   std::vector<DType> casts;
   if (dtype) casts.push_back(out);  // torch converts the input first, then reduces
   return {{make_contiguous_meta(reduced_shape(x.shape, mask, keepdim), out, x.device)}, casts};
+}
+
+// sum, mean.
+InferResult infer_sum_mean(const InferContext& c) {
+  check_attrs(c);
+  return sum_like(c, reduced_mask(reduced_dims(c.attrs), c.inputs[0]->ndim(), c.op.name), c.attrs.get_bool(1));
+}
+
+// prod over every element, prod_dim along one dim.
+InferResult infer_prod(const InferContext& c) {
+  check_attrs(c);
+  const bool one_dim = c.op.name == "prod_dim";
+  std::vector<int64_t> dims;
+  if (one_dim) dims.push_back(c.attr<int64_t>("dim"));
+  return sum_like(c, reduced_mask(dims, c.inputs[0]->ndim(), "prod"), one_dim && c.attr<bool>("keepdim"));
 }
 
 // amax, amin, max, min: same dtype out.
@@ -212,12 +226,17 @@ void register_reduce_ops() {
   const OpFlags k;
   OpFlags composite;
   composite.composite = true;
-  // dim None or empty: every dim. prod takes one dim in Python, so it is bound by hand, as are var and std
-  // (python/src/math_ops.cpp).
+  // dim None or empty: every dim. var and std are bound by hand (python/src/math_ops.cpp).
   const OpFlags py = {.function = true, .method = true};
-  for (const auto& [n, flags] : {std::pair{"sum", py}, {"mean", py}, {"prod", k}})
+  for (const char* n : {"sum", "mean"})
     ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
-                "Tensor", infer_sum_mean, flags, "reduction over dim (None: every dim)");
+                "Tensor", infer_sum_mean, py, "reduction over dim (None: every dim)");
+  // prod takes one int dim or none, as PyTorch's prod.dim_int and prod: prod(x, [0]) is a TypeError.
+  OpFlags py_out = py;
+  py_out.out = true;
+  ops::define("prod_dim(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", infer_prod,
+              py_out, "product along dim").overload_of = "prod";
+  ops::define("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", infer_prod, py, "product of every element");
   for (const char* n : {"var", "std"})
     ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim, float correction) -> Tensor", infer_var, k,
                 "dividing by max(N - correction, 0)");

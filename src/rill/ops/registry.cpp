@@ -160,7 +160,7 @@ const InferResult& infer_cached(const OpSchema& op, std::span<const MetaSym> inp
   probe.attrs = attrs.get();
   probe.scalar_kinds = 0;
   probe.default_float = default_float();
-  for (const Scalar& s : scalars) probe.scalar_kinds = probe.scalar_kinds * 4 + 1 + static_cast<uint32_t>(s.kind());
+  for (const Scalar& s : scalars) probe.scalar_kinds = probe.scalar_kinds * 5 + 1 + static_cast<uint32_t>(s.kind());
   probe.inputs.clear();
   for (const MetaSym& m : inputs) probe.inputs.push_back(m.get());
   auto it = t_cache.find(probe);

@@ -2,6 +2,7 @@
 // defined, in PyTorch's schema syntax:
 //
 //   softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
+//   clamp_scalar(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
 //   sum(Tensor self, int[] dim, bool keepdim, ScalarType? dtype=None) -> Tensor
 //   max_dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
 //

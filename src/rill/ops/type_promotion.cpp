@@ -41,7 +41,8 @@ DType result_type(std::span<const MetaSym> tensors, std::span<const Scalar> scal
       zero_result = promote_opt(zero_result, m->dtype);
     }
   }
-  for (const Scalar& s : scalars) wrapped_result = promote_opt(wrapped_result, s.default_dtype());
+  for (const Scalar& s : scalars)
+    if (!s.is_none()) wrapped_result = promote_opt(wrapped_result, s.default_dtype());  // None takes no part
   Opt r = combine_categories(dim_result, combine_categories(zero_result, wrapped_result));
   return r ? *r : default_float();
 }
@@ -92,6 +93,7 @@ const char* number_kind(const Scalar& s) {
     case Scalar::Kind::kBool: return "a Python bool";
     case Scalar::Kind::kInt: return "a Python int";
     case Scalar::Kind::kFloat: return "a Python float";
+    case Scalar::Kind::kNone: return "None";
   }
   return "a Python number";
 }
@@ -127,7 +129,8 @@ bool number_first(const OpSchema& op) {
   std::vector<std::string> parts;
   for (const MetaSym& m : tensors) parts.emplace_back(dtype_name(m->dtype));
   std::vector<std::string> numbers;
-  for (const Scalar& s : scalars) numbers.emplace_back(number_kind(s));
+  for (const Scalar& s : scalars)
+    if (!s.is_none()) numbers.emplace_back(number_kind(s));
   if (number_first(c.op)) {
     numbers.insert(numbers.end(), parts.begin(), parts.end());
     parts = numbers;
@@ -148,7 +151,7 @@ bool number_first(const OpSchema& op) {
   }
   std::string number_fix;
   for (const Scalar& s : scalars) {
-    if (number_fix.empty() && !tensors.empty() && category(s) > category(tensors[0]->dtype))
+    if (number_fix.empty() && !tensors.empty() && !s.is_none() && category(s) > category(tensors[0]->dtype))
       number_fix = category(tensors[0]->dtype) == 0 ? "a bool number" : "an int number";
   }
   if (!number_fix.empty()) fix += ", or pass " + number_fix;

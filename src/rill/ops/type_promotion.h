@@ -17,7 +17,7 @@
 
 namespace rill {
 
-/** Result dtype of an op over these tensor operands and Python numbers. */
+/** Result dtype of an op over these tensor operands and Python numbers (an absent Scalar takes no part). */
 DType result_type(std::span<const MetaSym> tensors, std::span<const Scalar> scalars);
 
 /** dtype for ops that always produce floats (sqrt, exp, true division): ints and bool become the default float. */

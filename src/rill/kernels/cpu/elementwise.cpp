@@ -472,9 +472,9 @@ void logical_not_kernel(const KernelContext& c) {
   map_elements<bool, bool>(c.outputs[0], {&c.inputs[0]}, [](bool a) { return !a; });
 }
 
-// clamp(x, min, max) with numbers; attrs say which bounds are given. NaN in x stays NaN.
+// clamp(x, min, max) with numbers, either maybe none (no bound). NaN in x stays NaN.
 void clamp_scalar_kernel(const KernelContext& c) {
-  const bool has_min = c.attrs.get_bool(0), has_max = c.attrs.get_bool(1);
+  const bool has_min = !c.scalars[0].is_none(), has_max = !c.scalars[1].is_none();
   visit_dtype(c.inputs[0].meta->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const M<T> lo = static_cast<M<T>>(c.scalars[0].to<T>()), hi = static_cast<M<T>>(c.scalars[1].to<T>());

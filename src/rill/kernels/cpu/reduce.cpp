@@ -341,7 +341,9 @@ struct Dim {
 std::vector<bool> reduced_dims(const KernelContext& c) {
   int64_t nd = c.inputs[0].meta->ndim();
   std::vector<int64_t> dims;
-  const AttrValue& dim = c.attrs.values[0];  // int (argmax, max_dim, ...), int list, or None: every dim
+  // The dim: an int (argmax, max_dim, prod_dim, ...), an int list, or None; any other first attr (prod's dtype)
+  // is not a dim: every dim.
+  const AttrValue& dim = c.attrs.values[0];
   if (const auto* d = std::get_if<int64_t>(&dim)) dims.push_back(*d);
   else if (const auto* ds = std::get_if<std::vector<int64_t>>(&dim)) dims = *ds;
   std::vector<bool> mask(static_cast<size_t>(nd), dims.empty());
@@ -804,6 +806,7 @@ void register_reduce_kernels() {
   ops::set_cpu_kernel("sum", sum_kernel);
   ops::set_cpu_kernel("mean", mean_kernel);
   ops::set_cpu_kernel("prod", prod_kernel);
+  ops::set_cpu_kernel("prod_dim", prod_kernel);
   ops::set_cpu_kernel("any", any_all_kernel<true>);
   ops::set_cpu_kernel("all", any_all_kernel<false>);
   register_scan_kernels();
