@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "rill/graph/op_graph.h"
 #include "rill/graph/attrs.h"
+#include "rill/graph/id_index.h"
 #include "rill/graph/memory_plan.h"
 #include "rill/graph/task_id.h"
 #include "rill/util/error.h"
@@ -337,7 +337,7 @@ class Compiler {
   // from), or the plan deadlocks. Those registers get min(delay_num + 1, pieces) buffers, and so does the input
   // of each view task such a register is the output of (a view holds its input piece while its own is unfreed).
   void make_room_for_delays() {
-    for (int r = 0; r < plan_.regsts_size(); ++r) regst_index_[plan_.regsts(r).id()] = r;
+    const IdIndex regst_index(plan_.regsts());
     std::vector<int> count(plan_.regsts_size(), 0);  // the buffers a register needs, by index in plan_.regsts
     for (int d : delays_) {
       const int in_flight = static_cast<int>(std::min<int64_t>(plan_.tasks(task_of_[d]).delay() + 1, pieces_));
@@ -358,7 +358,7 @@ class Compiler {
           for (int c : consumers) read_behind = read_behind || behind[c];
         if (!read_behind) continue;
         for (int64_t id : plan_.tasks(task_of_[p]).out_regsts()) {
-          const int r = regst_index_.at(id);
+          const int r = regst_index.find(id);
           count[r] = std::max(count[r], in_flight);
         }
       }
@@ -372,7 +372,7 @@ class Compiler {
       regst.set_count(count[r]);
       const plan::Task& producer = plan_.tasks(graph::decode_task_id(regst.producer()).index - 1);
       if (producer.kind() == plan::TASK_VIEW || producer.kind() == plan::TASK_DELAY) {
-        const int in = regst_index_.at(producer.in_regsts(0));
+        const int in = regst_index.find(producer.in_regsts(0));
         count[in] = std::max(count[in], count[r]);
       }
     }
@@ -453,7 +453,6 @@ class Compiler {
   std::vector<int> in_place_of_;      // value -> the variable's output an in_place assign writes it over, or -1
   std::vector<int> output_in_place_;  // value -> the output binding its producer writes, or -1
   std::vector<int> delays_;           // the _delay_tick ops (Note [Room for a delay])
-  std::unordered_map<int64_t, int> regst_index_;  // register id -> index in plan_.regsts (made with delays only)
   int64_t counter_ = 0;
 };
 
