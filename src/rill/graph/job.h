@@ -19,19 +19,32 @@ namespace rill::graph {
 // blocks, in the order the passes walk them, and what the passes add is a pointer bump, not a malloc. The
 // arena lives as long as the job: the memory of an op a pass removes comes back with the job's, not before.
 // The compiler makes its plan on an arena too, which the memory plan and the runtime's checks and actors walk.
+// protobuf's arena changes its layout under ThreadSanitizer (port_def.inc's PROTOBUF_TSAN) and the system's
+// libprotobuf is built without it, so the TSan build (scripts/tsan.sh) keeps these messages on the heap.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kMessagesOnArenas = false;
+#else
+inline constexpr bool kMessagesOnArenas = true;
+#endif
+
 template <typename M>
 class OnArena {
  public:
-  OnArena() : arena_(std::make_unique<google::protobuf::Arena>(options())),
-              message_(google::protobuf::Arena::CreateMessage<M>(arena_.get())) {}
+  OnArena()
+      : arena_(kMessagesOnArenas ? std::make_unique<google::protobuf::Arena>(options()) : nullptr),
+        message_(google::protobuf::Arena::CreateMessage<M>(arena_.get())) {}
   /** A copy of m on an arena of its own. */
   OnArena(const M& m) : OnArena() { *message_ = m; }  // NOLINT: a plan made by hand converts (tests)
   OnArena(OnArena&& o) noexcept : arena_(std::move(o.arena_)), message_(std::exchange(o.message_, nullptr)) {}
   OnArena& operator=(OnArena&& o) noexcept {
-    arena_ = std::move(o.arena_);
-    message_ = std::exchange(o.message_, nullptr);
+    if (this != &o) {
+      release();
+      arena_ = std::move(o.arena_);
+      message_ = std::exchange(o.message_, nullptr);
+    }
     return *this;
   }
+  ~OnArena() { release(); }
 
   M& operator*() const { return *message_; }
   M* operator->() const { return message_; }
@@ -42,6 +55,12 @@ class OnArena {
     o.start_block_size = 64 << 10;  // a small job's ops in one or two blocks
     o.max_block_size = 1 << 20;     // growing to 1 MiB blocks for a large one
     return o;
+  }
+
+  /** Free the message when it is on the heap (on an arena, the arena's end frees it). */
+  void release() {
+    if (!arena_) delete message_;
+    message_ = nullptr;
   }
 
   std::unique_ptr<google::protobuf::Arena> arena_;  // moved with the message: its parts stay where they are
