@@ -503,6 +503,20 @@ std::string ids_str(const google::protobuf::RepeatedField<int64_t>& ids, bool ta
   return out;
 }
 
+const char* regst_kind_name(plan::RegstKind k) {
+  switch (k) {
+    case plan::REGST_OWNED: return "owned";
+    case plan::REGST_VARIABLE: return "variable";
+    case plan::REGST_INPUT: return "input";
+    case plan::REGST_OUTPUT: return "output";
+    case plan::REGST_VIEW: return "view";
+    case plan::REGST_CTRL: return "ctrl";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
 const char* task_kind_name(plan::TaskKind k) {
   switch (k) {
     case plan::TASK_COMPUTE: return "compute";
@@ -517,20 +531,6 @@ const char* task_kind_name(plan::TaskKind k) {
     default: return "?";
   }
 }
-
-const char* regst_kind_name(plan::RegstKind k) {
-  switch (k) {
-    case plan::REGST_OWNED: return "owned";
-    case plan::REGST_VARIABLE: return "variable";
-    case plan::REGST_INPUT: return "input";
-    case plan::REGST_OUTPUT: return "output";
-    case plan::REGST_VIEW: return "view";
-    case plan::REGST_CTRL: return "ctrl";
-    default: return "?";
-  }
-}
-
-}  // namespace
 
 plan::Plan compile(const Job& job, const CompileOptions& options) {
   plan::Plan plan;

@@ -30,5 +30,7 @@ ArenaPlan infer_and_compile(Job& job, InferStats& stats, const CompileOptions& o
 std::string job_str(const Job& job);
 /** The plan as text: tasks with their ids and registers, registers with their counts and memory. */
 std::string plan_str(const plan::Plan& plan);
+/** "compute", "source_tick", "acc", ...: what plan_str, the runtime's messages and the trace call a task kind. */
+const char* task_kind_name(plan::TaskKind kind);
 
 }  // namespace rill::graph

@@ -78,26 +78,6 @@ std::vector<std::string> inferred_attrs(const std::string& op_type) {
   return {};
 }
 
-OpConf stripped(const OpConf& op) {
-  OpConf s;
-  s.set_op_type(op.op_type());
-  if (is_graph_only(op.op_type())) {
-    for (const std::string& name : inferred_attrs(op.op_type())) {
-      auto it = op.attrs().find(name);
-      if (it != op.attrs().end()) (*s.mutable_attrs())[name] = it->second;
-    }
-  } else {
-    *s.mutable_attrs() = op.attrs();
-  }
-  for (const plan::ScalarValue& v : op.scalars()) {
-    plan::ScalarValue* kind = s.add_scalars();
-    if (v.value_case() == plan::ScalarValue::kB) kind->set_b(false);
-    else if (v.value_case() == plan::ScalarValue::kF) kind->set_f(0);
-    else if (v.value_case() == plan::ScalarValue::kI) kind->set_i(0);
-  }
-  return s;
-}
-
 size_t attr_hash(const plan::AttrValue& v) {
   size_t h = static_cast<size_t>(v.value_case());
   switch (v.value_case()) {
@@ -137,6 +117,19 @@ void for_inferred_attrs(const OpConf& op, F&& f) {
   }
   for (const std::string& name : inferred_attrs(op.op_type()))
     if (auto it = op.attrs().find(name); it != op.attrs().end()) f(name, it->second);
+}
+
+OpConf stripped(const OpConf& op) {
+  OpConf s;
+  s.set_op_type(op.op_type());
+  for_inferred_attrs(op, [&](const std::string& name, const plan::AttrValue& v) { (*s.mutable_attrs())[name] = v; });
+  for (const plan::ScalarValue& v : op.scalars()) {
+    plan::ScalarValue* kind = s.add_scalars();
+    if (v.value_case() == plan::ScalarValue::kB) kind->set_b(false);
+    else if (v.value_case() == plan::ScalarValue::kF) kind->set_f(0);
+    else if (v.value_case() == plan::ScalarValue::kI) kind->set_i(0);
+  }
+  return s;
 }
 
 // The hash of stripped(op), read from op in place: attrs summed, so in any order.

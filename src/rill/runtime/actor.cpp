@@ -5,24 +5,10 @@
 #include <utility>
 
 #include "rill/graph/attrs.h"
+#include "rill/graph/compiler.h"
 #include "rill/vm/instruction.h"
 
 namespace rill::runtime::detail {
-
-const char* task_kind_name(plan::TaskKind k) {
-  switch (k) {
-    case plan::TASK_COMPUTE: return "compute";
-    case plan::TASK_VIEW: return "view";
-    case plan::TASK_COPY: return "copy";
-    case plan::TASK_SOURCE_TICK: return "source tick";
-    case plan::TASK_SINK_TICK: return "sink tick";
-    case plan::TASK_TICK: return "tick";
-    case plan::TASK_REPEAT: return "repeat";
-    case plan::TASK_ACC: return "acc";
-    case plan::TASK_DELAY: return "delay";
-    default: return "unknown";
-  }
-}
 
 namespace {
 
@@ -205,14 +191,14 @@ void Actor::prepare_args() {
 }
 
 void Actor::fail_plan(const std::string& why) const {
-  RILL_FAIL(Runtime, "[runtime] bad plan: task '", task_->name(), "' (", task_kind_name(task_->kind()),
+  RILL_FAIL(Runtime, "[runtime] bad plan: task '", task_->name(), "' (", graph::task_kind_name(task_->kind()),
             task_->op().empty() ? "" : " " + task_->op(), "): ", why);
 }
 
 Error Actor::task_error(const std::exception& e, ErrorKind kind) const {
   std::ostringstream os;
   os << e.what() << " (graph task '" << task_->name() << "', op "
-     << (task_->op().empty() ? std::string(task_kind_name(task_->kind())) : task_->op());
+     << (task_->op().empty() ? std::string(graph::task_kind_name(task_->kind())) : task_->op());
   if (!task_->loc().empty()) os << ", issued at " << task_->loc();
   os << ")";
   return Error(kind, os.str());

@@ -72,9 +72,6 @@ class ActorEnv {
   ~ActorEnv() = default;
 };
 
-/** "compute", "copy", "acc", ...: what messages and the trace call a task kind. */
-const char* task_kind_name(plan::TaskKind kind);
-
 /** The data pointer of piece k of a register that is ready from the start (a variable, an input, a view of one). */
 char* fixed_data(const std::vector<RegstInfo>& regsts, int32_t regst, const Bindings& b, int64_t k);
 

@@ -20,6 +20,7 @@
 #include "rill/runtime/trace.h"
 #include "rill/graph/attrs.h"
 #include "rill/graph/id_index.h"
+#include "rill/graph/compiler.h"
 #include "rill/graph/task_id.h"
 #include "rill/vm/instruction.h"
 
@@ -257,7 +258,7 @@ void Runtime::Impl::label_tasks(std::string graph) {
   labels->graph = std::move(graph);
   for (const plan::Task& t : plan_.tasks()) {
     labels->names.push_back(t.name());
-    labels->ops.push_back(t.op().empty() ? detail::task_kind_name(t.kind()) : t.op());
+    labels->ops.push_back(t.op().empty() ? graph::task_kind_name(t.kind()) : t.op());
     labels->ids.push_back(graph::task_id_str(t.id()));
   }
   labels_ = std::move(labels);
