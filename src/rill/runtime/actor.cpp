@@ -1,5 +1,6 @@
 #include "rill/runtime/actor.h"
 
+#include <algorithm>
 #include <exception>
 #include <sstream>
 #include <utility>
@@ -36,7 +37,7 @@ char* fixed_data(const std::vector<RegstInfo>& regsts, int32_t regst, const Bind
 
 Actor::Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::vector<int32_t> ins,
              std::vector<int32_t> outs, int64_t acts)
-    : task_(&task), regsts_(&regsts), acts_per_iteration_(acts) {
+    : task_(&task), kind_(task.kind()), regsts_(&regsts), acts_per_iteration_(acts) {
   for (int32_t r : ins) ins_.push_back(InSlot{r, regsts[r].producer < 0, {}, 0});
   for (int32_t r : outs) {
     OutSlot o;
@@ -86,7 +87,7 @@ void Actor::prepare_outputs() {
   for (OutSlot& o : outs_) {
     const RegstInfo& r = regsts[o.regst];
     if (r.kind == plan::REGST_INPUT) fail_plan("it writes " + r.name() + ", an input of the launch");
-    if (task_->kind() == plan::TASK_REPEAT) {
+    if (kind_ == plan::TASK_REPEAT) {
       // Its pieces are the input's memory, whatever the register says (plan.proto: "same memory").
       if (r.kind == plan::REGST_CTRL) continue;
       if (r.kind != plan::REGST_VIEW && r.kind != plan::REGST_OWNED)
@@ -174,12 +175,12 @@ void Actor::prepare_copy() {
   std::vector<AttrValue> dtype;  // built one by one: GCC 12 misreads a braced list of variants as uninitialised
   dtype.emplace_back(out.dtype);
   attrs_ = make_attrs(std::move(dtype));
-  if (task_->kind() == plan::TASK_ACC) {
+  if (kind_ == plan::TASK_ACC) {
     if (in.dtype != out.dtype) fail_plan("it sums " + in.str() + " into " + out.str() + " (dtypes differ)");
     add_op_ = ops::find("add");
     add_kernel_ = add_op_->kernel(DeviceType::kCPU);
   }
-  RILL_ASSERT(kernel_ && (task_->kind() != plan::TASK_ACC || add_kernel_), "cast or add has no CPU kernel");
+  RILL_ASSERT(kernel_ && (kind_ != plan::TASK_ACC || add_kernel_), "cast or add has no CPU kernel");
 }
 
 void Actor::prepare_args() {
@@ -191,14 +192,14 @@ void Actor::prepare_args() {
 }
 
 void Actor::fail_plan(const std::string& why) const {
-  RILL_FAIL(Runtime, "[runtime] bad plan: task '", task_->name(), "' (", graph::task_kind_name(task_->kind()),
+  RILL_FAIL(Runtime, "[runtime] bad plan: task '", task_->name(), "' (", graph::task_kind_name(kind_),
             task_->op().empty() ? "" : " " + task_->op(), "): ", why);
 }
 
 Error Actor::task_error(const std::exception& e, ErrorKind kind) const {
   std::ostringstream os;
   os << e.what() << " (graph task '" << task_->name() << "', op "
-     << (task_->op().empty() ? std::string(graph::task_kind_name(task_->kind())) : task_->op());
+     << (task_->op().empty() ? std::string(graph::task_kind_name(kind_)) : task_->op());
   if (!task_->loc().empty()) os << ", issued at " << task_->loc();
   os << ")";
   return Error(kind, os.str());
@@ -218,6 +219,7 @@ void Actor::reset() {
   acts_ = 0;
   sub_ = 0;
   repeat_data_ = nullptr;
+  waiting_ins_ = std::count_if(ins_.begin(), ins_.end(), [](const InSlot& in) { return !in.fixed; });
 }
 
 void Actor::handle(const Message& m, ActorEnv& env) {
@@ -227,6 +229,7 @@ void Actor::handle(const Message& m, ActorEnv& env) {
       InSlot& in = ins_[m.slot];
       RILL_ASSERT(!in.fixed && m.seq == in.taken + static_cast<int64_t>(in.ready.size()), "task '", task_->name(),
                   "' got piece ", m.seq, " out of order");
+      if (in.ready.empty()) --waiting_ins_;
       in.ready.push_back(Piece{m.seq, m.data});
       break;
     }
@@ -244,11 +247,7 @@ void Actor::handle(const Message& m, ActorEnv& env) {
   }
 }
 
-bool Actor::inputs_ready() const {
-  for (const InSlot& in : ins_)
-    if (!in.fixed && in.ready.empty()) return false;
-  return true;
-}
+bool Actor::inputs_ready() const { return waiting_ins_ == 0; }
 
 bool Actor::outputs_free() const {
   for (const OutSlot& out : outs_)
@@ -262,7 +261,7 @@ char* Actor::in_data(const InSlot& in, const Bindings& b) const {
 
 char* Actor::out_data(const OutSlot& out, const Bindings& b) const {
   const RegstInfo& r = regst(out.regst);
-  if (task_->kind() == plan::TASK_REPEAT)
+  if (kind_ == plan::TASK_REPEAT)
     return r.kind == plan::REGST_CTRL ? nullptr
                                       : offset(repeat_data_, r.kind == plan::REGST_VIEW ? r.view_offset_bytes : 0);
   switch (r.kind) {
@@ -302,6 +301,7 @@ void Actor::take_inputs(ActorEnv& env, int64_t hold_pieces) {
     if (in.fixed) continue;
     int64_t seq = in.ready.front().seq;
     in.ready.pop_front();
+    if (in.ready.empty()) ++waiting_ins_;
     OutSlot* holder = nullptr;
     for (OutSlot& out : outs_)
       if (out.holds && out.views == static_cast<int32_t>(i)) holder = &out;
@@ -339,7 +339,7 @@ void Actor::compute(ActorEnv& env) {
   const bool traced = env.tracing();
   const int64_t start = traced ? vm::now_ns() : 0;
   try {
-    if (task_->kind() == plan::TASK_ACC && sub_ > 0) {
+    if (kind_ == plan::TASK_ACC && sub_ > 0) {
       TensorArg sum[2] = {out_args_[0], in_args_[0]};
       add_kernel_(KernelContext{*add_op_, sum, out_args_, *empty_attrs(), {}});
     } else {
@@ -354,8 +354,8 @@ void Actor::compute(ActorEnv& env) {
 }
 
 bool Actor::step(ActorEnv& env) {
-  if (task_->kind() == plan::TASK_REPEAT) return step_repeat(env);
-  if (task_->kind() == plan::TASK_ACC) return step_acc(env);
+  if (kind_ == plan::TASK_REPEAT) return step_repeat(env);
+  if (kind_ == plan::TASK_ACC) return step_acc(env);
   if (acts_ >= acts_per_iteration_ || !inputs_ready() || !outputs_free() || delaying()) return false;
   gather(env);
   if (kernel_ && env.computing()) compute(env);
@@ -374,7 +374,7 @@ bool Actor::step(ActorEnv& env) {
 // their producers can run the d pieces ahead it waits for. Pieces arrive in order, so the input slot's ready
 // list holds pieces taken .. taken + ready - 1.
 bool Actor::delaying() const {
-  if (task_->kind() != plan::TASK_DELAY) return false;
+  if (kind_ != plan::TASK_DELAY) return false;
   const InSlot& in = ins_[data_ins_[0]];
   if (in.fixed) return false;  // a binding: every piece is there from the start
   const int64_t arrived = in.taken + static_cast<int64_t>(in.ready.size());
@@ -420,10 +420,10 @@ bool Actor::finished() const {
 }
 
 int64_t Actor::pieces_out() const {
-  return acts_per_iteration_ * (task_->kind() == plan::TASK_REPEAT ? repeat_ : 1);
+  return acts_per_iteration_ * (kind_ == plan::TASK_REPEAT ? repeat_ : 1);
 }
 
-int64_t Actor::pieces_in() const { return acts_per_iteration_ * (task_->kind() == plan::TASK_ACC ? repeat_ : 1); }
+int64_t Actor::pieces_in() const { return acts_per_iteration_ * (kind_ == plan::TASK_ACC ? repeat_ : 1); }
 
 std::string Actor::waiting_on() const {
   std::ostringstream os;

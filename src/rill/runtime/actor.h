@@ -134,7 +134,7 @@ class Actor {
   /** TASK_DELAY: whether its next piece must wait for later ones (Note [The delay tick] in actor.cpp). */
   bool delaying() const;
   /** The piece the next kernel run computes: the act, or for an acc the input piece it sums. */
-  int64_t piece() const { return task_->kind() == plan::TASK_ACC ? acts_ * repeat_ + sub_ : acts_; }
+  int64_t piece() const { return kind_ == plan::TASK_ACC ? acts_ * repeat_ + sub_ : acts_; }
   char* in_data(const InSlot& in, const Bindings& b) const;
   char* out_data(const OutSlot& out, const Bindings& b) const;
   void compute(ActorEnv& env);
@@ -151,6 +151,7 @@ class Actor {
   [[noreturn]] void fail_plan(const std::string& why) const;
 
   const plan::Task* task_;
+  plan::TaskKind kind_;  // task_->kind(), kept beside the actor's state: the plan is elsewhere in memory
   const std::vector<RegstInfo>* regsts_;
   int64_t acts_per_iteration_ = 1;
   int64_t repeat_ = 1;
@@ -171,6 +172,8 @@ class Actor {
   std::vector<char*> cur_in_, cur_out_; // the act's data, per slot
   // Per iteration.
   int64_t acts_ = 0;
+  int64_t waiting_ins_ = 0;    // in-slots with a producer and no piece ready: a sink tick has thousands, so
+                               // inputs_ready() keeps this count rather than looking at each
   int64_t sub_ = 0;            // TASK_REPEAT: pieces still to produce from the held input; TASK_ACC: pieces summed
   char* repeat_data_ = nullptr;
 };
