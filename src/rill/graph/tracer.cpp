@@ -218,6 +218,14 @@ OpConf& Tracer::add_op(const OpSchema& op, std::span<const Tensor> inputs, std::
 
 void Tracer::on_call(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                      AttrsSym attrs, std::span<const Tensor> outputs) {
+  if (outputs.size() == 1 && copies_blob(op, inputs, outputs[0])) {  // a clone (Note [A copy is its source's blob])
+    const Tensor& out = outputs[0];
+    std::string lbn = resolve(inputs[0]);
+    keep_.push_back(out);
+    memory_[out.storage().get()] = Memory{out, lbn, 0, Origin::kTraced, lbn};
+    seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
+    return;
+  }
   OpConf& c = add_op(op, inputs, scalars, attrs);
   for (const Tensor& out : outputs) {
     std::string lbn = output_lbn(c);
@@ -226,6 +234,16 @@ void Tracer::on_call(const OpSchema& op, std::span<const Tensor> inputs, std::sp
     memory_[out.storage().get()] = Memory{out, lbn, 0, Origin::kTraced, lbn};
     seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
   }
+}
+
+bool Tracer::copies_blob(const OpSchema& op, std::span<const Tensor> inputs, const Tensor& out) {
+  static const OpSchema& cast = eager::op("cast");
+  if (&op != &cast || inputs.size() != 1) return false;
+  const Tensor& src = inputs[0];
+  if (src.storage() == out.storage() || !same_view(src, out)) return false;  // same meta and offset
+  auto it = memory_.find(src.storage().get());
+  // A traced root's value: a variable's or an input's would make an assign write a binding into another.
+  return it != memory_.end() && it->second.origin == Origin::kTraced && same_view(src, it->second.root);
 }
 
 void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
@@ -253,6 +271,21 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
   const bool whole = same_view(out, m.root);
   RILL_CHECK(whole || m.root.is_contiguous(), Runtime, "[nn.Graph] build() writes in place (", op.name,
              ") into part of a strided tensor: write into a contiguous() copy", at(here()));
+  if (whole && copies_blob(op, inputs, out)) {
+    // Note [A copy is its source's blob]
+    // A copy of a whole traced value into memory of the same meta (the optimizer writing its results back into
+    // the parameters and their state with copy_; autograd's clone of a gradient into .grad) is that value: a blob
+    // is never written again, so the memory's value is the source's blob itself, not a cast of it that
+    // redundant_cast_elimination would remove later (a quarter of a transformer's traced ops with AdamW, each
+    // walked by the passes before that one). A copy of a variable or an input stays a cast: an assign must not
+    // write one binding into another.
+    std::string lbn = resolve(inputs[0]);
+    Memory& written = memory_of(out);
+    written.lbn = lbn;
+    ++written.version;
+    seen_[out.impl()] = Seen{lbn, written.version, {}, nullptr, {}};
+    return;
+  }
   OpConf& c = add_op(op, inputs, scalars, attrs);
   std::string lbn = output_lbn(c);
   if (whole) {

@@ -73,6 +73,9 @@ class Tracer final : public eager::TraceSink {
   };
 
   std::string resolve(const Tensor& t);
+  /** Whether writing op(inputs) into the whole of out is a copy of a traced value of out's meta (Note [A copy is
+   * its source's blob] in tracer.cpp). */
+  bool copies_blob(const OpSchema& op, std::span<const Tensor> inputs, const Tensor& out);
   Memory& memory_of(const Tensor& t);
   OpConf& add_op(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                  AttrsSym attrs);
