@@ -1,6 +1,6 @@
 // Ops whose Python forms need more than their signature: square (pow with 2),
 // the operators of floor division, remainders and the bitwise ops,
-// and the reductions var, std, logsumexp, norm, cumsum, cumprod, with PyTorch's
+// and the reductions logsumexp, norm, cumsum, cumprod, with PyTorch's
 // signatures. Ops whose signatures say it all (sin, remainder, lerp, addcmul, the activations of
 // rill.nn.functional, ...) are bound from them (schema_bindings.cpp).
 #include <cmath>
@@ -32,25 +32,6 @@ int64_t one_dim(nb::handle dim, const char* op) {
 }
 
 Tensor unary_call(const OpSchema& op, const Tensor& x) { return eager::call1(op, {&x, 1}, {}, empty_attrs()); }
-
-// var / std: (dim=None, unbiased=None, keepdim=False, *, correction=None); a bool first argument is unbiased.
-Tensor moment(const OpSchema& op, const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim,
-              nb::handle correction) {
-  if (nb::isinstance<nb::bool_>(dim)) {
-    RILL_CHECK(unbiased.is_none(), Type, "[", op.name, "] unbiased given twice");
-    unbiased = dim;
-    dim = nb::none();
-  }
-  double c = 1.0;
-  if (!correction.is_none()) {
-    RILL_CHECK(unbiased.is_none(), Type, "[", op.name, "] cannot specify both unbiased and correction; use "
-               "correction alone (unbiased=False is correction=0)");
-    c = number_arg(correction, op.name.c_str(), "correction").to_double();
-  } else if (!unbiased.is_none()) {
-    c = nb::cast<bool>(unbiased) ? 1.0 : 0.0;
-  }
-  return eager::moment(op, x, dims_or_all(dim, op.name.c_str()), c, keepdim);
-}
 
 // p of torch.norm / ord of vector_norm: a number, inf, or 'fro' (the 2-norm).
 double norm_order(nb::handle p, const char* op) {
@@ -89,16 +70,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   });
 
   // --- reductions ---
-  for (const char* name : {"var", "std"}) {
-    const OpSchema* s = &eager::op(name);
-    auto fn = [s](const Tensor& x, nb::handle dim, nb::handle unbiased, bool keepdim, nb::handle correction) {
-      return moment(*s, x, dim, unbiased, keepdim, correction);
-    };
-    m.def(name, fn, nb::arg("input"), nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(),
-          nb::arg("keepdim") = false, nb::kw_only(), nb::arg("correction") = nb::none());
-    cls.def(name, fn, nb::arg("dim") = nb::none(), nb::arg("unbiased") = nb::none(), nb::arg("keepdim") = false,
-            nb::kw_only(), nb::arg("correction") = nb::none());
-  }
   auto lse = [](const Tensor& x, nb::handle dim, bool keepdim) {
     return eager::logsumexp(x, ints_from_object(dim, "logsumexp"), keepdim);
   };

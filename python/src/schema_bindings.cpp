@@ -38,8 +38,12 @@ namespace {
 //
 // Registration order is the order of trial, so an op whose arguments another overload's would also accept is
 // registered first: max_dim(Tensor self, int dim, ...) before max(Tensor self, int[1]? dim=None, ...), so that
-// max(x, 0) is the values and indices along dim 0. A name may also take one op of another name as an overload
-// (kBorrowedOverloads: max(input, other) is maximum, as PyTorch's max.other).
+// max(x, 0) is the values and indices along dim 0. PyTorch's older argument lists of a name are overloads too,
+// one op each sharing a kernel and a gradient rule: var(Tensor self, int[1]? dim=None, *, float? correction=None,
+// bool keepdim=False), var_dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) and
+// var_unbiased(Tensor self, bool unbiased=True); a call giving unbiased and correction fits none of them. A name
+// may also take one op of another name as an overload (kBorrowedOverloads: max(input, other) is maximum, as
+// PyTorch's max.other).
 //
 // Or take it under the name's own argument list, matched by argument name (kOverloadsByArgumentName), where
 // PyTorch has one signature with optional arguments and rill an op per argument pattern: clamp is

@@ -258,6 +258,68 @@ def test_functional_inplace_activations():
         assert_close(r, t)
 
 
+# --- var and std: PyTorch's var.correction, var.dim and var (unbiased) overloads, from their signatures ---------
+
+VAR_FORMS = [
+    "m.{f}(x)", "x.{f}()", "m.{f}(x, 0)", "x.{f}(1)", "m.{f}(x, (0, 1))", "x.{f}([0, -1])", "m.{f}(x, dim=None)",
+    "m.{f}(x, dim=[])", "m.{f}(input=x, dim=1)", "m.{f}(x, 0, keepdim=True)", "x.{f}(dim=1, keepdim=True)",
+    "m.{f}(x, correction=0)", "m.{f}(x, correction=2)", "x.{f}(0, correction=0.5)", "m.{f}(x, correction=None)",
+    "m.{f}(x, 1, correction=3, keepdim=True)", "m.{f}(x, True)", "m.{f}(x, False)", "x.{f}(False)",
+    "m.{f}(x, unbiased=False)", "x.{f}(unbiased=True)", "m.{f}(x, 0, True)", "m.{f}(x, 0, False)",
+    "x.{f}(1, False, True)", "m.{f}(x, (0, 1), False, True)", "m.{f}(x, None, False)", "m.{f}(x, None, True, True)",
+    "m.{f}(x, dim=0, unbiased=False)", "x.{f}(dim=1, unbiased=False, keepdim=True)", "m.{f}(x, 0, out=m.empty(4))",
+    "m.{f}(x, 1, False, True, out=m.empty(3, 1))", "x.{f}(np.int64(1))", "m.{f}_mean(x, 0, True)",
+    "m.{f}_mean(x, False)", "m.{f}_mean(x, 1, correction=0, keepdim=True)", "m.{f}_mean(x, dim=0, unbiased=False)",
+]
+
+
+@pytest.mark.parametrize("fn", ["var", "std"])
+@pytest.mark.parametrize("form", VAR_FORMS)
+def test_var_std_forms_match_pytorch(fn, form):
+    expr = form.format(f=fn)
+    x = make_array((3, 4), "float32", seed=13)
+    got = eval(expr, {"m": rill, "x": rill.tensor(x), "np": np})
+    want = eval(expr, {"m": torch, "x": torch.tensor(x), "np": np})
+    for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want)), strict=True):  # {f}_mean: two
+        assert_close(g, w)
+
+
+@pytest.mark.parametrize("fn", ["var", "std"])
+@pytest.mark.parametrize("form", [
+    "m.{f}(x, 0, unbiased=True, correction=1)", "m.{f}(x, unbiased=False, correction=0)",
+    "x.{f}(0, True, False, correction=1)", "m.{f}(x, True, correction=1)", "m.{f}(x, 0.5)", "m.{f}(x, 0, 1)",
+    "m.{f}(x, unbiased=1)", "m.{f}(x, unbiased=None)", "x.{f}(0, unbiased=None)", "m.{f}(x, correction='1')",
+    "m.{f}(x, 0, True, False, True)", "m.{f}(x, True, out=m.empty(()))", "m.{f}(x, 2)", "m.{f}(x, (0, 0))",
+    "m.{f}(m.tensor([1, 2]), 0, False)", "m.{f}(m.tensor([1, 2]), False)", "m.{f}_mean(x, 0, True, correction=1)",
+])
+def test_var_std_errors_match_pytorch(fn, form):
+    expr = form.format(f=fn)
+    x = make_array((3, 4), "float32", seed=13)
+    assert_same_error(lambda: eval(expr, {"m": rill, "x": rill.tensor(x)}),
+                      lambda: eval(expr, {"m": torch, "x": torch.tensor(x)}))
+
+
+def test_var_std_unbiased_and_correction_is_a_type_error_naming_the_forms():
+    x = rill.ones(2, 3)
+    with pytest.raises(TypeError, match=r"(?s)\[var\] received an invalid combination.*correction.*unbiased"):
+        rill.var(x, 0, unbiased=True, correction=1)
+    with pytest.raises(TypeError, match=r"(?s)float\? correction.*bool unbiased"):
+        x.std(unbiased=False, correction=0)
+
+
+def test_var_std_overloads_share_one_gradient():
+    x = make_array((3, 4), "float64", seed=14)
+    for fn in ["var", "std"]:
+        for args, kwargs in [((), {}), ((0,), {"correction": 2}), ((1, False, True), {}), ((False,), {}),
+                             ((), {"dim": (0, 1), "unbiased": True})]:
+            r, t = rill.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+            out_r, out_t = getattr(rill, fn)(r, *args, **kwargs), getattr(torch, fn)(t, *args, **kwargs)
+            assert out_r.grad_fn.name() == out_t.grad_fn.name()
+            out_r.sum().backward()
+            out_t.sum().backward()
+            assert_close(r.grad, t.grad)
+
+
 def test_var_std_signatures():
     r, t = random_pair((4, 5), "float64", seed=8)
     assert_close(r.var(True), t.var(True))

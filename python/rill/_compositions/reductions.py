@@ -58,7 +58,11 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
 def _moments(fn, input, dim, unbiased, keepdim, correction):
     if isinstance(dim, builtins.bool):  # the (input, unbiased) overload
         dim, unbiased = None, dim
-    return fn(input, dim, unbiased, keepdim, correction=correction), input.mean(
+    if unbiased is None:
+        moment = fn(input, dim, correction=correction, keepdim=keepdim)
+    else:  # the (input, dim, unbiased, keepdim) overload, which takes no correction (a TypeError names both)
+        moment = fn(input, dim, unbiased, keepdim, **({} if correction is None else {"correction": correction}))
+    return moment, input.mean(
         *(() if dim is None else (dim,)), keepdim=keepdim) if dim is not None or not keepdim else input.mean(
         list(range(input.dim())), keepdim=True)
 

@@ -8,6 +8,7 @@
 #include "rill/autograd/engine.h"
 #include "rill/autograd/rules.h"
 #include "rill/eager/math.h"
+#include "rill/ops/reduce.h"
 
 namespace rill::autograd {
 namespace {
@@ -110,9 +111,7 @@ std::vector<Tensor> prod_backward(const GradContext& c) {
 
 // var: 2 / (N - correction) * g * (x - mean); std: var's with g / (2 std), 0 where std == 0.
 std::vector<Tensor> moment_backward(const GradContext& c, bool is_std) {
-  const std::vector<int64_t>& dims = c.attr<std::vector<int64_t>>("dim");
-  const bool keepdim = c.attr<bool>("keepdim");
-  const double correction = c.attr<double>("correction");
+  const auto [dims, keepdim, correction] = moment_args(c.op(), c.attrs());
   const TensorMeta& in = c.input_meta(0);
   Tensor x = c.input(0), g = c.grad();
   if (is_std) {
@@ -228,8 +227,8 @@ void register_reduce_rules() {
   define_rule("min_dim", {"MinBackward0", extreme_dim_backward, 0, kOut1});
   define_rule("prod", {"ProdBackward0", prod_backward, kIn0, kOut0});
   define_rule("prod_dim", {"ProdBackward1", prod_backward, kIn0, kOut0});
-  define_rule("var", {"VarBackward0", var_backward, kIn0});
-  define_rule("std", {"StdBackward0", std_backward, kIn0, kOut0});
+  for (const char* n : {"var", "var_dim", "var_unbiased"}) define_rule(n, {"VarBackward0", var_backward, kIn0});
+  for (const char* n : {"std", "std_dim", "std_unbiased"}) define_rule(n, {"StdBackward0", std_backward, kIn0, kOut0});
   define_rule("logsumexp", {"LogsumexpBackward0", logsumexp_backward, kIn0, kOut0});
   define_rule("norm", {"LinalgVectorNormBackward0", norm_backward, kIn0, kOut0});
   define_rule("cumsum", {"CumsumBackward0", cumsum_backward});

@@ -112,9 +112,6 @@ Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& d
               std::optional<DType> dtype = std::nullopt);
 /** max/min over one dim: (values, indices). */
 std::pair<Tensor, Tensor> reduce_with_indices(const OpSchema& op, const Tensor& x, int64_t dim, bool keepdim);
-/** var / std over dims (empty: all), dividing by max(N - correction, 0). */
-Tensor moment(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& dims, double correction,
-              bool keepdim);
 /** cumsum / cumprod along dim (reverse: from the end), converting x to dtype first when given. */
 Tensor scan(const OpSchema& op, const Tensor& x, int64_t dim, std::optional<DType> dtype, bool reverse = false);
 /** log(sum(exp(x))) over dims, shifted by the maximum (Note [Composite ops] in ops/reduce.cpp). */

@@ -99,12 +99,6 @@ std::pair<Tensor, Tensor> reduce_with_indices(const OpSchema& op, const Tensor& 
   return {out[0], out[1]};
 }
 
-Tensor moment(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& dims, double correction,
-              bool keepdim) {
-  RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
-  return call1(op, {&x, 1}, {}, make_attrs({dims, keepdim, correction}));
-}
-
 Tensor scan(const OpSchema& op, const Tensor& x, int64_t dim, std::optional<DType> dtype, bool reverse) {
   RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
   Tensor in = contiguous(dtype ? to_dtype(x, *dtype) : x);

@@ -6,7 +6,10 @@
 //                    dim None or empty = every dim; dtype None: the input's (int64 for integers).
 //   prod             [dtype: DType?]   every element, dtypes as sum's.
 //   prod_dim         [dim: int, keepdim: bool, dtype: DType?]   one dim: prod(x, dim), an overload of prod.
-//   var, std         [dims: ints, keepdim: bool, correction: double]
+//   var, std         [dim: ints?, correction: double?, keepdim: bool]   correction None: 1; PyTorch's
+//                    var.correction. var_dim, std_dim [dim: ints?, unbiased: bool, keepdim: bool] and
+//                    var_unbiased, std_unbiased [unbiased: bool] are its legacy overloads var.dim and var
+//                    (unbiased: correction 1, else 0), one kernel and rule for the three (moment_args).
 //   any, all         [dim: ints?, keepdim: bool]   bool out (uint8 for uint8 input, as in PyTorch).
 //   logsumexp        [dims: ints, keepdim: bool]   Note [Composite ops]
 //   norm             [dims: ints, keepdim: bool, ord: double]   the vector p-norm; Note [Composite ops]
@@ -29,6 +32,7 @@
 #include <utility>
 
 #include "rill/ops/op_schema.h"
+#include "rill/ops/reduce.h"
 #include "rill/ops/type_promotion.h"
 
 namespace rill {
@@ -177,8 +181,9 @@ InferResult infer_var(const InferContext& c) {
   const TensorMeta& x = *c.inputs[0];
   RILL_CHECK(dtype_is_floating(x.dtype), Runtime, "[", c.op.name, "] std and var only support floating point and "
              "complex dtypes, got ", dtype_name(x.dtype), "; convert the input with .float()");
-  std::vector<bool> mask = reduced_mask(c.attrs.get_ints(0), x.ndim(), c.op.name);
-  return {{make_contiguous_meta(reduced_shape(x.shape, mask, c.attrs.get_bool(1)), x.dtype, x.device)}, {}};
+  const MomentArgs args = moment_args(c.op, c.attrs);
+  std::vector<bool> mask = reduced_mask(args.dims, x.ndim(), c.op.name);
+  return {{make_contiguous_meta(reduced_shape(x.shape, mask, args.keepdim), x.dtype, x.device)}, {}};
 }
 
 // any, all: the input is read as bool.
@@ -222,11 +227,22 @@ InferResult infer_cumprod_backward(const InferContext& c) {
 
 }  // namespace
 
+MomentArgs moment_args(const OpSchema& op, const Attrs& attrs) {
+  MomentArgs args;
+  const bool legacy = op.overload_of == "var" || op.overload_of == "std";
+  if (legacy) args.correction = attr_of<bool>(op, attrs, "unbiased") ? 1.0 : 0.0;
+  else if (const auto* c = optional_attr_of<double>(op, attrs, "correction")) args.correction = *c;
+  if (op.name.ends_with("_unbiased")) return args;  // every element
+  if (const auto* dims = optional_attr_of<std::vector<int64_t>>(op, attrs, "dim")) args.dims = *dims;
+  args.keepdim = attr_of<bool>(op, attrs, "keepdim");
+  return args;
+}
+
 void register_reduce_ops() {
   const OpFlags k;
   OpFlags composite;
   composite.composite = true;
-  // dim None or empty: every dim. var and std are bound by hand (python/src/math_ops.cpp).
+  // dim None or empty: every dim.
   const OpFlags py = {.function = true, .method = true};
   for (const char* n : {"sum", "mean"})
     ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
@@ -237,9 +253,18 @@ void register_reduce_ops() {
   ops::define("prod_dim(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", infer_prod,
               py_out, "product along dim").overload_of = "prod";
   ops::define("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", infer_prod, py, "product of every element");
-  for (const char* n : {"var", "std"})
-    ops::define(std::string(n) + "(Tensor self, int[] dim, bool keepdim, float correction) -> Tensor", infer_var, k,
-                "dividing by max(N - correction, 0)");
+  // var and std: PyTorch's three overloads each, tried in this order (Note [Overloads] in
+  // python/src/schema_bindings.cpp): var(x, 0, False) has more positional arguments than var takes, and var(x,
+  // False) a bool no int[1]? dim takes, so both reach the legacy forms; unbiased and correction together fit none.
+  for (const char* n : {"var", "std"}) {
+    const std::string name = n;
+    ops::define(name + "(Tensor self, int[1]? dim=None, *, float? correction=None, bool keepdim=False) -> Tensor",
+                infer_var, py_out, "dividing by max(N - correction, 0) over dim (None: every dim)");
+    ops::define(name + "_dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", infer_var,
+                py_out, "dividing by N - 1 (unbiased) or N over dim").overload_of = name;
+    ops::define(name + "_unbiased(Tensor self, bool unbiased=True) -> Tensor", infer_var, py,
+                "dividing by N - 1 (unbiased) or N over every element").overload_of = name;
+  }
   OpFlags py_no_grad = py;
   py_no_grad.differentiable = false;
   for (const char* n : {"any", "all"})

@@ -1,4 +1,4 @@
-// CPU kernels of var and std (ops/reduce.cpp). Two passes per output, in double
+// CPU kernels of var and std and their overloads (ops/reduce.cpp). Two passes per output, in double
 // (PyTorch's CPU accumulation type for float): the mean, then the sum of squared
 // deviations, divided by max(N - correction, 0). Two passes avoid the cancellation
 // of sum(x^2) - N mean^2 and need no division per element (Welford's does).
@@ -13,6 +13,7 @@
 #include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
+#include "rill/ops/reduce.h"
 
 namespace rill::cpu {
 namespace {
@@ -157,8 +158,9 @@ double reduce_split(const T* p, const Reduction& r, double mean) {
 template <bool kStd>
 void moment_kernel(const KernelContext& c) {
   const TensorArg& in = c.inputs[0];
-  const Reduction r = plan(*in.meta, c.attrs.get_ints(0));
-  const double divisor = std::max(static_cast<double>(r.count) - c.attrs.get_double(2), 0.0);
+  const MomentArgs args = moment_args(c.op, c.attrs);
+  const Reduction r = plan(*in.meta, args.dims);
+  const double divisor = std::max(static_cast<double>(r.count) - args.correction, 0.0);
   const double count = static_cast<double>(r.count);
   visit_floating_dtype(in.meta->dtype, c.op.name.c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -188,8 +190,8 @@ void moment_kernel(const KernelContext& c) {
 }  // namespace
 
 void register_moment_kernels() {
-  ops::set_cpu_kernel("var", moment_kernel<false>);
-  ops::set_cpu_kernel("std", moment_kernel<true>);
+  for (const char* n : {"var", "var_dim", "var_unbiased"}) ops::set_cpu_kernel(n, moment_kernel<false>);
+  for (const char* n : {"std", "std_dim", "std_unbiased"}) ops::set_cpu_kernel(n, moment_kernel<true>);
 }
 
 }  // namespace rill::cpu
