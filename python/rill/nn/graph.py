@@ -31,6 +31,7 @@ class GraphConfig:
     def __init__(self):
         self._accumulation = 1
         self._disabled = set()
+        self._disabled_key = ()  # disabled_passes as a tuple, for each call's plan key
 
     def enable_pass(self, name, mode=True):
         """Turn an optional pass of the job on (every one is on by default) or off, by name; `optional_passes()`
@@ -40,6 +41,7 @@ class GraphConfig:
             raise ValueError(f"[nn.Graph] no optional pass is named {name!r}; the passes a config can turn off are: "
                              f"{', '.join(known)}")
         (self._disabled.discard if mode else self._disabled.add)(name)
+        self._disabled_key = tuple(self.disabled_passes)
 
     @staticmethod
     def optional_passes():
@@ -183,7 +185,7 @@ class Graph:
             object.__setattr__(self, "_module_list", [m for root in self._modules.values() for m in root.modules()])
         modes = tuple(m.training for m in self._module_list)
         schedules = tuple(slot.key() for slot in self._optimizers)
-        return (shapes, modes, self.config.gradient_accumulation_steps, tuple(self.config.disabled_passes), len(args),
+        return (shapes, modes, self.config.gradient_accumulation_steps, self.config._disabled_key, len(args),
                 schedules)
 
     def __call__(self, *args):
