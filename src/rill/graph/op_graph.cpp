@@ -407,6 +407,7 @@ std::vector<int> memory_readers(const OpGraph& g, int v, int skip) {
 
 void redirect(OpConf& op, const std::unordered_map<std::string, std::string>& lbn_to,
               const std::unordered_map<std::string, std::string>& name_to) {
+  if (lbn_to.empty() && name_to.empty()) return;  // CSE before its first merge
   for (std::string& lbn : *op.mutable_inputs())
     if (auto it = lbn_to.find(lbn); it != lbn_to.end()) lbn = it->second;
   if (op.ctrl_inputs_size() == 0) return;

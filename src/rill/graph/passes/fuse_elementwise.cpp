@@ -143,6 +143,7 @@ void fuse_elementwise(Job& job) {
   };
   std::unordered_map<std::string, std::string> lbn_to, name_to;
   std::vector<bool> keep(n, true);
+  std::vector<bool> renamed_inputs(n, false);  // ops reading a fused op's member: only they are redirected
   std::vector<OpConf> made;  // the fused ops, placed after the loop (the graph views the job's strings)
   std::vector<int> place;
   for (const Chain& chain : chains) {
@@ -184,6 +185,8 @@ void fuse_elementwise(Job& job) {
       }
       name_to[op.name()] = f.name();
       keep[m] = false;
+      for (int c : g.data_consumers(m)) renamed_inputs[c] = true;
+      for (int c : g.ctrl_consumers(m)) renamed_inputs[c] = true;
     }
     plan::AttrValue text;
     text.set_s(fused::encode(program));
@@ -193,8 +196,12 @@ void fuse_elementwise(Job& job) {
     place.push_back(chain.first);
   }
   if (made.empty()) return;
-  for (size_t k = 0; k < made.size(); ++k) *job.mutable_ops(place[k]) = std::move(made[k]);
-  for (OpConf& op : *job.mutable_ops()) redirect(op, lbn_to, name_to);
+  for (size_t k = 0; k < made.size(); ++k) {
+    *job.mutable_ops(place[k]) = std::move(made[k]);
+    renamed_inputs[place[k]] = true;  // it may read a member of another chain
+  }
+  for (int i = 0; i < n; ++i)
+    if (renamed_inputs[i]) redirect(*job.mutable_ops(i), lbn_to, name_to);
   remove_ops(job, keep);
 }
 
