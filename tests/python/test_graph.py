@@ -143,6 +143,38 @@ def test_write_into_part_of_empty_inside_build():
         assert g(rill.full((4,), v)).tolist() == [[v] * 4, [2.0] * 4, [2.0] * 4]
 
 
+def test_a_copy_of_a_traced_value_is_that_value_and_a_copy_of_a_binding_stays_a_cast():
+    # Note [A copy is its source's blob] (tracer.cpp): clone() and copy_ of a whole traced value of the same meta
+    # add no op; a copy of a variable or an input is a cast, so no assign writes one binding into another.
+    class G(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Parameter(rill.zeros(4), requires_grad=False)
+            self.b = nn.Parameter(rill.zeros(4), requires_grad=False)
+
+        def build(self, x):
+            y = (x * 2).clone()
+            y.add_(1)                  # writes the clone's memory: x * 2 keeps its value
+            self.a.copy_(x * 3)        # a traced value: the assign reads it directly
+            self.b.copy_(self.a)       # a variable's value: a cast
+            z = x.clone()              # an input: a cast
+            return y, x * 2, z
+
+    g = G()
+    for k in range(3):
+        x = rill.full((4,), float(k))
+        y, twice, z = g(x)
+        assert y.tolist() == [2.0 * k + 1] * 4 and twice.tolist() == [2.0 * k] * 4 and z.tolist() == [float(k)] * 4
+        assert g.a.tolist() == [3.0 * k] * 4 and g.b.tolist() == [3.0 * k] * 4
+    g.config.enable_pass("redundant_cast_elimination", False)
+    g.config.enable_pass("fuse_elementwise", False)
+    y, twice, z = g(rill.full((4,), 5.0))
+    assert y.tolist() == [11.0] * 4 and twice.tolist() == [10.0] * 4 and z.tolist() == [5.0] * 4
+    assert g.a.tolist() == [15.0] * 4 and g.b.tolist() == [15.0] * 4
+    casts = [op for op in g.job()["ops"] if op["op_type"] == "cast"]
+    assert len(casts) == 2, [op["inputs"] for op in casts]  # b's copy of a and the clone of the input
+
+
 def test_rmsprop_and_scheduler_equal_eager():
     eager, graph_model = _mlp(2), _mlp(2)
     batches = [_data(16, seed=s) for s in range(20)]
