@@ -291,6 +291,7 @@ void Runtime::Impl::index_regsts() {
     r.proto = &proto;
     r.kind = proto.kind();
     r.count = proto.count();
+    r.consumers.reserve(static_cast<size_t>(proto.consumers_size()));
     if (!plan::RegstKind_IsValid(r.kind)) bad_plan(r.name() + " has an unknown kind");
     if (r.count < 1) bad_plan(r.name() + " has count " + std::to_string(r.count));
     if (r.kind == plan::REGST_CTRL) continue;
@@ -343,13 +344,15 @@ void Runtime::Impl::index_tasks() {
 }
 
 void Runtime::Impl::check_regsts() {
+  std::vector<int64_t> listed, reading;  // one pair for every register: ten thousand at 48 blocks
   for (RegstInfo& r : regsts_) {
     const plan::Regst& p = *r.proto;
     if (p.producer() != 0 && r.producer < 0)
       bad_plan(r.name() + " names producer " + std::to_string(p.producer()) +
                ", which does not list it as an output");
     // The consumer lists of the registers and the tasks' in_regsts must agree, or a producer would wait forever.
-    std::vector<int64_t> listed(p.consumers().begin(), p.consumers().end()), reading;
+    listed.assign(p.consumers().begin(), p.consumers().end());
+    reading.clear();
     for (const Route& c : r.consumers) reading.push_back(plan_.tasks(c.actor).id());
     for (std::vector<int64_t>* ids : {&listed, &reading}) {  // as sets: sorted vectors, not a tree per register
       std::sort(ids->begin(), ids->end());
