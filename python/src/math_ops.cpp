@@ -1,8 +1,8 @@
 // Ops whose Python forms need more than their signature: square (pow with 2),
 // the operators of floor division, remainders and the bitwise ops,
-// and the reductions logsumexp, norm, cumsum, cumprod, with PyTorch's
-// signatures. Ops whose signatures say it all (sin, remainder, lerp, addcmul, the activations of
-// rill.nn.functional, ...) are bound from them (schema_bindings.cpp).
+// and the norms (p may be 'fro'), with PyTorch's signatures. Ops whose signatures say it all (sin,
+// remainder, lerp, addcmul, logsumexp, cumsum, the activations of rill.nn.functional, ...) are bound
+// from them (schema_bindings.cpp).
 #include <cmath>
 #include <limits>
 
@@ -21,14 +21,6 @@ Scalar number_arg(nb::handle h, const char* op, const char* what) {
 std::vector<int64_t> dims_or_all(nb::handle dim, const char* op) {
   if (dim.is_none()) return {};
   return ints_from_object(dim, op);
-}
-
-int64_t one_dim(nb::handle dim, const char* op) {
-  RILL_CHECK(!nb::isinstance<nb::bool_>(dim), Type, "[", op, "] dim must be an int, got bool");
-  auto d = ints_from_object(dim, op);
-  RILL_CHECK(d.size() == 1 && !nb::isinstance<nb::tuple>(dim) && !nb::isinstance<nb::list>(dim), Type, "[", op,
-             "] dim must be a single int");
-  return d[0];
 }
 
 Tensor unary_call(const OpSchema& op, const Tensor& x) { return eager::call1(op, {&x, 1}, {}, empty_attrs()); }
@@ -70,11 +62,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
   });
 
   // --- reductions ---
-  auto lse = [](const Tensor& x, nb::handle dim, bool keepdim) {
-    return eager::logsumexp(x, ints_from_object(dim, "logsumexp"), keepdim);
-  };
-  m.def("logsumexp", lse, nb::arg("input"), nb::arg("dim"), nb::arg("keepdim") = false);
-  cls.def("logsumexp", lse, nb::arg("dim"), nb::arg("keepdim") = false);
   auto norm = [](const Tensor& x, nb::handle p, nb::handle dim, bool keepdim, std::optional<DType> dtype) {
     return eager::norm(x, norm_order(p, "norm"), dims_or_all(dim, "norm"), keepdim, dtype);
   };
@@ -89,22 +76,6 @@ void init_math_ops(nb::module_& m, nb::class_<Tensor>& cls) {
                           dtype);
   }, nb::arg("x"), nb::arg("ord") = 2, nb::arg("dim") = nb::none(), nb::arg("keepdim") = false, nb::kw_only(),
         nb::arg("dtype") = nb::none());
-
-  // --- scans ---
-  for (const char* name : {"cumsum", "cumprod"}) {
-    const OpSchema* s = &eager::op(name);
-    auto fn = [s](const Tensor& x, nb::handle dim, std::optional<DType> dtype) {
-      return eager::scan(*s, x, one_dim(dim, s->name.c_str()), dtype);
-    };
-    m.def(name, fn, nb::arg("input"), nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none());
-    cls.def(name, fn, nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none());
-    cls.def((std::string(name) + "_").c_str(), [fn](const Tensor& x, nb::handle dim, std::optional<DType> dtype)
-                -> const Tensor& {
-      Tensor y = fn(x, dim, dtype);
-      eager::copy_(x, y);
-      return x;
-    }, nb::arg("dim"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::rv_policy::reference_internal);
-  }
 }
 
 }  // namespace rill::py

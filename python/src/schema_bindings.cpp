@@ -11,7 +11,9 @@
 // calls it with x first and no bound-method object, as for a Python function.
 // Argument names are PyTorch's: the signature's `self` is `input` in the
 // function form; positional-or-keyword and keyword-only as the signature says;
-// `out=` where the op's flags allow it.
+// `out=` where the op's flags allow it. A composite op (no kernel: logsumexp) is
+// bound the same way: eager::call runs its forward (Note [Composite ops] in
+// src/rill/ops/reduce.cpp), and out= writes that result into out.
 #include <Python.h>
 #include <structmember.h>
 

@@ -329,6 +329,172 @@ def test_var_std_signatures():
     assert_close(rill.var(r, correction=0.5), torch.var(t, correction=0.5))
 
 
+
+# --- cumsum, cumprod and logsumexp: PyTorch's signatures, from their op signatures --------------------------------
+
+SCAN_FORMS = [
+    "m.{f}(x, 0)", "m.{f}(x, -1)", "x.{f}(1)", "m.{f}(input=x, dim=1)", "x.{f}(dim=0)", "m.{f}(x, 1, dtype=m.float64)",
+    "x.{f}(0, dtype=m.int32)", "m.{f}(x, np.int64(1))", "m.{f}(x.t(), 0)", "x.t().{f}(1)", "x[:, ::2].{f}(1)",
+    "x.expand(2, 3, 4).{f}(0)", "m.{f}(x, 0, out=m.empty(3, 4))", "m.{f}(x, 1, dtype=m.float64, out=m.empty(3, 4, "
+    "dtype=m.float64))", "m.{f}(m.tensor([1, 2, 3], dtype=m.int32), 0)", "m.{f}(m.tensor([True, False, True]), 0)",
+    "m.{f}(m.tensor([[1, 2], [3, 4]]), 0, out=m.empty(2, 2, dtype=m.int64))", "m.{f}(m.tensor(2.5), 0)",
+    "m.{f}(m.tensor(2.5), -1)", "m.{f}(m.ones(0, 3), 0)",
+]
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("form", SCAN_FORMS)
+def test_scan_forms_match_pytorch(fn, form):
+    expr = form.format(f=fn)
+    x = make_array((3, 4), "float32", seed=15)
+    got = eval(expr, {"m": rill, "x": rill.tensor(x), "np": np})
+    want = eval(expr, {"m": torch, "x": torch.tensor(x), "np": np})
+    assert got.dtype == getattr(rill, str(want.dtype).split(".")[1])
+    assert_close(got, want)
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("form", [
+    "x.{f}_(1)", "x.{f}_(dim=0)", "x.{f}_(-1, dtype=m.float32)", "x.t().{f}_(0)", "x[:, 1:].{f}_(1)",
+    "i.{f}_(1)", "i.{f}_(0, dtype=m.int32)",
+])
+def test_scan_inplace_forms_match_pytorch(fn, form):
+    expr = form.format(f=fn)
+    x = make_array((3, 4), "float32", seed=16)
+    i = make_array((3, 4), "int32", seed=17, low=-3, high=3)
+    rx, ri = rill.tensor(x), rill.tensor(i)
+    tx, ti = torch.tensor(x), torch.tensor(i)
+    got = eval(expr, {"m": rill, "x": rx, "i": ri})
+    want = eval(expr, {"m": torch, "x": tx, "i": ti})
+    assert_close(got, want)
+    assert_close(rx, tx)  # views write through into their base
+    assert_close(ri, ti)
+    assert got.dtype == getattr(rill, str(want.dtype).split(".")[1])
+
+
+def test_scan_inplace_returns_self():
+    x = rill.ones(2, 3)
+    assert x.cumsum_(1) is x
+    assert x.cumprod_(0) is x
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("form", [
+    "m.{f}(x, True)", "m.{f}(x, [1])", "m.{f}(x, (0,))", "m.{f}(x, 1.0)", "m.{f}(x)", "x.{f}()", "m.{f}(x, 2)",
+    "x.{f}(-3)", "m.{f}(x, 0, m.float64)", "m.{f}(x, 0, dtype='float64')", "m.{f}(x, 0, keepdim=True)",
+    "x.{f}_(True)", "x.{f}(0, out=m.empty(3, 4))", "m.{f}(x, None)",
+])
+def test_scan_errors_match_pytorch(fn, form):
+    expr = form.format(f=fn)
+    x = make_array((3, 4), "float32", seed=15)
+    assert_same_error(lambda: eval(expr, {"m": rill, "x": rill.tensor(x)}),
+                      lambda: eval(expr, {"m": torch, "x": torch.tensor(x)}))
+
+
+def test_scan_inplace_of_bool_raises():
+    with pytest.raises(RuntimeError, match=r"\[cumsum\] result type int64 can't be cast to the desired output type"):
+        rill.tensor([True, False]).cumsum_(0)  # PyTorch: NotImplementedError, no bool kernel
+
+
+def test_scan_bool_dim_is_a_type_error():
+    with pytest.raises(TypeError, match=r"\[cumsum\] argument 'dim' must be an int, got bool"):
+        rill.cumsum(rill.ones(3), True)
+    with pytest.raises(TypeError, match=r"\[cumprod_\] argument 'dim' must be an int, got bool"):
+        rill.ones(3).cumprod_(False)
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+def test_scan_gradients_match_pytorch(fn):
+    x = make_array((3, 4), "float64", seed=18)
+    for args, kwargs, view in [((1,), {}, False), ((0,), {}, True), ((-1,), {"dtype": torch.float32}, False)]:
+        tol = {"rtol": 1e-5, "atol": 1e-5} if kwargs else {}  # PyTorch's gradient runs in float32 there
+        r, t = rill.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        rin, tin = (r.t(), t.t()) if view else (r, t)
+        rkw = {k: getattr(rill, str(v).split(".")[1]) for k, v in kwargs.items()}
+        out_r, out_t = getattr(rill, fn)(rin, *args, **rkw), getattr(torch, fn)(tin, *args, **kwargs)
+        assert out_r.grad_fn.name() == out_t.grad_fn.name()
+        (out_r * out_r).sum().backward()
+        (out_t * out_t).sum().backward()
+        assert r.grad.dtype == rill.float64
+        assert_close(r.grad, t.grad, **tol)
+
+
+def test_cumsum_gradient_of_gradient():
+    x = make_array((3, 4), "float64", seed=19)
+    r, t = rill.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (gr,) = rill.autograd.grad((r.cumsum(1) ** 2).sum(), r, create_graph=True)
+    (gt,) = torch.autograd.grad((t.cumsum(1) ** 2).sum(), t, create_graph=True)
+    assert_close(gr.detach(), gt.detach())
+    gr.sum().backward()
+    gt.sum().backward()
+    assert_close(r.grad, t.grad)
+
+
+LOGSUMEXP_FORMS = [
+    "m.logsumexp(x, 1)", "x.logsumexp(0)", "m.logsumexp(x, (0, 1))", "x.logsumexp([0, -1], True)",
+    "m.logsumexp(input=x, dim=1, keepdim=True)", "x.logsumexp(dim=0, keepdim=False)", "m.logsumexp(x, np.int64(1))",
+    "m.logsumexp(x.t(), 0)", "m.logsumexp(x, 1, out=m.empty(3))", "m.logsumexp(x, 0, True, out=m.empty(1, 4))",
+    "m.logsumexp(m.tensor([[1, 2], [3, 4]]), 1)",
+    "m.logsumexp(m.tensor([[1, 2], [3, 4]]), 0, out=m.empty(2))",
+]
+
+
+@pytest.mark.parametrize("form", LOGSUMEXP_FORMS)
+def test_logsumexp_forms_match_pytorch(form):
+    x = make_array((3, 4), "float32", seed=20)
+    got = eval(form, {"m": rill, "x": rill.tensor(x), "np": np})
+    want = eval(form, {"m": torch, "x": torch.tensor(x), "np": np})
+    assert got.dtype == getattr(rill, str(want.dtype).split(".")[1])
+    assert_close(got, want)
+
+
+def test_logsumexp_out_is_written_and_returned():
+    x = rill.tensor(make_array((3, 4), "float32", seed=21))
+    out = rill.empty(3)
+    assert rill.logsumexp(x, 1, out=out) is out
+    assert_close(out, torch.logsumexp(torch.tensor(x.numpy()), 1))
+    wide = rill.empty(3, dtype=rill.float64)  # computed in float32, written converted (PyTorch: in float64)
+    assert rill.logsumexp(x, 1, out=wide) is wide
+    assert_close(wide, torch.logsumexp(torch.tensor(x.numpy()).double(), 1), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("form", [
+    "m.logsumexp(x)", "x.logsumexp()", "m.logsumexp(x, 2)", "m.logsumexp(x, 1.5)", "m.logsumexp(x, 'a')",
+    "m.logsumexp(x, 0, keepdim=1)", "m.logsumexp(x, 0, dtype=m.float64)", "x.logsumexp(0, out=m.empty(4))",
+    "m.logsumexp(x, 1, out=m.empty(3, dtype=m.int64))",
+    "m.logsumexp(x, 0, False, True)",
+])
+def test_logsumexp_errors_match_pytorch(form):
+    x = make_array((3, 4), "float32", seed=20)
+    assert_same_error(lambda: eval(form, {"m": rill, "x": rill.tensor(x)}),
+                      lambda: eval(form, {"m": torch, "x": torch.tensor(x)}))
+
+
+def test_logsumexp_bool_dim_is_a_type_error():
+    with pytest.raises(TypeError):
+        rill.logsumexp(rill.ones(2, 3), True)
+
+
+def test_logsumexp_gradient_and_node():
+    x = make_array((3, 4), "float64", seed=22)
+    r, t = rill.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out_r, out_t = r.logsumexp((0, 1), keepdim=True), t.logsumexp((0, 1), keepdim=True)
+    assert out_r.grad_fn.name() == out_t.grad_fn.name()
+    out_r.sum().backward()
+    out_t.sum().backward()
+    assert_close(r.grad, t.grad)
+    with pytest.raises(RuntimeError, match="out="):
+        rill.logsumexp(r, 1, out=rill.empty(3))
+
+
+def test_scan_and_logsumexp_signatures():
+    assert rill.cumsum.__text_signature__ == "(input, dim, *, dtype=..., out=None)"
+    assert rill.Tensor.cumprod.__text_signature__ == "(self, dim, *, dtype=...)"
+    assert rill.Tensor.cumsum_.__text_signature__ == "(self, dim, *, dtype=...)"
+    assert rill.logsumexp.__text_signature__ == "(input, dim, keepdim=..., *, out=None)"
+    assert rill.Tensor.logsumexp.__text_signature__ == "(self, dim, keepdim=...)"
+
+
 def test_norm_signatures():
     r, t = random_pair((3, 4), "float32", seed=9)
     assert_close(rill.norm(r, 2, 1, True), torch.norm(t, 2, 1, True))

@@ -172,9 +172,14 @@ int64_t scan_dim(const GradContext& c) {
   return nd == 0 ? 0 : normalize_dim(d, nd, "backward");
 }
 
-// cumsum: the gradient summed from the end (a reversed cumsum).
+// cumsum: the gradient summed from the end, in the input's dtype (dtype= may have converted it).
 std::vector<Tensor> cumsum_backward(const GradContext& c) {
-  return {eager::cumsum(c.grad(), scan_dim(c), !c.attr<bool>("reverse"))};
+  return {eager::cumsum_backward(eager::to_dtype(c.grad(), c.input_meta(0).dtype), scan_dim(c))};
+}
+
+// cumsum_backward: a cumsum from the end, so its gradient is a cumsum from the start.
+std::vector<Tensor> cumsum_backward_backward(const GradContext& c) {
+  return {eager::cumsum(c.grad(), scan_dim(c))};
 }
 
 // cumprod's gradient in differentiable ops, exact with zeros, for create_graph (Note [Gradients of gradients] in
@@ -183,20 +188,18 @@ std::vector<Tensor> cumsum_backward(const GradContext& c) {
 std::vector<Tensor> cumprod_backward_composite(const GradContext& c) {
   using namespace eager;
   const int64_t d = scan_dim(c);
-  const bool reverse = c.attr<bool>("reverse");
   Tensor x = c.input(0), g = to_dtype(c.grad(), x.dtype());
   if (x.ndim() == 0) return {g};
-  if (reverse) x = flip(x, {d}), g = flip(g, {d});
   x = movedim(x, {d}, {-1});
   g = movedim(g, {d}, {-1});
   const int64_t n = x.shape().back(), last = x.ndim();
   Tensor positions = arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}), DType::kInt64);
   Tensor i = reshape(positions, {n, 1}), k = reshape(positions, {1, n});
   Tensor rows = where(eq(i, k), full({}, Scalar(int64_t{1}), x.dtype()), unsqueeze(x, last - 1));  // (..., i, j)
-  Tensor products = scan(op("cumprod"), rows, last, std::nullopt);                                // (..., i, k)
+  Tensor products = scan(op("cumprod"), rows, last);                                              // (..., i, k)
   Tensor terms = where(ge(k, i), mul(products, unsqueeze(g, last - 1)), zeros({}, x.dtype()));
   Tensor dx = movedim(sum(terms, {last}, false), {-1}, {d});
-  return {reverse ? flip(dx, {d}) : dx};
+  return {dx};
 }
 
 // cumprod: its own kernel (Note [cumprod gradient with zeros] in kernels/cpu/scan.cpp).
@@ -232,6 +235,7 @@ void register_reduce_rules() {
   define_rule("logsumexp", {"LogsumexpBackward0", logsumexp_backward, kIn0, kOut0});
   define_rule("norm", {"LinalgVectorNormBackward0", norm_backward, kIn0, kOut0});
   define_rule("cumsum", {"CumsumBackward0", cumsum_backward});
+  define_rule("cumsum_backward", {"CumsumBackwardBackward0", cumsum_backward_backward});
   define_rule("cumprod", {"CumprodBackward0", cumprod_backward, kIn0});
   define_rule("any", {});
   define_rule("all", {});

@@ -134,6 +134,8 @@ const OpSchema& op(std::string_view name) {
 std::vector<Tensor> call(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                          AttrsSym attrs) {
   check_arity(op, inputs, scalars);
+  if (op.composite()) [[unlikely]]
+    return composite_call(op, inputs, attrs);
   std::vector<Tensor> autocast;
   if (autocast_state().enabled) [[unlikely]]
     inputs = autocast_inputs(op, inputs, autocast);  // Note [Autocast]
@@ -151,6 +153,8 @@ std::vector<Tensor> call(const OpSchema& op, std::span<const Tensor> inputs, std
 
 Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs) {
   check_arity(op, inputs, scalars);
+  if (op.composite()) [[unlikely]]
+    return std::move(composite_call(op, inputs, attrs)[0]);
   std::vector<Tensor> autocast;
   if (autocast_state().enabled) [[unlikely]]
     inputs = autocast_inputs(op, inputs, autocast);  // Note [Autocast]
@@ -218,7 +222,7 @@ void call_into(const OpSchema& op, std::span<const Tensor> inputs, std::span<con
   RILL_CHECK(dtype_can_cast(m.dtype, out.dtype()), Runtime, "[", op.name, "] result type ", dtype_name(m.dtype),
              " can't be cast to the desired output type ", dtype_name(out.dtype()));
   if (m.dtype != out.dtype()) check_strict_store(op.name, m.dtype, out.dtype());
-  if (m.dtype == out.dtype() && (op.strided_output() || out.is_contiguous())) {
+  if (m.dtype == out.dtype() && (op.strided_output() || out.is_contiguous()) && !op.composite()) {
     std::vector<Tensor> converted;
     std::span<const Tensor> args = convert_inputs(inputs, r, converted);
     if (t_trace_sink) [[unlikely]]

@@ -35,6 +35,9 @@ const Tensor& inplace(const OpSchema& op, std::span<const Tensor> inputs, std::s
  * op runs out of place and its results are copied back. */
 void update_in_place(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars = {},
                      AttrsSym attrs = empty_attrs());
+/** The outputs of a call of a composite op (no kernel), computed with other ops and recorded once; call() runs
+ * it for such an op (Note [Composite ops] in ops/reduce.cpp). */
+std::vector<Tensor> composite_call(const OpSchema& op, std::span<const Tensor> inputs, AttrsSym attrs);
 /** Record outputs as one call of a composite op (no kernel: its forward ran as other ops with grad mode off). */
 void record_composite(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                       AttrsSym attrs, std::span<const Tensor> outputs);
@@ -112,8 +115,8 @@ Tensor reduce(const OpSchema& op, const Tensor& x, const std::vector<int64_t>& d
               std::optional<DType> dtype = std::nullopt);
 /** max/min over one dim: (values, indices). */
 std::pair<Tensor, Tensor> reduce_with_indices(const OpSchema& op, const Tensor& x, int64_t dim, bool keepdim);
-/** cumsum / cumprod along dim (reverse: from the end), converting x to dtype first when given. */
-Tensor scan(const OpSchema& op, const Tensor& x, int64_t dim, std::optional<DType> dtype, bool reverse = false);
+/** cumsum / cumprod along dim, in dtype when given. */
+Tensor scan(const OpSchema& op, const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 /** log(sum(exp(x))) over dims, shifted by the maximum (Note [Composite ops] in ops/reduce.cpp). */
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
 /** The vector ord-norm over dims (empty: all), converting x to dtype first when given. */

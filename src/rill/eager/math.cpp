@@ -92,8 +92,12 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   return call1(dim ? schema<"prod_dim">() : schema<"prod">(), {&x, 1}, {}, make_attrs(std::move(attrs)));
 }
 
-Tensor cumsum(const Tensor& x, int64_t dim, bool reverse) {
-  return scan(schema<"cumsum">(), x, dim, std::nullopt, reverse);
+Tensor cumsum(const Tensor& x, int64_t dim) { return scan(schema<"cumsum">(), x, dim); }
+
+Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
+  std::vector<AttrValue> attrs;  // not a braced list: GCC 12 warns falsely on a braced variant list here
+  attrs.emplace_back(dim);
+  return call1(schema<"cumsum_backward">(), {&grad, 1}, {}, make_attrs(std::move(attrs)));
 }
 
 Tensor cumprod_backward(const Tensor& x, const Tensor& grad, int64_t dim) {

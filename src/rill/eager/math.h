@@ -65,8 +65,10 @@ Tensor special_zeta(const Tensor& s, const Tensor& q);
  * op `<activation>_backward(grad, x)` with the forward call's numbers and attrs. */
 Tensor activation_backward(const OpSchema& activation, const Tensor& grad, const Tensor& x,
                            std::span<const Scalar> scalars, AttrsSym attrs);
-/** cumsum along dim (reverse: from the end). */
-Tensor cumsum(const Tensor& x, int64_t dim, bool reverse);
+/** cumsum along dim. */
+Tensor cumsum(const Tensor& x, int64_t dim);
+/** The gradient of cumsum along dim for the output gradient grad: grad summed from the end. */
+Tensor cumsum_backward(const Tensor& grad, int64_t dim);
 /** The gradient of cumprod(x) along dim for the output gradient grad, exact where x has zeros. */
 Tensor cumprod_backward(const Tensor& x, const Tensor& grad, int64_t dim);
 /** Sum over dims (empty: all). */

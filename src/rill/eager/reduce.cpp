@@ -99,10 +99,12 @@ std::pair<Tensor, Tensor> reduce_with_indices(const OpSchema& op, const Tensor& 
   return {out[0], out[1]};
 }
 
-Tensor scan(const OpSchema& op, const Tensor& x, int64_t dim, std::optional<DType> dtype, bool reverse) {
-  RILL_CHECK(x.defined(), Value, "[", op.name, "] got an undefined tensor");
-  Tensor in = contiguous(dtype ? to_dtype(x, *dtype) : x);
-  return call1(op, {&in, 1}, {}, make_attrs({dim, reverse, dtype.value_or(DType::kFloat32), dtype.has_value()}));
+Tensor scan(const OpSchema& op, const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+  std::vector<AttrValue> attrs;  // not a braced list: GCC 12 warns falsely on a braced variant list here
+  attrs.emplace_back(dim);
+  if (dtype) attrs.emplace_back(*dtype);
+  else attrs.emplace_back(std::monostate{});
+  return call1(op, {&x, 1}, {}, make_attrs(std::move(attrs)));
 }
 
 namespace {
@@ -138,6 +140,17 @@ Tensor logsumexp(const Tensor& input, const std::vector<int64_t>& dims, bool kee
   }
   record_composite(lse, {&input, 1}, {}, attrs, {&y, 1});
   return y;
+}
+
+std::vector<Tensor> composite_call(const OpSchema& op, std::span<const Tensor> inputs, AttrsSym attrs) {
+  static const OpSchema& lse = eager::op("logsumexp");
+  static const OpSchema& norm_op = eager::op("norm");
+  RILL_ASSERT(inputs.size() == 1, "[", op.name, "] a composite op of one input");
+  const auto& dims = attr_of<std::vector<int64_t>>(op, *attrs, "dim");
+  const bool keepdim = attr_of<bool>(op, *attrs, "keepdim");
+  if (&op == &lse) return {logsumexp(inputs[0], dims, keepdim)};
+  if (&op == &norm_op) return {norm(inputs[0], attr_of<double>(op, *attrs, "ord"), dims, keepdim)};
+  RILL_FAIL(NotImplemented, "[", op.name, "] is a composite op with no forward to run; call its function");
 }
 
 Tensor norm(const Tensor& input, double ord, const std::vector<int64_t>& dims, bool keepdim,

@@ -11,10 +11,10 @@
 //                    var_unbiased, std_unbiased [unbiased: bool] are its legacy overloads var.dim and var
 //                    (unbiased: correction 1, else 0), one kernel and rule for the three (moment_args).
 //   any, all         [dim: ints?, keepdim: bool]   bool out (uint8 for uint8 input, as in PyTorch).
-//   logsumexp        [dims: ints, keepdim: bool]   Note [Composite ops]
-//   norm             [dims: ints, keepdim: bool, ord: double]   the vector p-norm; Note [Composite ops]
-//   cumsum, cumprod  [dim: int, reverse: bool, dtype: DType, has_dtype: bool]   same shape out;
-//                    reverse scans from the end (cumsum's gradient).
+//   logsumexp        [dim: ints, keepdim: bool]   Note [Composite ops]
+//   norm             [dim: ints, keepdim: bool, ord: double]   the vector p-norm; Note [Composite ops]
+//   cumsum, cumprod  [dim: int, dtype: DType?]   same shape out; dtype None: the input's (int64 for integers).
+//   cumsum_backward  (grad) [dim: int]   grad summed from the end along dim: cumsum's gradient.
 //   cumprod_backward (input, grad) [dim: int]   the gradient of cumprod, exact with zeros in the input.
 //   amax, amin       [dim: ints?, keepdim: bool]
 //   max, min         [dim: ints?, keepdim: bool]   dim None or empty and keepdim False (torch.max(x));
@@ -27,7 +27,9 @@
 // the same everywhere) and gradient rules, but no kernel (OpSchema::composite): the functional layer
 // computes their forward with other ops (amax, exp, sum, ...) and records one
 // node under their name, whose rule gives PyTorch's gradient (e.g. norm's zero
-// gradient at a zero vector, which the composition's sqrt would turn into NaN).
+// gradient at a zero vector, which the composition's sqrt would turn into NaN). eager::call runs that
+// forward for a call of the op itself (composite_call in eager/reduce.cpp), so the bindings generated from
+// logsumexp's signature call it as they call any op.
 #include <string>
 #include <utility>
 
@@ -207,12 +209,15 @@ InferResult infer_composite(const InferContext& c) {
   return {{make_contiguous_meta(reduced_shape(x.shape, mask, c.attrs.get_bool(1)), out, x.device)}, {out}};
 }
 
-// cumsum, cumprod: same shape; bool and integers accumulate in int64 unless a dtype is given.
+// cumsum, cumprod: same shape; bool and integers accumulate in int64 unless a dtype is given. cumsum_backward:
+// the grad's dtype.
 InferResult infer_scan(const InferContext& c) {
   check_attrs(c);
   const TensorMeta& x = *c.inputs[0];
-  normalize_dim(c.attrs.get_int(0), x.ndim(), c.op.name.c_str());
-  DType out = c.attrs.get_bool(3) ? c.attrs.get_dtype(2) : dtype_is_floating(x.dtype) ? x.dtype : DType::kInt64;
+  normalize_dim(c.attr<int64_t>("dim"), x.ndim(), c.op.name.c_str());
+  DType out = dtype_is_floating(x.dtype) || c.op.name == "cumsum_backward" ? x.dtype : DType::kInt64;
+  if (c.op.name != "cumsum_backward")
+    if (const DType* dtype = optional_attr_of<DType>(c.op, c.attrs, "dtype")) out = *dtype;
   return {{make_contiguous_meta(x.shape, out, x.device)}, {out}};
 }
 
@@ -270,13 +275,18 @@ void register_reduce_ops() {
   for (const char* n : {"any", "all"})
     ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", infer_any_all,
                 py_no_grad, "logical reduction, bool out");
-  ops::define("logsumexp(Tensor self, int[] dim, bool keepdim) -> Tensor", infer_composite, composite,
+  OpFlags composite_py_out = py_out;
+  composite_py_out.composite = true;
+  ops::define("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", infer_composite, composite_py_out,
               "log(sum(exp(x))) over dim, shifted by the maximum");
   ops::define("norm(Tensor self, int[] dim, bool keepdim, float ord) -> Tensor", infer_composite, composite,
               "the vector ord-norm over dim");
+  OpFlags scan = py_out;
+  scan.inplace = true;
   for (const char* n : {"cumsum", "cumprod"})
-    ops::define(std::string(n) + "(Tensor self, int dim, bool reverse, ScalarType dtype, bool has_dtype) -> Tensor",
-                infer_scan, k, "running reduction along dim (reverse: from the end)");
+    ops::define(std::string(n) + "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", infer_scan, scan,
+                "running reduction along dim, in dtype (None: the input's, int64 for integers)");
+  ops::define("cumsum_backward(Tensor grad, int dim) -> Tensor", infer_scan, k, "grad summed from the end along dim");
   ops::define("cumprod_backward(Tensor self, Tensor grad, int dim) -> Tensor", infer_cumprod_backward, k, "");
   // max, min: three overloads each, as in PyTorch: max(x, dim, keepdim) -> (values, indices), defined first
   // since max(x)'s int[1]? dim would take its int too (Note [Overloads] in python/src/schema_bindings.cpp),

@@ -1,7 +1,9 @@
-// CPU kernels of the scans (ops/reduce.cpp): cumsum, cumprod (forward or reversed)
-// and cumprod_backward. Inputs are dense (the functional layer makes them so) and
-// seen as (outer, n, inner) with the scanned dim in the middle. As in PyTorch, the
-// running value is kept in double for floating dtypes and int64 for integers.
+// CPU kernels of the scans (ops/reduce.cpp): cumsum, cumprod, cumsum_backward (a cumsum
+// from the end) and cumprod_backward. Outputs are dense and seen as (outer, n, inner)
+// with the scanned dim in the middle; a scan's input of any layout is first copied
+// into its output and scanned there (cumprod_backward's inputs are dense: the functional
+// layer makes them so). As in PyTorch, the running value is kept in double for floating
+// dtypes and int64 for integers.
 #include <algorithm>
 #include <vector>
 
@@ -32,7 +34,7 @@ Lines lines_of(const TensorMeta& m, int64_t dim) {
 }
 
 int64_t scan_dim(const KernelContext& c) {
-  int64_t nd = c.inputs[0].meta->ndim(), d = c.attrs.get_int(0);
+  int64_t nd = c.inputs[0].meta->ndim(), d = c.attr<int64_t>("dim");
   return nd == 0 ? 0 : (d < 0 ? d + nd : d);
 }
 
@@ -87,18 +89,22 @@ void scan(const T* x, T* y, const Lines& l, bool reverse) {
   });
 }
 
-template <typename Op>
+template <typename Op, bool kReverse>
 void scan_kernel(const KernelContext& c) {
   const TensorArg& in = c.inputs[0];
-  RILL_ASSERT(in.meta->contiguous, "[", c.op.name, "] expects a dense input");
+  const TensorArg& out = c.outputs[0];
   const Lines l = lines_of(*in.meta, scan_dim(c));
-  const bool reverse = c.attrs.get_bool(1);
   visit_dtype(in.meta->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {
       RILL_FAIL(Runtime, "[", c.op.name, "] internal error: bool input should have been converted to int64");
     } else {
-      scan<Op, T>(in.ptr<const T>(), c.outputs[0].ptr<T>(), l, reverse);
+      const T* x = in.ptr<const T>();
+      if (!in.meta->contiguous) {  // a view: scanned in the output, which reads each element before writing it
+        map_elements<T, T>(out, {&in}, [](T v) { return v; });
+        x = out.ptr<const T>();
+      }
+      scan<Op, T>(x, out.ptr<T>(), l, kReverse);
     }
   });
 }
@@ -155,8 +161,9 @@ void cumprod_backward_kernel(const KernelContext& c) {
 }  // namespace
 
 void register_scan_kernels() {
-  ops::set_cpu_kernel("cumsum", scan_kernel<Add>);
-  ops::set_cpu_kernel("cumprod", scan_kernel<Mul>);
+  ops::set_cpu_kernel("cumsum", scan_kernel<Add, false>);
+  ops::set_cpu_kernel("cumprod", scan_kernel<Mul, false>);
+  ops::set_cpu_kernel("cumsum_backward", scan_kernel<Add, true>);
   ops::set_cpu_kernel("cumprod_backward", cumprod_backward_kernel);
 }
 
