@@ -1,4 +1,4 @@
-// Shape, indexing and sorting ops: module functions (rill.stack, rill.gather, rill.topk, ...) and Tensor
+// Shape, indexing and sorting ops: module functions (rill.stack, rill.gather, rill.unique, ...) and Tensor
 // methods, with PyTorch's names, argument names and defaults, calling the functional API (eager::), which
 // records gradients itself.
 #include "bind.h"
@@ -252,29 +252,7 @@ void init_shape(nb::module_& m, nb::class_<Tensor>& cls) {
   // where(condition): the one-argument form, nonzero(condition, as_tuple=True).
   m.def("where", [](const Tensor& cond) { return to_tuple(eager::nonzero_tuple(cond)); }, nb::arg("condition"));
 
-  // --- sorting: sort comes from its signature; argsort, topk and kthvalue are compositions of sort
-  // (eager/sort.cpp), not ops ---
-  static nb::handle topk_type = return_type("topk", "values indices");
-  static nb::handle kth_type = return_type("kthvalue", "values indices");
-  auto argsort = [](const Tensor& x, int64_t dim, bool descending, bool stable) {
-    return eager::sort(x, dim, descending, stable).second;
-  };
-  m.def("argsort", argsort, nb::arg("input"), nb::arg("dim") = -1, nb::arg("descending") = false,
-        nb::arg("stable") = false);
-  cls.def("argsort", argsort, nb::arg("dim") = -1, nb::arg("descending") = false, nb::arg("stable") = false);
-  auto topk = [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
-    auto [v, i] = eager::topk(x, k, dim, largest, sorted);
-    return topk_type(v, i);
-  };
-  m.def("topk", topk, nb::arg("input"), nb::arg("k"), nb::arg("dim") = -1, nb::arg("largest") = true,
-        nb::arg("sorted") = true);
-  cls.def("topk", topk, nb::arg("k"), nb::arg("dim") = -1, nb::arg("largest") = true, nb::arg("sorted") = true);
-  auto kthvalue = [](const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
-    auto [v, i] = eager::kthvalue(x, k, dim, keepdim);
-    return kth_type(v, i);
-  };
-  m.def("kthvalue", kthvalue, nb::arg("input"), nb::arg("k"), nb::arg("dim") = -1, nb::arg("keepdim") = false);
-  cls.def("kthvalue", kthvalue, nb::arg("k"), nb::arg("dim") = -1, nb::arg("keepdim") = false);
+  // --- sorting: sort, argsort, topk and kthvalue come from their signatures ---
   auto unique = [](const Tensor& x, bool /*sorted*/, bool return_inverse, bool return_counts,
                    nb::handle dim) -> nb::object {
     std::vector<Tensor> r = dim.is_none() ? eager::unique(x) : eager::unique_dim(x, nb::cast<int64_t>(dim));

@@ -822,6 +822,7 @@ CASES += [
     case("sort_int", lambda m, x: x.sort(0, descending=True).values, [(In((5, 3)),)], dtypes=INTS + ("bool",),
          differentiable=False),
     case("argsort", lambda m, x: m.argsort(x, dim=0, descending=True), [(In((3, 4)),)], differentiable=False),
+    case("argsort_stable", lambda m, x: x.argsort(stable=True, dim=1), [(In((3, 4)),)], differentiable=False),
     case("topk", lambda m, x: x.topk(2, 1).values, [(In((3, 4)),), (In((4, 3), "t"),)], dtypes=ALL_FLOATS),
     case("topk_smallest", lambda m, x: m.topk(x, 3, 0, largest=False)[0], [(In((3, 4)),), (In((5,)),)]),
     case("topk_indices", lambda m, x: x.topk(2).indices, [(In((3, 4)),)], differentiable=False),

@@ -495,6 +495,64 @@ def test_scan_and_logsumexp_signatures():
     assert rill.Tensor.logsumexp.__text_signature__ == "(self, dim, keepdim=...)"
 
 
+
+# --- argsort, topk and kthvalue: PyTorch's signatures, from their op signatures -------------------------------
+
+SORT_PART_FORMS = [
+    "m.topk(x, 2)", "x.topk(2, 0)", "m.topk(x, k=3, dim=1, largest=False)", "x.topk(1, -1, True, True)",
+    "m.topk(input=x, k=2, dim=0)", "m.topk(x.t(), 2)", "x.topk(np.int64(2))", "m.topk(x, 0)", "x.kthvalue(2)",
+    "m.kthvalue(x, 1, 0)", "m.kthvalue(x, k=3, dim=1, keepdim=True)", "x.kthvalue(2, -1, True)",
+    "m.kthvalue(input=x, k=1, dim=0)", "m.argsort(x)", "x.argsort(0)", "m.argsort(x, 1, True)",
+    "x.argsort(dim=0, descending=True, stable=True)", "m.argsort(x, stable=True)", "m.argsort(input=x, dim=0)",
+    "m.argsort(m.tensor([[1, 3], [3, 1]]), dim=0, stable=True)", "m.argsort(x, stable=False, descending=True)",
+    "m.argsort(x, stable=True, out=m.empty(3, 4, dtype=m.int64))",
+]
+
+
+@pytest.mark.parametrize("form", SORT_PART_FORMS)
+def test_sort_parts_match_pytorch(form):
+    x = make_array((3, 4), "float32", seed=23)
+    got = eval(form, {"m": rill, "x": rill.tensor(x), "np": np})
+    want = eval(form, {"m": torch, "x": torch.tensor(x), "np": np})
+    if isinstance(want, tuple):
+        assert type(got).__name__ == type(want).__name__ and type(got)._fields == ("values", "indices")
+        assert_close(got.values, want.values)
+        assert_close(got.indices, want.indices)
+    else:
+        assert_close(got, want)
+
+
+@pytest.mark.parametrize("form", [
+    "m.argsort(x, 0, True, True)", "x.argsort(True)", "m.argsort(x, 2)", "m.topk(x)", "m.topk(x, 5)",
+    "m.topk(x, -1)", "m.topk(x, True)", "m.topk(x, 2.0)", "x.topk(2, 0, out=None)", "m.kthvalue(x, 0)",
+    "m.kthvalue(x, 5, 0)", "m.kthvalue(x, 1, 2)", "x.kthvalue(1, keepdim=1)", "m.argsort(x, stable=None)",
+    "m.argsort(x, 0, stable=True)", "m.argsort(x, out=m.empty(3, 4, dtype=m.int64))",
+])
+def test_sort_part_errors_match_pytorch(form):
+    x = make_array((3, 4), "float32", seed=23)
+    assert_same_error(lambda: eval(form, {"m": rill, "x": rill.tensor(x)}),
+                      lambda: eval(form, {"m": torch, "x": torch.tensor(x)}))
+
+
+def test_sort_part_gradients_match_pytorch():
+    x = make_array((3, 4), "float64", seed=24)
+    for fn in [lambda m, v: v.topk(2, 1).values, lambda m, v: m.kthvalue(v, 2, 0, keepdim=True)[0],
+               lambda m, v: m.topk(v, 3, largest=False).values * 2]:
+        r, t = rill.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        (fn(rill, r) ** 2).sum().backward()
+        (fn(torch, t) ** 2).sum().backward()
+        assert_close(r.grad, t.grad)
+    assert not rill.argsort(rill.tensor(x, requires_grad=True)).requires_grad
+
+
+def test_sort_part_signatures():
+    assert rill.topk.__text_signature__ == "(input, k, dim=..., largest=..., sorted=...)"
+    assert rill.Tensor.kthvalue.__text_signature__ == "(self, k, dim=..., keepdim=...)"
+    assert rill.argsort.__rill_overloads__ == ("(input, dim=..., descending=...)",
+                                              "(input, *, stable, dim=..., descending=..., out=None)")
+    assert rill.topk(rill.ones(3), 1).__class__ is rill.return_types.topk
+
+
 def test_norm_signatures():
     r, t = random_pair((3, 4), "float32", seed=9)
     assert_close(rill.norm(r, 2, 1, True), torch.norm(t, 2, 1, True))

@@ -1,6 +1,7 @@
 // The gradient of sort (ops/sort.cpp): the gradient of the sorted values is
-// scattered back to the positions they came from. topk and kthvalue are views
-// of a sort (eager/sort.cpp), so their gradients reach the input through it.
+// scattered back to the positions they came from. topk and kthvalue are composite
+// ops computed as views of a sort (eager/sort.cpp) and recorded as those pieces, so their
+// gradients reach the input through it.
 #include "rill/autograd/rules.h"
 
 namespace rill::autograd {

@@ -169,6 +169,33 @@ Tensor call1(const OpSchema& op, std::span<const Tensor> inputs, std::span<const
   return out;
 }
 
+// A composite op's forward: its function in the functional API (Note [Composite ops] in ops/reduce.cpp).
+std::vector<Tensor> composite_call(const OpSchema& op, std::span<const Tensor> inputs, AttrsSym attrs) {
+  static const OpSchema& lse = eager::op("logsumexp");
+  static const OpSchema& norm_op = eager::op("norm");
+  static const OpSchema& argsort = eager::op("argsort");
+  static const OpSchema& argsort_stable = eager::op("argsort_stable");
+  static const OpSchema& topk_op = eager::op("topk");
+  RILL_ASSERT(inputs.size() == 1, "[", op.name, "] a composite op of one input");
+  const Tensor& x = inputs[0];
+  auto attr = [&]<typename T>(const char* name, T) { return attr_of<T>(op, *attrs, name); };
+  if (&op == &lse || &op == &norm_op) {
+    const auto dims = attr("dim", std::vector<int64_t>{});
+    const bool keepdim = attr("keepdim", false);
+    if (&op == &lse) return {logsumexp(x, dims, keepdim)};
+    return {norm(x, attr("ord", 0.0), dims, keepdim)};
+  }
+  const int64_t dim = attr("dim", int64_t{0});
+  if (&op == &argsort || &op == &argsort_stable) {
+    const bool stable = &op == &argsort_stable && attr("stable", false);
+    return {sort(x, dim, attr("descending", false), stable).second};
+  }
+  const int64_t k = attr("k", int64_t{0});
+  auto [values, indices] = &op == &topk_op ? topk(x, k, dim, attr("largest", false), attr("sorted", false))
+                                           : kthvalue(x, k, dim, attr("keepdim", false));
+  return {values, indices};
+}
+
 void record_composite(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                       AttrsSym attrs, std::span<const Tensor> outputs) {
   if (should_record(inputs)) recorder()->record(op, inputs, scalars, attrs, outputs);

@@ -36,7 +36,7 @@ const Tensor& inplace(const OpSchema& op, std::span<const Tensor> inputs, std::s
 void update_in_place(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars = {},
                      AttrsSym attrs = empty_attrs());
 /** The outputs of a call of a composite op (no kernel), computed with other ops and recorded once; call() runs
- * it for such an op (Note [Composite ops] in ops/reduce.cpp). */
+ * it for such an op (Note [Composite ops] in ops/reduce.cpp): logsumexp, norm, argsort, topk, kthvalue. */
 std::vector<Tensor> composite_call(const OpSchema& op, std::span<const Tensor> inputs, AttrsSym attrs);
 /** Record outputs as one call of a composite op (no kernel: its forward ran as other ops with grad mode off). */
 void record_composite(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,

@@ -142,17 +142,6 @@ Tensor logsumexp(const Tensor& input, const std::vector<int64_t>& dims, bool kee
   return y;
 }
 
-std::vector<Tensor> composite_call(const OpSchema& op, std::span<const Tensor> inputs, AttrsSym attrs) {
-  static const OpSchema& lse = eager::op("logsumexp");
-  static const OpSchema& norm_op = eager::op("norm");
-  RILL_ASSERT(inputs.size() == 1, "[", op.name, "] a composite op of one input");
-  const auto& dims = attr_of<std::vector<int64_t>>(op, *attrs, "dim");
-  const bool keepdim = attr_of<bool>(op, *attrs, "keepdim");
-  if (&op == &lse) return {logsumexp(inputs[0], dims, keepdim)};
-  if (&op == &norm_op) return {norm(inputs[0], attr_of<double>(op, *attrs, "ord"), dims, keepdim)};
-  RILL_FAIL(NotImplemented, "[", op.name, "] is a composite op with no forward to run; call its function");
-}
-
 Tensor norm(const Tensor& input, double ord, const std::vector<int64_t>& dims, bool keepdim,
             std::optional<DType> dtype) {
   static const OpSchema& norm_op = op("norm");

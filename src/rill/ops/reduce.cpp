@@ -28,8 +28,9 @@
 // computes their forward with other ops (amax, exp, sum, ...) and records one
 // node under their name, whose rule gives PyTorch's gradient (e.g. norm's zero
 // gradient at a zero vector, which the composition's sqrt would turn into NaN). eager::call runs that
-// forward for a call of the op itself (composite_call in eager/reduce.cpp), so the bindings generated from
-// logsumexp's signature call it as they call any op.
+// forward for a call of the op itself (composite_call in eager/functional.cpp), so the bindings generated from
+// logsumexp's signature call it as they call any op. argsort, topk and kthvalue (ops/sort.cpp) are composite
+// too, but recorded as their pieces (a sort and views of it), whose gradients are theirs.
 #include <string>
 #include <utility>
 
