@@ -199,9 +199,7 @@ def _gelu(o):
 
 def _reduce(onnx_op):
     def build(o):
-        x = o.x[0]
-        if o.op["attrs"].get("has_dtype"):
-            x = o.cast(x, o.in_dtype(0), o.attr("dtype"))
+        x = o.x[0]  # in the dtype= asked for: the op's inference converts its input first
         dims = [o.dim(d, len(o.in_shape(0))) for d in o.attr("dim")]
         keep = int(o.attr("keepdim"))
         if not dims:

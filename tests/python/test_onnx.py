@@ -201,3 +201,18 @@ def test_fused_attention(causal):
     model = _Attention(causal)
     data = _check(model, rill.randn(3, 6, 16))
     assert "Softmax" in {n.op_type for n in onnx.load_from_string(data).graph.node}
+
+
+class _SumsWithDtype(nn.Module):
+    def forward(self, x):
+        return (x * 1000).sum(dim=1, dtype=rill.float64), x.to(rill.int32).sum(dim=1, dtype=rill.float32)
+
+
+def test_reductions_with_dtype_keep_it():
+    x = rill.randn(3, 5)
+    outs = _run(_export(_SumsWithDtype(), x), {"x": x.numpy()})
+    with rill.no_grad():
+        want = _SumsWithDtype()(x)
+    for got, w in zip(outs, want):
+        assert str(got.dtype) == str(w.dtype).removeprefix("rill.")
+        np.testing.assert_allclose(got, w.numpy(), rtol=1e-6)
