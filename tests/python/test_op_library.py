@@ -273,6 +273,13 @@ VAR_FORMS = [
 ]
 
 
+def _same_error_on_3x4(expr, seed):
+    """expr (m: the framework, x: a 3x4 float32 tensor) raises the same error type in rill and PyTorch."""
+    x = make_array((3, 4), "float32", seed=seed)
+    assert_same_error(lambda: eval(expr, {"m": rill, "x": rill.tensor(x)}),
+                      lambda: eval(expr, {"m": torch, "x": torch.tensor(x)}))
+
+
 @pytest.mark.parametrize("fn", ["var", "std"])
 @pytest.mark.parametrize("form", VAR_FORMS)
 def test_var_std_forms_match_pytorch(fn, form):
@@ -293,10 +300,7 @@ def test_var_std_forms_match_pytorch(fn, form):
     "m.{f}(m.tensor([1, 2]), 0, False)", "m.{f}(m.tensor([1, 2]), False)", "m.{f}_mean(x, 0, True, correction=1)",
 ])
 def test_var_std_errors_match_pytorch(fn, form):
-    expr = form.format(f=fn)
-    x = make_array((3, 4), "float32", seed=13)
-    assert_same_error(lambda: eval(expr, {"m": rill, "x": rill.tensor(x)}),
-                      lambda: eval(expr, {"m": torch, "x": torch.tensor(x)}))
+    _same_error_on_3x4(form.format(f=fn), seed=13)
 
 
 def test_var_std_unbiased_and_correction_is_a_type_error_naming_the_forms():
@@ -385,10 +389,7 @@ def test_scan_inplace_returns_self():
     "x.{f}_(True)", "x.{f}(0, out=m.empty(3, 4))", "m.{f}(x, None)",
 ])
 def test_scan_errors_match_pytorch(fn, form):
-    expr = form.format(f=fn)
-    x = make_array((3, 4), "float32", seed=15)
-    assert_same_error(lambda: eval(expr, {"m": rill, "x": rill.tensor(x)}),
-                      lambda: eval(expr, {"m": torch, "x": torch.tensor(x)}))
+    _same_error_on_3x4(form.format(f=fn), seed=15)
 
 
 def test_scan_inplace_of_bool_raises():
