@@ -16,16 +16,23 @@
 namespace rill::runtime {
 
 // Note [The eager-graph bridge]
-// A graph call is one VM instruction of the graph_launch op on its own stream
-// (a reserved VM thread): it reads the graph's inputs and the variables the plan
-// only reads, and writes its outputs and the variables the plan assigns. So the
-// VM orders it after the eager ops that produce what it reads and before the
-// ones that read what it writes, as any op, and the call returns at once. Its
-// kernel binds the tensors' memory to the plan's external registers and runs
-// the actor runtime on that thread; a kernel error there poisons the outputs
-// and reaches the user at the next sync point, like an eager kernel's. The
-// variables are the eager tensors themselves (parameters, buffers, optimizer
-// state), so eager code sees the trained values after a call.
+// A graph call is one VM instruction of the graph_launch op on VM thread 0, where
+// eager kernels run: it reads the graph's inputs and the variables the plan only
+// reads, and writes its outputs and the variables the plan assigns. So the VM
+// orders it after the eager ops that produce what it reads and before the ones
+// that read what it writes, as any op, and the call returns at once. Its kernel
+// binds the tensors' memory to the plan's external registers and runs the actor
+// runtime there (the plan's other streams on the runtime's own threads); a
+// kernel error poisons the outputs and reaches the user at the next sync point,
+// like an eager kernel's. The variables are the eager tensors themselves
+// (parameters, buffers, optimizer state), so eager code sees the trained values
+// after a call.
+// Thread 0 and not a VM thread of its own: a launch there is one hand-off fewer,
+// and a client waiting for the result runs it itself when the scheduler is not
+// running (Note [A waiter runs the queue] in vm/scheduler.cpp). On its own thread
+// the tiny MLP's training step took 50-74 us, of which the hand-offs between the
+// client, the scheduler and that thread were most; on thread 0, 27-31 us. A long
+// graph holds thread 0 as a long eager kernel does.
 
 namespace {
 
@@ -53,11 +60,6 @@ const OpSchema& launch_op() {
     return ops::get("graph_launch");
   }();
   return op;
-}
-
-int16_t launch_thread() {
-  static const int16_t id = static_cast<int16_t>(vm::reserve_thread_id());
-  return id;
 }
 
 }  // namespace
@@ -143,9 +145,7 @@ std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
   // Every piece draws its own numbers (Note [Actors], randomness): the launch takes a whole iteration's.
   auto [seed, offset] = take_random(random_numbers_ * std::max<int64_t>(p.pieces(), 1));
   Scalar scalars[2] = {seed, offset};
-  vm::Stream stream;
-  stream.thread_id = launch_thread();
-  eager::submit_on(launch_op(), reads, scalars, launch_attrs_, writes, stream);
+  eager::submit_on(launch_op(), reads, scalars, launch_attrs_, writes, vm::Stream{});
   last_outputs_ = std::move(writes);
   ++stats_.launches;
   return outputs;

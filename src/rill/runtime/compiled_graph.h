@@ -1,6 +1,6 @@
 // A traced job made runnable (DESIGN.md §6): passes, logical inference and the
 // compiler turn the job into a plan; an actor runtime runs it. Each launch is
-// one VM instruction on the graph-launch stream (Note [The eager-graph bridge]
+// one VM instruction on VM thread 0, as an eager op (Note [The eager-graph bridge]
 // in compiled_graph.cpp), so eager ops before and after it are ordered by the
 // tensors they share, and launch() returns at once.
 #pragma once
