@@ -219,21 +219,20 @@ OpConf& Tracer::add_op(const OpSchema& op, std::span<const Tensor> inputs, std::
 void Tracer::on_call(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                      AttrsSym attrs, std::span<const Tensor> outputs) {
   if (outputs.size() == 1 && copies_blob(op, inputs, outputs[0])) {  // a clone (Note [A copy is its source's blob])
-    const Tensor& out = outputs[0];
-    std::string lbn = resolve(inputs[0]);
-    keep_.push_back(out);
-    memory_[out.storage().get()] = Memory{out, lbn, 0, Origin::kTraced, lbn};
-    seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
+    made_by_trace(outputs[0], resolve(inputs[0]));
     return;
   }
   OpConf& c = add_op(op, inputs, scalars, attrs);
   for (const Tensor& out : outputs) {
-    std::string lbn = output_lbn(c);
     *c.add_output_descs() = graph::desc_to_proto(*out.meta());
-    keep_.push_back(out);
-    memory_[out.storage().get()] = Memory{out, lbn, 0, Origin::kTraced, lbn};
-    seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
+    made_by_trace(out, output_lbn(c));
   }
+}
+
+void Tracer::made_by_trace(const Tensor& out, const std::string& lbn) {
+  keep_.push_back(out);
+  memory_[out.storage().get()] = Memory{out, lbn, 0, Origin::kTraced, lbn};
+  seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
 }
 
 bool Tracer::copies_blob(const OpSchema& op, std::span<const Tensor> inputs, const Tensor& out) {
@@ -255,11 +254,8 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
       static_cast<size_t>(out.numel()) * dtype_itemsize(out.dtype()) == storage.nbytes()) {
     // Memory nothing has written yet (an empty() inside build, filled now): the trace's own, not a variable.
     OpConf& c = add_op(op, inputs, scalars, attrs);
-    std::string lbn = output_lbn(c);
     *c.add_output_descs() = graph::desc_to_proto(*out.meta());
-    keep_.push_back(out);
-    memory_[&storage] = Memory{out, lbn, 0, Origin::kTraced, lbn};
-    seen_[out.impl()] = Seen{lbn, 0, {}, nullptr, {}};
+    made_by_trace(out, output_lbn(c));
     return;
   }
   RILL_CHECK(!fresh, Runtime,
@@ -271,6 +267,7 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
   const bool whole = same_view(out, m.root);
   RILL_CHECK(whole || m.root.is_contiguous(), Runtime, "[nn.Graph] build() writes in place (", op.name,
              ") into part of a strided tensor: write into a contiguous() copy", at(here()));
+  std::string lbn;
   if (whole && copies_blob(op, inputs, out)) {
     // Note [A copy is its source's blob]
     // A copy of a whole traced value into memory of the same meta (the optimizer writing its results back into
@@ -279,23 +276,19 @@ void Tracer::on_write(const OpSchema& op, std::span<const Tensor> inputs, std::s
     // redundant_cast_elimination would remove later (a quarter of a transformer's traced ops with AdamW, each
     // walked by the passes before that one). A copy of a variable or an input stays a cast: an assign must not
     // write one binding into another.
-    std::string lbn = resolve(inputs[0]);
-    Memory& written = memory_of(out);
-    written.lbn = lbn;
-    ++written.version;
-    seen_[out.impl()] = Seen{lbn, written.version, {}, nullptr, {}};
-    return;
-  }
-  OpConf& c = add_op(op, inputs, scalars, attrs);
-  std::string lbn = output_lbn(c);
-  if (whole) {
-    *c.add_output_descs() = graph::desc_to_proto(*out.meta());
+    lbn = resolve(inputs[0]);
   } else {
-    // A write into part of the memory: the op makes the part's new value, and restride_scatter the whole's.
-    *c.add_output_descs() = graph::desc_to_proto(*make_contiguous_meta(out.shape(), out.dtype(), out.device()));
-    static const OpSchema& scatter = eager::op("restride_scatter");
-    const Memory& root = memory_of(out);  // add_op may have rehashed memory_
-    lbn = add_made_op(scatter, {root.lbn, lbn}, restride_attrs(out, root.root), *root.root.meta());
+    OpConf& c = add_op(op, inputs, scalars, attrs);
+    lbn = output_lbn(c);
+    if (whole) {
+      *c.add_output_descs() = graph::desc_to_proto(*out.meta());
+    } else {
+      // A write into part of the memory: the op makes the part's new value, and restride_scatter the whole's.
+      *c.add_output_descs() = graph::desc_to_proto(*make_contiguous_meta(out.shape(), out.dtype(), out.device()));
+      static const OpSchema& scatter = eager::op("restride_scatter");
+      const Memory& root = memory_of(out);  // add_op may have rehashed memory_
+      lbn = add_made_op(scatter, {root.lbn, lbn}, restride_attrs(out, root.root), *root.root.meta());
+    }
   }
   Memory& written = memory_of(out);
   written.lbn = lbn;

@@ -76,6 +76,8 @@ class Tracer final : public eager::TraceSink {
   /** Whether writing op(inputs) into the whole of out is a copy of a traced value of out's meta (Note [A copy is
    * its source's blob] in tracer.cpp). */
   bool copies_blob(const OpSchema& op, std::span<const Tensor> inputs, const Tensor& out);
+  /** Record out as a tensor of the trace's own memory whose value is the blob lbn. */
+  void made_by_trace(const Tensor& out, const std::string& lbn);
   Memory& memory_of(const Tensor& t);
   OpConf& add_op(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars,
                  AttrsSym attrs);

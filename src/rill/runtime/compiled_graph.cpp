@@ -11,7 +11,6 @@
 #include "rill/graph/attrs.h"
 #include "rill/ops/fused.h"
 #include "rill/util/error.h"
-#include "rill/vm/virtual_machine.h"
 
 namespace rill::runtime {
 
