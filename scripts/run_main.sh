@@ -9,3 +9,6 @@ python3 examples/train_digits.py --out runs
 python3 examples/train_digits.py --graph --out runs
 # the same MLP with DistributedDataParallel over 2 processes (Open MPI), checked against one process
 python3 -m rill.distributed.run --nproc 2 examples/train_digits_ddp.py --check --out runs
+# the same MLP in graph mode over 2 processes (global tensors: data parallel), checked against one process, and a
+# column-parallel + row-parallel Linear pair checked against the plain one
+python3 -m rill.distributed.run --nproc 2 examples/train_digits_graph_parallel.py --check

@@ -40,6 +40,7 @@ from rill import autograd  # noqa: F401
 from rill import linalg  # noqa: F401
 from rill import return_types  # noqa: F401  (the named tuples of max(x, dim), sort, topk, ...)
 from rill import experimental  # noqa: F401  (delay_tick)
+from rill import sbp  # noqa: F401  (global tensors: rill.sbp.split(0), broadcast, partial_sum)
 from rill.autograd.grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 from rill import nn  # noqa: F401  (rill.nn.functional)
 from rill._creation import (  # noqa: F401
@@ -48,6 +49,7 @@ from rill._creation import (  # noqa: F401
     get_default_dtype, set_default_dtype, set_default_tensor_type, is_floating_point, negative, absolute,
 )
 from rill import _tensor_extras  # noqa: F401  (pickling, deepcopy, uniform_/normal_)
+from rill._global import placement  # noqa: F401,E402  (global tensors: Tensor.to_global, Module.to_global)
 from rill import _tensor_views  # noqa: F401,E402  (squeeze_, t_, transpose_, ...)
 from rill import _compositions  # noqa: E402  (ops composed of rill's ops, where the op library lacks them)
 

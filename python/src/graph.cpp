@@ -4,6 +4,7 @@
 
 #include <nanobind/stl/unique_ptr.h>
 
+#include "rill/core/sbp.h"
 #include "rill/graph/op_graph.h"
 #include "rill/graph/passes/pass.h"
 #include "rill/graph/tracer.h"
@@ -64,6 +65,10 @@ nb::dict job_dict(const graph::Job& job) {
     op["output_descs"] = descs;
     op["scope"] = c.scope();
     op["loc"] = c.loc();
+    if (c.in_sbps_size() + c.out_sbps_size() > 0) {
+      op["in_sbps"] = std::vector<std::string>(c.in_sbps().begin(), c.in_sbps().end());
+      op["out_sbps"] = std::vector<std::string>(c.out_sbps().begin(), c.out_sbps().end());
+    }
     ops.append(op);
   }
   nb::dict out;
@@ -72,6 +77,8 @@ nb::dict job_dict(const graph::Job& job) {
   out["pass_order"] = std::vector<std::string>(job.conf().pass_order().begin(), job.conf().pass_order().end());
   out["disabled_passes"] =
       std::vector<std::string>(job.conf().disabled_passes().begin(), job.conf().disabled_passes().end());
+  out["placement"] = std::vector<int64_t>(job.conf().placement().begin(), job.conf().placement().end());
+  out["placement_group"] = job.conf().placement_group();
   return out;
 }
 
@@ -113,6 +120,10 @@ void init_graph(nb::module_& m) {
       .def("job_bytes", [](const CompiledGraph& g) { return serialized(g.job()); })
       .def("plan_bytes", [](const CompiledGraph& g) { return serialized(g.plan()); })
       .def("job_dict", [](const CompiledGraph& g) { return job_dict(g.job()); })
+      .def("output_sbps", [](const CompiledGraph& g) {
+        const auto& s = g.job().conf().output_sbps();
+        return std::vector<std::string>(s.begin(), s.end());
+      }, "A global graph's outputs' SBPs (empty for a graph of this process).")
       .def("stats", [](const CompiledGraph& g) {
         runtime::GraphStats s = g.stats();
         runtime::RuntimeStats r = g.runtime().stats();
@@ -131,6 +142,19 @@ void init_graph(nb::module_& m) {
         d["actor_messages"] = r.messages;
         return d;
       });
+  m.def("_make_global", [](const Tensor& local, const std::vector<int64_t>& shape, const std::vector<int64_t>& ranks,
+                           int64_t group, const std::string& sbp) {
+    GlobalInfo info{ranks, group, {Sbp::parse(sbp)}, {}, local};
+    return make_global(make_contiguous_meta(shape, local.dtype(), local.device()), std::move(info));
+  }, nb::arg("local"), nb::arg("shape"), nb::arg("ranks"), nb::arg("group"), nb::arg("sbp"),
+        "A global tensor of logical shape over ranks whose local tensor on this rank is local (core/sbp.h).");
+  m.def("_global_info", [](const Tensor& t) -> nb::object {
+    const GlobalInfo* g = global_info(t);
+    if (g == nullptr) return nb::none();
+    return nb::make_tuple(g->ranks, g->group, g->sbp[0].str(), g->local);
+  }, "(ranks, group, sbp, local) of a global tensor, or None.");
+  m.def("_is_global_storage", [](const Tensor& t) { return t.storage()->global() != nullptr; },
+        "Whether t is a global tensor or a view of one.");
   m.def("_graph_optional_passes", &graph::optional_passes,
         "The job passes nn.Graph's config can turn off (GraphConfig.enable_pass), in their order.");
   m.def("_graph_trace_write", &runtime::trace::write,

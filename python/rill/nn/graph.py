@@ -121,6 +121,31 @@ class _OptimizerSlot:
 _host_logged = set()  # scheduler classes already logged as stepping on the host
 
 
+class _GlobalOutputs:
+    """A global graph's outputs: each call's local outputs made global tensors of the job's placement, with the
+    SBP the sbp pass gave each (a partial sum is reduced first: an output is split or broadcast)."""
+
+    def __init__(self, ranks, group, sbps):
+        self.ranks, self.group, self.sbps = ranks, group, sbps
+
+    @staticmethod
+    def of(compiled):
+        sbps = compiled.output_sbps()
+        if not sbps:
+            return None
+        job = compiled.job_dict()
+        return _GlobalOutputs(job["placement"], job["placement_group"], sbps)
+
+    def wrap(self, outputs):
+        out = []
+        for t, sbp in zip(outputs, self.sbps):
+            shape = list(t.shape)
+            if sbp.startswith("S"):
+                shape[int(sbp[2:-1])] *= len(self.ranks)
+            out.append(_C._make_global(t, shape, self.ranks, self.group, sbp))
+        return out
+
+
 def _flatten(obj, what):
     """The tensors of a nested tuple/list/dict, and a function that rebuilds the structure from new tensors."""
     if isinstance(obj, rill.Tensor):
@@ -179,8 +204,8 @@ class Graph:
         self._optimizers.append(_OptimizerSlot(optimizer, lr_sch))
 
     # --- calling ---------------------------------------------------------------------------------------------
-    def _signature(self, tensors, args):
-        shapes = tuple((tuple(t.shape), str(t.dtype)) for t in tensors)
+    def _signature(self, tensors, args, infos):
+        shapes = tuple((tuple(t.shape), str(t.dtype), info and info[2]) for t, info in zip(tensors, infos))
         if self._module_list is None:  # every module under the graph's, once (train()/eval() flip their flags)
             object.__setattr__(self, "_module_list", [m for root in self._modules.values() for m in root.modules()])
         modes = tuple(m.training for m in self._module_list)
@@ -190,19 +215,23 @@ class Graph:
 
     def __call__(self, *args):
         tensors, _ = _flatten(list(args), "graph inputs")
-        tensors = [t.contiguous() for t in tensors]
-        key = self._signature(tensors, args)
+        infos = [_C._global_info(t) for t in tensors]  # (ranks, group, sbp, local) of a global input
+        tensors = [t if info else t.contiguous() for t, info in zip(tensors, infos)]
+        key = self._signature(tensors, args, infos)
         compiled = self._plans.get(key)
         if compiled is None:
             reason = "first call" if not self._plans else f"new input signature {key[0]}, modes or configuration"
             _log.info("[nn.Graph] compiling %s: %s", type(self).__name__, reason)
             compiled, rebuild = self._compile(args, tensors)
-            self._plans[key] = (compiled, rebuild)
-        else:
-            compiled, rebuild = compiled
+            self._plans[key] = (compiled, rebuild, _GlobalOutputs.of(compiled))
         for slot in self._optimizers:
             slot.before_call()
+        compiled, rebuild, global_outputs = self._plans[key]
+        if global_outputs is not None:
+            tensors = [info[3] if info else t for t, info in zip(tensors, infos)]
         outputs = compiled.launch(tensors)
+        if global_outputs is not None:
+            outputs = global_outputs.wrap(outputs)
         for slot in self._optimizers:
             slot.after_call()
         self._last = compiled
@@ -241,6 +270,10 @@ class Graph:
         _, rebuild_args = _flatten(list(args), "graph inputs")
         pieces = self.config.gradient_accumulation_steps
         if pieces > 1:
+            if any(t.is_global for t in tensors) or any(t.is_global for t, _ in self._named_state()):
+                raise ValueError("[nn.Graph] a graph over a placement runs one piece per call: gradient "
+                                 "accumulation (set_gradient_accumulation_steps) with global tensors is not "
+                                 "supported yet")
             # build() is traced on one micro-batch: the job's shapes are a piece's, the plan splits each input.
             for i, t in enumerate(tensors):
                 if t.ndim == 0 or t.shape[0] % pieces:

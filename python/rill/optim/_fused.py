@@ -18,6 +18,7 @@ as eager SGD does. A buffer found in the state that is not the fused one (an eag
 load_state_dict replaced it) is adopted with the step counter at 1: it has seen a step.
 """
 import rill
+from rill import _global
 
 _FLOAT_DTYPES = (rill.float32, rill.float64)
 
@@ -93,7 +94,7 @@ def _prepare_param(optimizer, family, group, p):
             state["step"] = rill.tensor(0.0, dtype=rill.float32)
         for key in _state_keys(family, group):
             if key not in state:
-                state[key] = rill.zeros_like(p)
+                state[key] = _global.state_like(p)
 
 
 def _state_keys(family, group):
@@ -115,7 +116,7 @@ def _sgd_buffer(optimizer, p):
     entry = fused.get(p)
     if buf is None:
         if entry is None:
-            entry = (rill.zeros_like(p), rill.tensor(0.0, dtype=rill.float32))
+            entry = (_global.state_like(p), rill.tensor(0.0, dtype=rill.float32))
             fused[p] = entry
     elif entry is None or entry[0] is not buf:
         entry = (buf, rill.tensor(1.0, dtype=rill.float32))

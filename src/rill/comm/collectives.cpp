@@ -47,11 +47,7 @@ void finish(std::unique_ptr<Request> request) {
   if (request && !request->test()) vm::finish_later(std::make_unique<PendingRequest>(std::move(request)));
 }
 
-Communicator& group_of(const KernelContext& ctx) {
-  auto g = static_cast<size_t>(ctx.attr<int64_t>("group"));
-  RILL_CHECK(g < g_groups.size() && g_groups[g], Value, "[", ctx.op.name, "] this rank is not in group ", g);
-  return *g_groups[g];
-}
+Communicator& group_of(const KernelContext& ctx) { return communicator(ctx.attr<int64_t>("group")); }
 
 ReduceOp reduce_op(const KernelContext& ctx) { return static_cast<ReduceOp>(ctx.attr<int64_t>("op")); }
 int64_t bytes_of(const TensorArg& t) { return t.meta->numel * static_cast<int64_t>(dtype_itemsize(t.meta->dtype)); }
@@ -137,10 +133,7 @@ void check_usable(const char* what) {
 
 // Submit op on the comm stream, reading inputs and writing outputs (Note [The comm stream]).
 void submit(const char* name, std::vector<Tensor> inputs, std::vector<Tensor> outputs, std::vector<AttrValue> attrs) {
-  vm::Stream stream;
-  stream.role = vm::StreamRole::kComm;
-  stream.thread_id = g_thread_id;
-  eager::submit_on(eager::op(name), inputs, {}, make_attrs(std::move(attrs)), outputs, stream);
+  eager::submit_on(eager::op(name), inputs, {}, make_attrs(std::move(attrs)), outputs, stream());
 }
 
 Tensor token() { return eager::empty({1}, DType::kInt64); }
@@ -172,6 +165,19 @@ void in_place(const Tensor& t, Fn&& fn) {
 
 }  // namespace
 
+Communicator& communicator(int64_t group) {
+  auto g = static_cast<size_t>(group);
+  RILL_CHECK(g < g_groups.size() && g_groups[g], Value, "[comm] this rank is not in group ", g);
+  return *g_groups[g];
+}
+
+vm::Stream stream() {
+  vm::Stream s;
+  s.role = vm::StreamRole::kComm;
+  s.thread_id = g_thread_id;
+  return s;
+}
+
 void register_kernels() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -188,6 +194,7 @@ void register_kernels() {
     ops::set_cpu_kernel("comm_reduce_scatter", kernel_reduce_scatter);
     ops::set_cpu_kernel("comm_send", kernel_send);
     ops::set_cpu_kernel("comm_recv", kernel_recv);
+    register_boxing_kernels();
     fork::on_fork(fork::Stage::kDrain, {nullptr, nullptr, [](void*) { g_forked = true; }, nullptr});
   });
 }

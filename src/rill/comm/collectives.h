@@ -8,12 +8,21 @@
 
 #include "rill/comm/communicator.h"
 #include "rill/core/tensor.h"
+#include "rill/vm/stream.h"
 
 namespace rill::comm {
 
 /** Give the comm ops (ops/comm.cpp) their kernels: the comm layer's share of kernels::register_all, done by
  * init() (the kernels layer sits below comm and cannot). */
 void register_kernels();
+
+/** The graph boxing ops' kernels (comm/boxing.cpp): register_kernels installs them. */
+void register_boxing_kernels();
+/** The comm stream: its instructions run on the comm thread in submission order (Note [The comm stream]); a graph
+ * whose plan communicates launches there (Note [Graphs that communicate] in runtime/compiled_graph.cpp). */
+vm::Stream stream();
+/** This rank's communicator of group `group`: on the comm thread only. ValueError when the rank is not in it. */
+Communicator& communicator(int64_t group);
 
 /** Start the process group on the world (MPI). Wait on the returned token, then read world_rank/world_size. */
 Tensor init();

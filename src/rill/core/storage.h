@@ -16,6 +16,8 @@
 
 namespace rill {
 
+struct GlobalInfo;  // core/sbp.h
+
 /** The VM's record of in-flight accesses to one storage (Note [Dependences] in
  * vm/dependence.h). Opaque instruction pointers; only the scheduler thread touches it. */
 struct AccessList {
@@ -68,6 +70,10 @@ class Storage {
    * that ran the failing instruction before it completes; read after a sync. */
   const std::shared_ptr<const Error>& poison() const { return poison_; }
   void set_poison(std::shared_ptr<const Error> e) { poison_ = std::move(e); }
+  /** What makes the tensors over this storage global (core/sbp.h), or null: a global tensor's storage holds no
+   * memory. */
+  const std::shared_ptr<const GlobalInfo>& global() const { return global_; }
+  void set_global(std::shared_ptr<const GlobalInfo> g) { global_ = std::move(g); }
   /** Times this memory was written in place (Note [Version counter] in autograd/node.h). */
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   /** Record one in-place write (in-place ops, copy_, fill_, setitem). */
@@ -84,6 +90,7 @@ class Storage {
   std::atomic<int32_t> writes_in_flight_{0};
   std::atomic<uint32_t> vm_epoch_{fork::epoch()};
   std::shared_ptr<const Error> poison_;
+  std::shared_ptr<const GlobalInfo> global_;
   std::atomic<bool> exported_{false};
   std::atomic<uint32_t> version_{0};
 };

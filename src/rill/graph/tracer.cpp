@@ -113,6 +113,7 @@ void Tracer::add_input(const Tensor& t, int64_t pieces) {
   for (int64_t d = 0; d < t.ndim(); ++d) shape->add_v(d == 0 ? t.shape()[0] * pieces : t.shape()[d]);
   a["dtype"].set_dtype(std::string(dtype_name(t.dtype())));
   c.set_scope(scope_);
+  mark_global(c, t);
   std::string lbn = output_lbn(c);
   keep_.push_back(t);
   memory_[t.storage().get()] = Memory{t, lbn, 0, Origin::kInput, lbn};
@@ -133,6 +134,23 @@ void Tracer::add_output(const Tensor& t) {
   *c.add_output_descs() = graph::desc_to_proto(*make_contiguous_meta(t.shape(), t.dtype(), t.device()));
 }
 
+void Tracer::mark_global(OpConf& c, const Tensor& t) {
+  if (t.storage()->global() == nullptr) return;
+  const GlobalInfo* g = global_info(t);
+  RILL_CHECK(g != nullptr, Value, "[nn.Graph] '", c.name(), "' is a view of a global tensor made outside build(): "
+             "pass the global tensor itself, and view it inside build()");
+  auto& conf = *job_->mutable_conf();
+  if (conf.placement_size() == 0) {
+    for (int64_t r : g->ranks) conf.add_placement(r);
+    conf.set_placement_group(g->group);
+  }
+  const std::vector<int64_t> ranks(conf.placement().begin(), conf.placement().end());
+  RILL_CHECK(ranks == g->ranks, Value, "[nn.Graph] '", c.name(), "' is placed on ranks ", shape_str(g->ranks),
+             " and another global tensor of the graph on ranks ", shape_str(ranks), ": the tensors of one graph share "
+             "one placement (pipeline stages over several are not supported yet)");
+  (*c.mutable_attrs())["sbp"].set_s(g->sbp[0].str());
+}
+
 Tracer::Memory& Tracer::memory_of(const Tensor& t) {
   auto it = memory_.find(t.storage().get());
   if (it != memory_.end()) return it->second;
@@ -150,6 +168,7 @@ Tracer::Memory& Tracer::memory_of(const Tensor& t) {
   a["dtype"].set_dtype(std::string(dtype_name(t.dtype())));
   a["trainable"].set_b(t.impl()->requires_grad());
   c.set_scope(scope_);
+  mark_global(c, t);
   std::string lbn = output_lbn(c);
   *c.add_output_descs() = graph::desc_to_proto(*t.meta());
   variables_.push_back(t);

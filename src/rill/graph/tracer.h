@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rill/core/sbp.h"
 #include "rill/eager/trace.h"
 #include "rill/graph/job.h"
 
@@ -85,6 +86,8 @@ class Tracer final : public eager::TraceSink {
   std::string add_made_op(const OpSchema& op, std::initializer_list<std::string> inputs, AttrsSym attrs,
                           const TensorMeta& out);
   std::string output_lbn(OpConf& conf);
+  /** When t is global: its SBP as conf's attr "sbp", its placement the job's (one per job). */
+  void mark_global(OpConf& conf, const Tensor& t);
 
   ArenaJob job_;
   std::string scope_ = "forward";

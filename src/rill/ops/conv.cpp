@@ -187,16 +187,28 @@ InferResult infer_conv_transpose2d(const InferContext& c) {
   return {{make_contiguous_meta(out, x.dtype, x.device)}, {}};
 }
 
+// Convolution computes each sample alone: the batch split, the weight whole; the weight's gradient sums over the
+// batch, so the batch split gives each rank a summand of it.
+std::vector<SbpSignature> sbp_conv(const SbpContext& c) { return ops::per_sample_sbp(c, {1, 2}); }
+
+std::vector<SbpSignature> sbp_conv_backward_weight(const SbpContext&) {
+  return {{{Sbp::split(0), Sbp::split(0)}, {Sbp::partial_sum()}}};
+}
+
 }  // namespace
 
 void register_conv_ops() {
   const OpFlags k;
   ops::define("conv2d(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
-              "int groups) -> Tensor", infer_conv2d, k, "2-D convolution (padding: 2 or 4 values)");
-  ops::define("conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[] stride, "
-              "int[] padding, int[] dilation, int groups) -> Tensor", infer_conv2d_backward_input, k, "");
+              "int groups) -> Tensor", infer_conv2d, k, "2-D convolution (padding: 2 or 4 values)").sbp = sbp_conv;
+  OpSchema& backward_input = ops::define("conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, "
+                                         "int[] stride, int[] padding, int[] dilation, int groups) -> Tensor",
+                                         infer_conv2d_backward_input, k, "");
+  backward_input.sbp = sbp_conv;
+  backward_input.local_attrs = ops::local_input_size;
   ops::define("conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[] stride, "
-              "int[] padding, int[] dilation, int groups) -> Tensor", infer_conv2d_backward_weight, k, "");
+              "int[] padding, int[] dilation, int groups) -> Tensor", infer_conv2d_backward_weight, k, "")
+      .sbp = sbp_conv_backward_weight;
   ops::define("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
               "int[] output_padding, int[] dilation, int groups) -> Tensor", infer_conv_transpose2d, k,
               "2-D transposed convolution");

@@ -224,19 +224,42 @@ std::unordered_map<std::string_view, OpSchema*> define_family(const std::vector<
   return ops;
 }
 
+// Linear elementwise ops keep partial sums (Note [SBP signatures] in ops/sbp.cpp): the sum of the ranks'
+// differences is the difference of the sums; a summand times (or over) a whole value is a summand of the result.
+std::vector<SbpSignature> sbp_linear(const SbpContext& c) {
+  std::vector<SbpSignature> out = ops::elementwise_sbp(c);
+  const Sbp P = Sbp::partial_sum(), B = Sbp::broadcast();
+  const std::string& name = c.op.name;
+  if (c.inputs.size() == 1) {  // neg, mul_scalar, div_scalar
+    out.push_back({{P}, {P}});
+  } else if (name == "add" || name == "sub") {
+    out.push_back({{P, P}, {P}});
+  } else {
+    out.push_back({{P, B}, {P}});
+    if (name == "mul") out.push_back({{B, P}, {P}});
+  }
+  return out;
+}
+
 // A binary family with numbers: `{}(Tensor self, Tensor other)`, `{}_scalar(Tensor self, Scalar other)` and
 // `r{}_scalar(Scalar self, Tensor other)` (number op tensor; Python's reflected operators), the first two with
 // their flags, overloads of one Python name; other: the second argument's name.
-void define_binary_family(const std::vector<std::string_view>& names, InferFn infer, OpFlags flags,
-                          OpFlags scalar_flags, std::string_view other = "other",
-                          OpFlags reflected_flags = {.strided_output = true, .elementwise = true}) {
+// Returns the tensor-op-tensor and tensor-op-number forms, by name.
+struct BinaryFamily {
+  std::unordered_map<std::string_view, OpSchema*> tensor, scalar;
+};
+BinaryFamily define_binary_family(const std::vector<std::string_view>& names, InferFn infer, OpFlags flags,
+                                  OpFlags scalar_flags, std::string_view other = "other",
+                                  OpFlags reflected_flags = {.strided_output = true, .elementwise = true}) {
   const std::string o(other);
-  define_family(names, "{}(Tensor self, Tensor " + o + ") -> Tensor", infer, flags,
-                "elementwise on the broadcast shape and the promoted dtype");
-  define_family(names, "{}_scalar(Tensor self, Scalar " + o + ") -> Tensor", infer, scalar_flags, "tensor op number",
-                true);
+  BinaryFamily out;
+  out.tensor = define_family(names, "{}(Tensor self, Tensor " + o + ") -> Tensor", infer, flags,
+                             "elementwise on the broadcast shape and the promoted dtype");
+  out.scalar = define_family(names, "{}_scalar(Tensor self, Scalar " + o + ") -> Tensor", infer, scalar_flags,
+                             "tensor op number", true);
   define_family(names, "r{}_scalar(Scalar self, Tensor " + o + ") -> Tensor", infer, reflected_flags,
                 "number op tensor", true);
+  return out;
 }
 
 }  // namespace
@@ -257,12 +280,15 @@ void register_elementwise_ops() {
   // add and sub take alpha (python/src/ops.cpp); maximum and minimum have no in-place form.
   OpFlags no_inplace = py_out;
   no_inplace.inplace = false;
-  define_binary_family({"add", "sub"}, infer_binary_arith, k, k);
-  define_binary_family({"mul"}, infer_binary_arith, py_out, py_out);
+  const BinaryFamily add_sub = define_binary_family({"add", "sub"}, infer_binary_arith, k, k);
+  const BinaryFamily mul = define_binary_family({"mul"}, infer_binary_arith, py_out, py_out);
   const OpFlags function = {.strided_output = true, .function = true, .elementwise = true};
   define_binary_family({"pow"}, infer_binary_arith, py_out, py_out, "exponent", function);  // pow(2, x) too
   define_binary_family({"maximum", "minimum"}, infer_binary_arith, no_inplace, no_inplace);
-  define_binary_family({"div"}, infer_binary_div, py_out, py_out);
+  const BinaryFamily div = define_binary_family({"div"}, infer_binary_div, py_out, py_out);
+  for (OpSchema* op : {add_sub.tensor.at("add"), add_sub.tensor.at("sub"), mul.tensor.at("mul"), div.tensor.at("div"),
+                       mul.scalar.at("mul"), div.scalar.at("div"), unary.at("neg")})
+    op->sbp = sbp_linear;
   OpFlags compare = py;
   compare.inplace = false;
   compare.differentiable = false;

@@ -269,7 +269,8 @@ InferResult infer_fused(const InferContext& c) {
 void register_fused_ops() {
   ops::define("_fused_elementwise(Tensor[] inputs, str program) -> Tensor[]", infer_fused,
               {.differentiable = false},
-              "a chain of elementwise ops evaluated tile by tile (graph mode's fuse_elementwise pass)");
+              "a chain of elementwise ops evaluated tile by tile (graph mode's fuse_elementwise pass)")
+      .sbp = ops::elementwise_sbp;
 }
 
 }  // namespace rill

@@ -37,11 +37,26 @@ InferResult infer_matmul(const InferContext& c) {
   return {{make_contiguous_meta(out, a.dtype, a.device)}, {}};
 }
 
+// self [..., m, k] @ other [k, n]: the rows of self split give rows of the product; other's columns split give
+// its columns; k split on both gives a summand; a summand times the other whole is a summand.
+std::vector<SbpSignature> sbp_matmul(const SbpContext& c) {
+  const int64_t a = c.inputs[0]->ndim(), b = c.inputs[1]->ndim();
+  if (a < 2 || b != 2) return {};
+  const Sbp B = Sbp::broadcast(), P = Sbp::partial_sum();
+  std::vector<SbpSignature> out;
+  for (int32_t i = 0; i < a - 1; ++i) out.push_back({{Sbp::split(i), B}, {Sbp::split(i)}});
+  out.push_back({{B, Sbp::split(1)}, {Sbp::split(static_cast<int32_t>(a - 1))}});
+  out.push_back({{Sbp::split(static_cast<int32_t>(a - 1)), Sbp::split(0)}, {P}});
+  out.push_back({{P, B}, {P}});
+  out.push_back({{B, P}, {P}});
+  return out;
+}
+
 }  // namespace
 
 void register_matmul_ops() {
   ops::define("matmul(Tensor self, Tensor other) -> Tensor", infer_matmul, {},
-              "matrix product with numpy's rules (1-D, 2-D, batched, broadcast)");
+              "matrix product with numpy's rules (1-D, 2-D, batched, broadcast)").sbp = sbp_matmul;
 }
 
 }  // namespace rill

@@ -246,21 +246,71 @@ InferResult infer_sdpa_backward(const InferContext& c) {
           casts};
 }
 
+// input [..., k] @ weight[n, k].T + bias[n]: as matmul's rule, weight's rows being the product's columns; where
+// the product is a summand, bias is too (one rank adds it).
+std::vector<SbpSignature> sbp_linear(const SbpContext& c) {
+  const int32_t last = static_cast<int32_t>(c.inputs[0]->ndim() - 1);
+  const bool bias = c.inputs.size() == 3;
+  const Sbp B = Sbp::broadcast(), P = Sbp::partial_sum();
+  auto sig = [&](Sbp x, Sbp w, Sbp b, Sbp y) {
+    SbpSignature s{{x, w}, {y}};
+    if (bias) s.in.push_back(b);
+    return s;
+  };
+  std::vector<SbpSignature> out;
+  for (int32_t i = 0; i < last; ++i) out.push_back(sig(Sbp::split(i), B, B, Sbp::split(i)));
+  out.push_back(sig(B, Sbp::split(0), Sbp::split(0), Sbp::split(last)));
+  out.push_back(sig(Sbp::split(last), Sbp::split(1), P, P));
+  out.push_back(sig(P, B, P, P));
+  return out;
+}
+
+// Along any axis but the normalised one, every input split alike.
+std::vector<SbpSignature> sbp_softmax(const SbpContext& c) {
+  const int64_t ndim = c.inputs[0]->ndim();
+  int64_t dim = c.attr<int64_t>("dim");
+  if (dim < 0) dim += ndim;
+  std::vector<SbpSignature> out;
+  for (int32_t k = 0; k < ndim; ++k)
+    if (k != dim) out.push_back({std::vector<Sbp>(c.inputs.size(), Sbp::split(k)), {Sbp::split(k)}});
+  return out;
+}
+
+// The gradient of a mean or sum over the batch: grad_output and total_weight are the whole batch's, so the rows
+// of target give the rows of the gradient.
+std::vector<SbpSignature> sbp_nll_loss_backward(const SbpContext& c) {
+  if (c.attr<int64_t>("reduction") == 0) return {};
+  SbpSignature s;
+  s.in.assign(c.inputs.size(), Sbp::broadcast());
+  s.in[1] = Sbp::split(0);
+  s.out = {Sbp::split(0)};
+  return {s};
+}
+
+AttrsSym local_nll_loss_backward(const SbpContext& c, const SbpSignature& sig, int64_t n) {
+  std::vector<AttrValue> values = c.attrs.values;
+  auto& shape = std::get<std::vector<int64_t>>(values[c.op.attr_index("shape")]);
+  if (sig.out[0].is_split()) shape[0] /= n;
+  return make_attrs(std::move(values));
+}
+
 }  // namespace
 
 void register_nn_ops() {
   const OpFlags k;
   for (const char* n : {"softmax", "log_softmax"}) {
-    ops::define(std::string(n) + "(Tensor self, int dim) -> Tensor", infer_softmax, k, "normalised exponentials");
+    ops::define(std::string(n) + "(Tensor self, int dim) -> Tensor", infer_softmax, k, "normalised exponentials")
+        .sbp = sbp_softmax;
     ops::define(std::string(n) + "_backward(Tensor grad_output, Tensor output, int dim) -> Tensor",
-                infer_softmax_backward, k, "");
+                infer_softmax_backward, k, "").sbp = sbp_softmax;
   }
   ops::define("layer_norm(Tensor input, Tensor? weight, Tensor? bias, int axis, float eps) -> "
               "(Tensor output, Tensor mean, Tensor rstd)", infer_layer_norm, k,
               "normalised over the dims from axis on");
   ops::define("layer_norm_backward(Tensor grad_output, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, "
               "int axis) -> (Tensor, Tensor, Tensor)", infer_layer_norm_backward, k, "");
-  ops::define("linear(Tensor input, Tensor weight, Tensor? bias) -> Tensor", infer_linear, k, "x @ weight.T + bias");
+  ops::define("linear(Tensor input, Tensor weight, Tensor? bias) -> Tensor", infer_linear, k, "x @ weight.T + bias")
+      .sbp = sbp_linear;
   ops::define("embedding(Tensor weight, Tensor indices, int padding_idx) -> Tensor", infer_embedding, k,
               "rows of weight");
   ops::define("embedding_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx) -> Tensor",
@@ -271,8 +321,11 @@ void register_nn_ops() {
   // reduction: 0 none, 1 mean, 2 sum.
   ops::define("nll_loss(Tensor input, Tensor target, Tensor? weight, int reduction, int ignore_index) -> "
               "(Tensor output, Tensor total_weight)", infer_nll_loss, k, "negative log likelihood");
-  ops::define("nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, Tensor total_weight, "
-              "int reduction, int ignore_index, int[] shape) -> Tensor", infer_nll_loss_backward, k, "");
+  OpSchema& nll_backward = ops::define("nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, "
+                                       "Tensor total_weight, int reduction, int ignore_index, int[] shape) -> Tensor",
+                                       infer_nll_loss_backward, k, "");
+  nll_backward.sbp = sbp_nll_loss_backward;
+  nll_backward.local_attrs = local_nll_loss_backward;
   ops::define("_sdpa(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal) -> "
               "(Tensor output, Tensor lse, Tensor probs)", infer_sdpa, {.function = true},
               "softmax(query @ key^T * scale + mask) @ value in one pass over key blocks (Note [Fused attention])");

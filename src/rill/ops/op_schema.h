@@ -14,6 +14,7 @@
 #include "rill/core/scalar.h"
 #include "rill/core/tensor_meta.h"
 #include "rill/ops/attrs.h"
+#include "rill/ops/sbp.h"
 #include "rill/ops/signature.h"
 
 namespace rill {
@@ -87,6 +88,8 @@ struct OpFlags {
   bool elementwise = false;     // one output whose element i reads only element i of each input (broadcast), one
                                 // kernel call per any part of it: graph mode may fuse a chain of them
                                 // (ops/fused.h), calling the kernel on tiles
+  bool collective = false;      // calls the communication library (graph boxing): a graph with one launches on
+                                // the comm thread (Note [Graphs that communicate] in runtime/compiled_graph.cpp)
   bool integer_divisor = false;  // the Scalar argument divides: an integer zero raises at the call (the bindings
                                  // check it), not later in the kernel
 };
@@ -118,6 +121,8 @@ struct OpSchema {
   std::vector<std::string> attr_names;  // the attrs' signature names, in order
   InferFn infer = nullptr;
   std::array<KernelFn, kNumDeviceTypes> kernels{};  // per device type; null where the op has no kernel
+  SbpFn sbp = nullptr;                  // its SBP signatures (ops/sbp.h); null: elementwise's or broadcast only
+  LocalAttrsFn local_attrs = nullptr;   // its attrs on one rank's slices, for an op whose attrs hold sizes
   /** The kernel for a device type, or null. */
   KernelFn kernel(DeviceType t) const { return kernels[static_cast<size_t>(t)]; }
   /** Position of the attr called attr in an op call's attrs; RuntimeError (a bug) when there is none. */
@@ -181,6 +186,7 @@ void register_sort_ops();
 void register_nn_ops();
 void register_view_ops();
 void register_comm_ops();
+void register_boxing_ops();
 void register_optim_ops();
 void register_fused_ops();
 void register_linalg_ops();

@@ -83,21 +83,23 @@ int ops::updated_input(const OpSchema& op, int output, int num_inputs) {
 
 void register_optim_ops() {
   const OpFlags k = {.function = true, .differentiable = false, .updates_in_place = true};
-  ops::define("_sgd_update(Tensor param, Tensor grad, Tensor? momentum_buffer, Tensor step, Tensor lr, *, "
+  // Each an elementwise update of its parameter and state (0-d step and lr apart): split alike along any axis.
+  auto update = [](OpSchema& op) { op.sbp = ops::elementwise_sbp; };
+  update(ops::define("_sgd_update(Tensor param, Tensor grad, Tensor? momentum_buffer, Tensor step, Tensor lr, *, "
               "float momentum=0, float dampening=0, bool nesterov=False, float weight_decay=0, "
               "bool maximize=False) -> Tensor[]",
-              infer_fused_update, k, "one SGD update: [param, momentum_buffer (with momentum), step + 1]");
-  ops::define("_adam_update(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, Tensor? max_exp_avg_sq, "
+              infer_fused_update, k, "one SGD update: [param, momentum_buffer (with momentum), step + 1]"));
+  update(ops::define("_adam_update(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, Tensor? max_exp_avg_sq, "
               "Tensor step, Tensor lr, *, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
               "float weight_decay=0, bool amsgrad=False, bool maximize=False, bool decoupled_weight_decay=False) "
               "-> Tensor[]",
               infer_fused_update, k,
-              "one Adam/AdamW update: [param, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad), step + 1]");
-  ops::define("_rmsprop_update(Tensor param, Tensor grad, Tensor square_avg, Tensor? momentum_buffer, "
+              "one Adam/AdamW update: [param, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad), step + 1]"));
+  update(ops::define("_rmsprop_update(Tensor param, Tensor grad, Tensor square_avg, Tensor? momentum_buffer, "
               "Tensor? grad_avg, Tensor step, Tensor lr, *, float alpha=0.99, float eps=1e-8, "
               "float weight_decay=0, float momentum=0, bool centered=False, bool maximize=False) -> Tensor[]",
               infer_fused_update, k,
-              "one RMSprop update: [param, square_avg, momentum_buffer (momentum), grad_avg (centered), step + 1]");
+              "one RMSprop update: [param, square_avg, momentum_buffer (momentum), grad_avg (centered), step + 1]"));
 }
 
 }  // namespace rill

@@ -201,6 +201,9 @@ InferResult infer_adaptive_avg_pool2d_backward(const InferContext& c) {
   return {{make_contiguous_meta(in, gy.dtype, gy.device)}, {}};
 }
 
+// Pooling computes each sample and each channel alone.
+std::vector<SbpSignature> sbp_pool(const SbpContext& c) { return ops::per_sample_sbp(c, {}, true); }
+
 }  // namespace
 
 void register_pool_ops() {
@@ -208,20 +211,27 @@ void register_pool_ops() {
   const std::string max = "int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode";
   const std::string avg = "int[] kernel_size, int[] stride, int[] padding, bool ceil_mode, bool count_include_pad, "
                           "int divisor_override";  // divisor_override 0: the window size
-  ops::define("max_pool2d(Tensor self, " + max + ") -> Tensor", infer_max_pool2d, k, "2-D max pooling");
-  ops::define("max_pool2d_backward(Tensor grad_output, Tensor indices, int[] input_size) -> Tensor",
-              infer_max_pool2d_backward, k, "");
-  ops::define("max_pool2d_with_workspace(Tensor self, " + max + ") -> (Tensor output, Tensor workspace)",
-              infer_max_pool2d_with_workspace, k, "2-D max pooling keeping oneDNN's workspace for backward");
-  ops::define("max_pool2d_with_workspace_backward(Tensor grad_output, Tensor workspace, int[] input_size, " + max +
-              ") -> Tensor", infer_max_pool2d_with_workspace_backward, k, "");
-  ops::define("avg_pool2d(Tensor self, " + avg + ") -> Tensor", infer_avg_pool2d, k, "2-D average pooling");
-  ops::define("avg_pool2d_backward(Tensor grad_output, int[] input_size, " + avg + ") -> Tensor",
-              infer_avg_pool2d_backward, k, "");
-  ops::define("adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor", infer_adaptive_avg_pool2d, k,
-              "2-D average pooling to output_size");
-  ops::define("adaptive_avg_pool2d_backward(Tensor grad_output, int[] input_size) -> Tensor",
-              infer_adaptive_avg_pool2d_backward, k, "");
+  // Forward ops compute each sample and channel alone; their gradients too, with input_size their local shape.
+  auto forward = [](OpSchema& op) { op.sbp = sbp_pool; };
+  auto gradient = [](OpSchema& op) {
+    op.sbp = sbp_pool;
+    op.local_attrs = ops::local_input_size;
+  };
+  forward(ops::define("max_pool2d(Tensor self, " + max + ") -> Tensor", infer_max_pool2d, k, "2-D max pooling"));
+  gradient(ops::define("max_pool2d_backward(Tensor grad_output, Tensor indices, int[] input_size) -> Tensor",
+                       infer_max_pool2d_backward, k, ""));
+  forward(ops::define("max_pool2d_with_workspace(Tensor self, " + max + ") -> (Tensor output, Tensor workspace)",
+                      infer_max_pool2d_with_workspace, k,
+                      "2-D max pooling keeping oneDNN's workspace for backward"));
+  gradient(ops::define("max_pool2d_with_workspace_backward(Tensor grad_output, Tensor workspace, int[] input_size, " +
+                       max + ") -> Tensor", infer_max_pool2d_with_workspace_backward, k, ""));
+  forward(ops::define("avg_pool2d(Tensor self, " + avg + ") -> Tensor", infer_avg_pool2d, k, "2-D average pooling"));
+  gradient(ops::define("avg_pool2d_backward(Tensor grad_output, int[] input_size, " + avg + ") -> Tensor",
+                       infer_avg_pool2d_backward, k, ""));
+  forward(ops::define("adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor", infer_adaptive_avg_pool2d, k,
+                      "2-D average pooling to output_size"));
+  gradient(ops::define("adaptive_avg_pool2d_backward(Tensor grad_output, int[] input_size) -> Tensor",
+                       infer_adaptive_avg_pool2d_backward, k, ""));
 }
 
 }  // namespace rill

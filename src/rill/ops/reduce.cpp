@@ -231,6 +231,20 @@ InferResult infer_cumprod_backward(const InferContext& c) {
   return {{make_contiguous_meta(x.shape, x.dtype, x.device)}, {x.dtype, x.dtype}};
 }
 
+// A kept axis stays split (at its place in the output); sum over a split axis gives each rank a summand (mean
+// would give a summand scaled by the rank's share, so it has no such signature); both are linear: P -> P.
+std::vector<SbpSignature> sbp_sum_mean(const SbpContext& c) {
+  const std::vector<bool> mask = reduced_mask(reduced_dims(c.attrs), c.inputs[0]->ndim(), c.op.name);
+  const bool keepdim = c.attr<bool>("keepdim");
+  std::vector<int64_t> axis_map(mask.size());
+  int64_t next = 0;
+  for (size_t k = 0; k < mask.size(); ++k) {
+    if (mask[k]) axis_map[k] = -1;
+    else axis_map[k] = keepdim ? static_cast<int64_t>(k) : next++;
+  }
+  return ops::mapped_axes_sbp(axis_map, c.op.name == "sum");
+}
+
 }  // namespace
 
 MomentArgs moment_args(const OpSchema& op, const Attrs& attrs) {
@@ -252,7 +266,7 @@ void register_reduce_ops() {
   const OpFlags py = {.function = true, .method = true};
   for (const char* n : {"sum", "mean"})
     ops::define(std::string(n) + "(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
-                "Tensor", infer_sum_mean, py, "reduction over dim (None: every dim)");
+                "Tensor", infer_sum_mean, py, "reduction over dim (None: every dim)").sbp = sbp_sum_mean;
   // prod takes one int dim or none, as PyTorch's prod.dim_int and prod: prod(x, [0]) is a TypeError.
   OpFlags py_out = py;
   py_out.out = true;

@@ -90,6 +90,7 @@ void register_all() {
     register_nn_ops();
     register_view_ops();
     register_comm_ops();
+    register_boxing_ops();
     register_optim_ops();
     register_fused_ops();
     register_linalg_ops();

@@ -338,24 +338,99 @@ InferResult infer_delay_tick(const InferContext& c) {
   return as_view({c.inputs[0], 0});
 }
 
+// SBP rules of the views (Note [SBP signatures] in ops/sbp.cpp): a view moves each axis of its input to one axis
+// of its output, so a split follows its axis; views are linear, so a summand's view is a summand.
+std::vector<SbpSignature> sbp_view(const SbpContext& c) {
+  const Shape& in = c.inputs[0]->shape;
+  const Shape& out = c.outputs[0]->shape;
+  std::vector<int64_t> axis_map(in.size(), -1);
+  int64_t before_in = 1;
+  for (size_t k = 0; k < in.size(); ++k) {
+    int64_t before_out = 1;
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (before_out == before_in && out[j] == in[k]) {
+        axis_map[k] = static_cast<int64_t>(j);
+        break;
+      }
+      before_out *= out[j];
+    }
+    before_in *= in[k];
+  }
+  return ops::mapped_axes_sbp(axis_map, false);
+}
+
+// A view's size on one rank: the output's shape with the split axis divided.
+AttrsSym local_sized_view(const SbpContext& c, const SbpSignature& sig, int64_t n) {
+  std::vector<AttrValue> values = c.attrs.values;
+  auto& size = std::get<std::vector<int64_t>>(values[c.op.attr_index("size")]);
+  if (sig.out[0].is_split()) {
+    const auto axis = static_cast<size_t>(sig.out[0].axis);
+    size[axis] = c.outputs[0]->shape[axis] / n;
+  }
+  return make_attrs(std::move(values));
+}
+
+std::vector<SbpSignature> sbp_permute(const SbpContext& c) {
+  const int64_t n = c.inputs[0]->ndim();
+  std::vector<int64_t> axis_map(static_cast<size_t>(n));
+  if (c.op.name == "permute") {
+    const auto& dims = c.attr<std::vector<int64_t>>("dims");
+    for (int64_t j = 0; j < n; ++j) axis_map[static_cast<size_t>(normalize_dim(dims[j], n, "permute"))] = j;
+  } else {
+    int64_t d0 = 0, d1 = n > 1 ? 1 : 0;  // t
+    if (c.op.name == "transpose") {
+      d0 = normalize_dim(c.attr<int64_t>("dim0"), n, "transpose");
+      d1 = normalize_dim(c.attr<int64_t>("dim1"), n, "transpose");
+    }
+    for (int64_t k = 0; k < n; ++k) axis_map[static_cast<size_t>(k)] = k == d0 ? d1 : k == d1 ? d0 : k;
+  }
+  return ops::mapped_axes_sbp(axis_map, false);
+}
+
+std::vector<SbpSignature> sbp_unsqueeze(const SbpContext& c) {
+  const int64_t n = c.inputs[0]->ndim();
+  const int64_t dim = normalize_dim(c.attr<int64_t>("dim"), n + 1, "unsqueeze");
+  std::vector<int64_t> axis_map(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) axis_map[static_cast<size_t>(k)] = k < dim ? k : k + 1;
+  return ops::mapped_axes_sbp(axis_map, false);
+}
+
+std::vector<SbpSignature> sbp_expand(const SbpContext& c) {
+  const Shape& in = c.inputs[0]->shape;
+  const Shape& out = c.outputs[0]->shape;
+  const size_t lead = out.size() - in.size();
+  std::vector<int64_t> axis_map(in.size(), -1);
+  for (size_t k = 0; k < in.size(); ++k)
+    if (in[k] == out[k + lead] && in[k] != 1) axis_map[k] = static_cast<int64_t>(k + lead);
+  return ops::mapped_axes_sbp(axis_map, false);
+}
+
 }  // namespace
 
 void register_view_ops() {
   const OpFlags v = {.strided_output = true, .view = true};
   const OpFlags py = {.strided_output = true, .function = true, .method = true, .view = true};
-  ops::define("view(Tensor self, int[] size) -> Tensor", infer_view, v, "the same elements in another shape");
-  ops::define("transpose(Tensor self, int dim0, int dim1) -> Tensor", infer_transpose, py, "two dims swapped");
-  ops::define("t(Tensor self) -> Tensor", infer_t, py, "a matrix transposed (fewer dims: the same elements)");
-  ops::define("permute(Tensor self, int[] dims) -> Tensor", infer_permute, v, "the dims reordered");
-  ops::define("expand(Tensor self, int[] size) -> Tensor", infer_expand, v,
-              "size-1 dims repeated by a zero stride (-1 keeps a size)");
+  OpSchema& view = ops::define("view(Tensor self, int[] size) -> Tensor", infer_view, v,
+                               "the same elements in another shape");
+  view.sbp = sbp_view;
+  view.local_attrs = local_sized_view;
+  ops::define("transpose(Tensor self, int dim0, int dim1) -> Tensor", infer_transpose, py, "two dims swapped")
+      .sbp = sbp_permute;
+  ops::define("t(Tensor self) -> Tensor", infer_t, py, "a matrix transposed (fewer dims: the same elements)").sbp =
+      sbp_permute;
+  ops::define("permute(Tensor self, int[] dims) -> Tensor", infer_permute, v, "the dims reordered").sbp = sbp_permute;
+  OpSchema& expand = ops::define("expand(Tensor self, int[] size) -> Tensor", infer_expand, v,
+                                 "size-1 dims repeated by a zero stride (-1 keeps a size)");
+  expand.sbp = sbp_expand;
+  expand.local_attrs = local_sized_view;
   ops::define("slice(Tensor self, int dim, int? start, int? end, int step) -> Tensor", infer_slice, v,
               "start:end:step along dim, with Python's clamping");
   ops::define("narrow(Tensor self, int dim, int start, int length) -> Tensor", infer_narrow, py,
               "length elements from start along dim");
   ops::define("select(Tensor self, int dim, int index) -> Tensor", infer_select, py,
               "one index of dim, dim removed");
-  ops::define("unsqueeze(Tensor self, int dim) -> Tensor", infer_unsqueeze, py, "a size-1 dim inserted");
+  ops::define("unsqueeze(Tensor self, int dim) -> Tensor", infer_unsqueeze, py, "a size-1 dim inserted").sbp =
+      sbp_unsqueeze;
   ops::define("squeeze(Tensor self, int[]? dim=None) -> Tensor", infer_squeeze, py, "size-1 dims removed");
   ops::define("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor", infer_diagonal, py,
               "the diagonal of dims dim1 and dim2, as the last dim");

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "rill/comm/collectives.h"
+#include "rill/core/sbp.h"
 #include "rill/eager/functional.h"
 #include "rill/graph/passes/pass.h"
 #include "rill/graph/attrs.h"
@@ -32,6 +34,12 @@ namespace rill::runtime {
 // the tiny MLP's training step took 50-74 us, of which the hand-offs between the
 // client, the scheduler and that thread were most; on thread 0, 27-31 us. A long
 // graph holds thread 0 as a long eager kernel does.
+
+// Note [Graphs that communicate]
+// A global graph's plan has boxing tasks that call MPI (ops/boxing.cpp), which only the comm thread may call
+// (Note [The comm stream] in comm/collectives.cpp). Such a graph launches on the comm stream instead of thread 0:
+// its actors, compute and collectives alike, run there, ordered with the eager collectives by submission, as
+// every rank issues them. Its variables are the local tensors of the global ones the trace bound.
 
 namespace {
 
@@ -83,6 +91,7 @@ CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables,
                              const graph::CompileOptions& options)
     : job_(std::move(job)), variables_(std::move(variables)), random_numbers_(random_numbers) {
   auto start = std::chrono::steady_clock::now();
+  place_on_this_rank();
   graph::run_passes(*job_);
   graph::InferStats infer;
   graph::ArenaPlan compiled = graph::infer_and_compile(*job_, infer, options);
@@ -94,6 +103,8 @@ CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables,
   stats_.planned_peak_bytes = plan.planned_peak_bytes();
   stats_.memory_lower_bound_bytes = plan.live_bytes_lower_bound();
   stats_.plan_tasks = plan.tasks_size();
+  for (const plan::Task& t : plan.tasks())
+    if (t.kind() == plan::TASK_COMPUTE && ops::get(t.op()).flags.collective) stream_ = comm::stream();
   for (const plan::TensorDesc& d : plan.inputs()) input_metas_.push_back(graph::meta_from_proto(d));
   for (const plan::TensorDesc& d : plan.outputs()) output_metas_.push_back(graph::meta_from_proto(d));
   runtime_ = std::make_unique<Runtime>(std::move(compiled), job_->conf().name());
@@ -144,7 +155,7 @@ std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
   // Every piece draws its own numbers (Note [Actors], randomness): the launch takes a whole iteration's.
   auto [seed, offset] = take_random(random_numbers_ * std::max<int64_t>(p.pieces(), 1));
   Scalar scalars[2] = {seed, offset};
-  eager::submit_on(launch_op(), reads, scalars, launch_attrs_, writes, vm::Stream{});
+  eager::submit_on(launch_op(), reads, scalars, launch_attrs_, writes, stream_);
   last_outputs_ = std::move(writes);
   ++stats_.launches;
   return outputs;
@@ -162,5 +173,18 @@ std::pair<Scalar, Scalar> CompiledGraph::take_random(int64_t total) {
 }
 
 GraphStats CompiledGraph::stats() const { return stats_; }
+
+void CompiledGraph::place_on_this_rank() {
+  graph::JobConf& conf = *job_->mutable_conf();
+  if (conf.placement_size() == 0) return;
+  RILL_CHECK(comm::initialized(), Runtime, "[nn.Graph] the graph's tensors are global: call "
+             "rill.distributed.init_process_group() first");
+  const auto at = std::find(conf.placement().begin(), conf.placement().end(), comm::world_rank());
+  RILL_CHECK(at != conf.placement().end(), Value, "[nn.Graph] this rank (", comm::world_rank(),
+             ") is not in the graph's placement: run the graph on the ranks of its placement");
+  conf.set_rank_in_placement(static_cast<int32_t>(at - conf.placement().begin()));
+  for (Tensor& v : variables_)
+    if (const GlobalInfo* g = global_info(v)) v = g->local;
+}
 
 }  // namespace rill::runtime

@@ -16,6 +16,7 @@
 #include "rill/graph/job.h"
 #include "rill/ops/op_schema.h"
 #include "rill/runtime/runtime.h"
+#include "rill/vm/stream.h"
 
 namespace rill::runtime {
 
@@ -62,6 +63,10 @@ class CompiledGraph {
 
  private:
   friend void run_launch(const KernelContext& c);
+  /** A global job: this rank's place in its placement, and the local tensors of its global variables (Note
+   * [Graphs that communicate]). */
+  void place_on_this_rank();
+  vm::Stream stream_;  // where launches run: thread 0, or the comm stream for a plan with collectives
   graph::ArenaJob job_;
   std::vector<Tensor> variables_;
   std::vector<int> read_variables_, written_variables_;  // indices into variables_

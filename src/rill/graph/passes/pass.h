@@ -25,6 +25,10 @@ void redundant_cast_elimination(Job& job);
 /** Chains of elementwise ops of one shape become one _fused_elementwise op each (Note [Which elementwise ops
  * fuse] in fuse_elementwise.cpp). */
 void fuse_elementwise(Job& job);
+/** In a global job (conf.placement set): pick each op's SBP signature, box the inputs whose producer's SBP
+ * differs, and lower the job to this rank's shapes (Note [SBP signatures] in ops/sbp.cpp, Note [Boxing] in
+ * sbp.cpp). Nothing in a job of this process. */
+void sbp_lowering(Job& job);
 /** Optimizer updates write the variables they update in place, and the producers of the graph's outputs write
  * the launch's outputs; those assigns and outputs become ticks (Note [Updates in place] in write_in_place.cpp). */
 void write_in_place(Job& job);

@@ -35,6 +35,8 @@ const std::vector<PassEntry>& passes() {
       // The fusion passes: on the job's final ops, before the ticks order them.
       {"redundant_cast_elimination", redundant_cast_elimination, true},
       {"fuse_elementwise", fuse_elementwise, true},
+      // The global view: after the logical rewrites, the job becomes this rank's.
+      {"sbp_lowering", sbp_lowering, false},
       {"write_in_place", write_in_place, true, write_in_place},
       {"auto_tick", auto_tick, false, auto_tick},
       // The memory passes go here, last: in-place reuse needs every edge, the ticks' included. Buffer reuse is

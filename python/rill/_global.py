@@ -1,0 +1,195 @@
+"""Global tensors (docs/global.md): rill.placement, and Tensor.to_global / to_local / placement / sbp /
+is_global, Module.to_global. A global tensor is the logical tensor of an SPMD program: its shape is the whole
+tensor's, and each rank holds its local tensor as the SBP says. nn.Graph compiles a step over global tensors into
+this rank's share of the work, with the collectives the SBPs need (src/rill/graph/passes/sbp.cpp); eager compute
+on global tensors is out of scope, and reading one's values raises an error that says so."""
+import rill
+from rill import _C
+from rill import sbp as _sbp_module
+from rill.sbp import sbp as _Sbp
+
+
+class placement:
+    """The ranks a global tensor lives on: rill.placement("cpu", ranks=[0, 1]). rill's placements are 1-D (one
+    list of ranks, in increasing order: split slice k is on the k-th rank)."""
+
+    def __init__(self, type="cpu", ranks=None):
+        if type != "cpu":
+            raise ValueError(f"[rill.placement] rill places tensors on 'cpu' ranks only, got type={type!r}")
+        if ranks is None:
+            raise TypeError("[rill.placement] give the ranks: rill.placement('cpu', ranks=[0, 1])")
+        if isinstance(ranks, int):
+            ranks = [ranks]
+        flat = list(ranks)
+        if any(isinstance(r, (list, tuple)) for r in flat):
+            raise ValueError("[rill.placement] a nested list of ranks (a 2-D mesh) is not supported yet: give one "
+                             "list of ranks")
+        if not flat or any(not isinstance(r, int) or isinstance(r, bool) or r < 0 for r in flat):
+            raise ValueError(f"[rill.placement] ranks must be a non-empty list of ints >= 0, got {ranks!r}")
+        if sorted(set(flat)) != flat:
+            raise ValueError(f"[rill.placement] ranks must be distinct and in increasing order, got {flat}")
+        self.type = type
+        self._ranks = tuple(flat)
+
+    @property
+    def ranks(self):
+        return list(self._ranks)
+
+    @property
+    def hierarchy(self):
+        return [len(self._ranks)]
+
+    def _group(self):
+        """The process group of these ranks (the world's, or one made once per placement: every rank of the world
+        makes it at the same point of the program, as the SPMD program makes its placements)."""
+        import rill.distributed as dist
+        if not dist.is_initialized():
+            raise RuntimeError("[rill.placement] global tensors communicate through rill.distributed: call "
+                               "rill.distributed.init_process_group() first (launch with python -m "
+                               "rill.distributed.run)")
+        world = dist.get_world_size()
+        for r in self._ranks:
+            if r >= world:
+                raise ValueError(f"[rill.placement] rank {r} is not in the world of {world} ranks")
+        if self._ranks == tuple(range(world)):
+            return None
+        group = _groups.get(self._ranks)
+        if group is None:
+            group = _groups[self._ranks] = dist.new_group(list(self._ranks))
+        return group
+
+    def __eq__(self, other):
+        return isinstance(other, placement) and (self.type, self._ranks) == (other.type, other._ranks)
+
+    def __hash__(self):
+        return hash((self.type, self._ranks))
+
+    def __repr__(self):
+        return f'rill.placement(type="{self.type}", ranks={list(self._ranks)})'
+
+
+_groups = {}  # ranks -> its ProcessGroup (the world's is None)
+
+
+def _one_sbp(sbp, what):
+    if isinstance(sbp, (list, tuple)):
+        if len(sbp) != 1:
+            raise ValueError(f"[{what}] rill's placements are 1-D: give one SBP, got {len(sbp)}")
+        sbp = sbp[0]
+    if not isinstance(sbp, _Sbp):
+        raise TypeError(f"[{what}] sbp must be rill.sbp.split(dim), rill.sbp.broadcast or rill.sbp.partial_sum, "
+                        f"got {sbp!r}")
+    return sbp
+
+
+def to_global(self, placement=None, sbp=None):
+    """This tensor as a global tensor over placement whose local tensor on this rank is (a copy of) self: with
+    split(d) each rank's self is its slice (the global shape is d's size times the ranks), with broadcast the
+    placement's first rank's self is every rank's, with partial_sum the global tensor is the sum of the ranks'.
+    On a global tensor, the same placement and SBP (or None) return it; a change of them is computed by a graph
+    (eager conversion is out of scope)."""
+    info = _C._global_info(self)
+    if info is not None:
+        same_place = placement is None or tuple(placement._ranks) == tuple(info[0])
+        same_sbp = sbp is None or _one_sbp(sbp, "to_global")._str() == info[2]
+        if same_place and same_sbp:
+            return self
+        raise RuntimeError("[to_global] this tensor is already global; converting it to another placement or SBP "
+                           "is done inside nn.Graph (eager compute on global tensors is out of scope)")
+    if _C._is_global_storage(self):
+        raise RuntimeError("[to_global] this tensor is a view of a global tensor, made eagerly: view the global "
+                           "tensor inside nn.Graph.build instead")
+    if placement is None or sbp is None:
+        raise TypeError("[to_global] a local tensor needs both placement= and sbp=")
+    if not isinstance(placement, globals()["placement"]):
+        raise TypeError(f"[to_global] placement must be a rill.placement, got {type(placement).__name__}")
+    s = _one_sbp(sbp, "to_global")
+    import rill.distributed as dist
+    group = placement._group()
+    rank = dist.get_rank()
+    if rank not in placement._ranks:
+        raise ValueError(f"[to_global] this rank ({rank}) is not in {placement}: every rank of the placement "
+                         "calls to_global with its local tensor")
+    n = len(placement._ranks)
+    shape = list(self.shape)
+    with rill.no_grad():
+        local = self.detach().contiguous()
+        if s == _sbp_module.broadcast:
+            local = local.clone()
+            dist.broadcast(local, src=placement._ranks[0], group=group)
+        elif s._kind == "S":
+            if s.dim >= len(shape):
+                raise ValueError(f"[to_global] split({s.dim}) of a tensor of {len(shape)} dims")
+            shape[s.dim] *= n
+    out = _C._make_global(local, shape, list(placement._ranks), 0 if group is None else group._id, s._str())
+    if isinstance(self, rill.nn.Parameter):
+        return rill.nn.Parameter(out, self.requires_grad)
+    if self.requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def to_local(self):
+    """This rank's local tensor of a global tensor (a local tensor is returned as it is)."""
+    info = _C._global_info(self)
+    if info is not None:
+        return info[3]
+    if _C._is_global_storage(self):
+        raise RuntimeError("[to_local] this tensor is a view of a global tensor, made eagerly; call to_local() on the "
+                           "global tensor itself")
+    return self
+
+
+def _info(self, what):
+    info = _C._global_info(self)
+    if info is None:
+        raise RuntimeError(f"[Tensor.{what}] a local tensor has no {what}: make a global one with to_global()")
+    return info
+
+
+def _placement(self):
+    return placement("cpu", list(_info(self, "placement")[0]))
+
+
+def _sbp(self):
+    return (_Sbp._parse(_info(self, "sbp")[2]),)
+
+
+def _is_global(self):
+    return _C._is_global_storage(self)
+
+
+def state_like(p):
+    """Zeros like parameter p for optimizer state: global with p's placement and SBP when p is global."""
+    info = _C._global_info(p)
+    if info is None:
+        return rill.zeros_like(p)
+    ranks, group, sbp, local = info
+    return _C._make_global(rill.zeros_like(local), list(p.shape), list(ranks), group, sbp)
+
+
+def module_to_global(self, placement=None, sbp=None):
+    """Make every parameter and buffer of the module global (Tensor.to_global), in place; returns the module."""
+    for m in self.modules():
+        for name, p in list(m._parameters.items()):
+            if p is not None:
+                m._parameters[name] = to_global(p, placement, sbp)
+        for name, b in list(m._buffers.items()):
+            if b is not None:
+                m._buffers[name] = to_global(b, placement, sbp)
+    return self
+
+
+def _install():
+    T = rill.Tensor
+    T.to_global = to_global
+    T.to_local = to_local
+    T.placement = property(_placement)
+    T.sbp = property(_sbp)
+    T.is_global = property(_is_global)
+    T.is_local = property(lambda self: not _C._is_global_storage(self))
+    from rill.nn.modules.module import Module
+    Module.to_global = module_to_global
+
+
+_install()

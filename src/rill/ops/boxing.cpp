@@ -1,0 +1,49 @@
+// The boxing ops: what graph mode inserts between a producer and a consumer whose SBPs differ (Note [Boxing] in
+// graph/passes/sbp.cpp). They exist only in lowered jobs, on one rank's shapes; comm/boxing.cpp gives them their
+// kernels, the collective ones calling the communicator of their group on the comm thread.
+#include "rill/ops/op_schema.h"
+#include "rill/util/error.h"
+
+namespace rill {
+namespace {
+
+InferResult infer_same(const InferContext& c) {
+  const TensorMeta& m = *c.inputs[0];
+  return {{make_contiguous_meta(m.shape, m.dtype, m.device)}, {}};
+}
+
+// self's dim `dim` times world (gather) or divided by it (scatter).
+InferResult infer_resized(const InferContext& c) {
+  const TensorMeta& m = *c.inputs[0];
+  const int64_t world = c.attr<int64_t>("world");
+  const auto dim = static_cast<size_t>(normalize_dim(c.attr<int64_t>("dim"), m.ndim(), c.op.name.c_str()));
+  Shape shape = m.shape;
+  if (c.op.name == "_boxing_all_gather") {
+    shape[dim] *= world;
+  } else {
+    RILL_CHECK(shape[dim] % world == 0, Value, "[", c.op.name, "] dim ", dim, " of size ", shape[dim],
+               " does not split evenly over ", world, " ranks");
+    shape[dim] /= world;
+  }
+  return {{make_contiguous_meta(shape, m.dtype, m.device)}, {}};
+}
+
+}  // namespace
+
+void register_boxing_ops() {
+  OpFlags comm;
+  comm.differentiable = false;
+  comm.collective = true;
+  OpFlags local;
+  local.differentiable = false;
+  ops::define("_boxing_all_reduce(Tensor self, int group) -> Tensor", infer_same, comm,
+              "P -> B: the sum of every rank's self");
+  ops::define("_boxing_all_gather(Tensor self, int dim, int world, int group) -> Tensor", infer_resized, comm,
+              "S(dim) -> B: every rank's self, concatenated along dim in rank order");
+  ops::define("_boxing_reduce_scatter(Tensor self, int dim, int world, int group) -> Tensor", infer_resized, comm,
+              "P -> S(dim): this rank's slice along dim of the sum of every rank's self");
+  ops::define("_boxing_partial(Tensor self, bool keep) -> Tensor", infer_same, local,
+              "B -> P: self on the placement's first rank (keep), zeros on the others");
+}
+
+}  // namespace rill

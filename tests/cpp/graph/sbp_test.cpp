@@ -1,0 +1,157 @@
+// graph/passes/sbp.cpp: SBP signatures chosen per op, boxing inserted, the job lowered to one rank's shapes.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "job_builder.h"
+#include "rill/graph/attrs.h"
+#include "rill/graph/infer.h"
+#include "rill/graph/passes/pass.h"
+#include "rill/util/error.h"
+
+namespace rill::graph {
+namespace {
+
+using namespace testing;
+
+// A job over placement [0, 1] (group 0), lowered as rank `rank` sees it.
+void place(JobBuilder& b, int rank) {
+  b.job.mutable_conf()->add_placement(0);
+  b.job.mutable_conf()->add_placement(1);
+  b.job.mutable_conf()->set_rank_in_placement(rank);
+  InferStats stats;
+  infer_job(b.job, stats);  // the traced (logical) descs
+}
+
+std::string global_input(JobBuilder& b, const std::string& name, std::vector<int64_t> shape, const char* sbp) {
+  std::string lbn = b.input(name, std::move(shape));
+  (*b.job.mutable_ops(b.job.ops_size() - 1)->mutable_attrs())["sbp"] = S(sbp);
+  return lbn;
+}
+
+plan::AttrValue None() {
+  plan::AttrValue v;
+  v.set_none(true);
+  return v;
+}
+
+std::vector<int64_t> shape_of(const OpConf& op, int k = 0) {
+  return std::vector<int64_t>(op.output_descs(k).shape().begin(), op.output_descs(k).shape().end());
+}
+
+std::vector<std::string> sbps(const google::protobuf::RepeatedPtrField<std::string>& s) {
+  return std::vector<std::string>(s.begin(), s.end());
+}
+
+const OpConf* producer_of(const Job& job, const std::string& lbn) {
+  for (const OpConf& op : job.ops())
+    for (const std::string& out : op.outputs())
+      if (out == lbn) return &op;
+  return nullptr;
+}
+
+TEST(GraphSbp, DataParallelSplitsTheBatchAndReducesWhatIsPartial) {
+  JobBuilder b("DataParallel");
+  std::string x = global_input(b, "x", {8, 4}, "S(0)");
+  std::string w = b.variable("w", {3, 4});
+  std::string y = b.op("y", "linear", {x, w});
+  std::string total = b.op("total", "sum", {y}, {{"dim", None()}, {"keepdim", B(false)}, {"dtype", None()}});
+  b.output("out", total);
+  std::string xt = b.op("xt", "transpose", {x}, {{"dim0", I(0)}, {"dim1", I(1)}});
+  std::string grad = b.op("grad", "matmul", {xt, y});  // [4, 3]: rows of x times rows of y, summed: P
+  std::string gt = b.op("gt", "t", {grad});
+  b.output("out_grad", gt);
+  place(b, 0);
+  sbp_lowering(b.job);
+
+  const OpConf& lin = *find_op(b.job, "y");
+  EXPECT_EQ(sbps(lin.in_sbps()), (std::vector<std::string>{"S(0)", "B"}));
+  EXPECT_EQ(sbps(lin.out_sbps()), std::vector<std::string>{"S(0)"});
+  EXPECT_EQ(shape_of(*find_op(b.job, "x")), (std::vector<int64_t>{4, 4}));  // this rank's rows
+  EXPECT_EQ(shape_of(lin), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(sbps(find_op(b.job, "total")->out_sbps()), std::vector<std::string>{"P"});
+  EXPECT_EQ(sbps(find_op(b.job, "xt")->out_sbps()), std::vector<std::string>{"S(1)"});
+  EXPECT_EQ(sbps(find_op(b.job, "grad")->out_sbps()), std::vector<std::string>{"P"});
+  EXPECT_EQ(sbps(find_op(b.job, "gt")->out_sbps()), std::vector<std::string>{"P"});
+  // Each partial output is all-reduced before it leaves the graph, broadcast.
+  EXPECT_EQ(count_ops(b.job, "_boxing_all_reduce"), 2);
+  const OpConf* reduced = producer_of(b.job, find_op(b.job, "out")->inputs(0));
+  ASSERT_NE(reduced, nullptr);
+  EXPECT_EQ(reduced->op_type(), "_boxing_all_reduce");
+  EXPECT_EQ(reduced->inputs(0), total);
+  EXPECT_EQ(std::vector<std::string>(b.job.conf().output_sbps().begin(), b.job.conf().output_sbps().end()),
+            (std::vector<std::string>{"B", "B"}));
+  // The collectives are chained in the job's order: every rank calls them in one order.
+  const OpConf* second = producer_of(b.job, find_op(b.job, "out_grad")->inputs(0));
+  ASSERT_NE(second, nullptr);
+  ASSERT_EQ(second->ctrl_inputs_size(), 1);
+  EXPECT_EQ(second->ctrl_inputs(0), reduced->name());
+}
+
+TEST(GraphSbp, ABroadcastValueIsSlicedForASplitConsumerOnEachRank) {
+  for (int rank : {0, 1}) {
+    JobBuilder b("Slice");
+    std::string x = global_input(b, "x", {6, 4}, "S(0)");
+    std::string bias = b.variable("bias", {6, 4});
+    std::string y = b.op("y", "add", {x, bias});  // x's split is free; bias is sliced, no collective
+    b.output("out", y);
+    place(b, rank);
+    sbp_lowering(b.job);
+    EXPECT_EQ(sbps(find_op(b.job, "y")->in_sbps()), (std::vector<std::string>{"S(0)", "S(0)"}));
+    const OpConf* slice = producer_of(b.job, find_op(b.job, "y")->inputs(1));
+    ASSERT_NE(slice, nullptr);
+    EXPECT_EQ(slice->op_type(), "slice");
+    EXPECT_EQ(slice->attrs().at("start").i(), 3 * rank);
+    EXPECT_EQ(slice->attrs().at("end").i(), 3 * rank + 3);
+    EXPECT_EQ(shape_of(*slice), (std::vector<int64_t>{3, 4}));
+    EXPECT_EQ(b.job.conf().output_sbps(0), "S(0)");  // a split output stays split
+  }
+}
+
+TEST(GraphSbp, AViewOfASplitTensorGetsItsLocalSize) {
+  JobBuilder b("View");
+  std::string x = global_input(b, "x", {8, 4}, "S(0)");
+  std::string v = b.op("v", "view", {x}, {{"size", Ints({8, 2, 2})}});
+  b.output("out", v);
+  place(b, 1);
+  sbp_lowering(b.job);
+  const OpConf& view = *find_op(b.job, "v");
+  EXPECT_EQ(sbps(view.out_sbps()), std::vector<std::string>{"S(0)"});
+  EXPECT_EQ(std::vector<int64_t>(view.attrs().at("size").ints().v().begin(), view.attrs().at("size").ints().v().end()),
+            (std::vector<int64_t>{4, 2, 2}));
+  EXPECT_EQ(shape_of(view), (std::vector<int64_t>{4, 2, 2}));
+}
+
+TEST(GraphSbp, RandomOpsRunOnTheWholeTensor) {
+  JobBuilder b("Dropout");
+  std::string x = global_input(b, "x", {8, 4}, "S(0)");
+  OpConf& d = b.add("d", "dropout", {x}, {{"p", F(0.5)}}, {Si(0), Si(0)}, "forward", 2);
+  b.output("out", d.outputs(0));
+  place(b, 0);
+  sbp_lowering(b.job);
+  EXPECT_EQ(sbps(find_op(b.job, "d")->in_sbps()), std::vector<std::string>{"B"});
+  EXPECT_EQ(producer_of(b.job, find_op(b.job, "d")->inputs(0))->op_type(), "_boxing_all_gather");
+}
+
+TEST(GraphSbp, AnUnevenSplitIsRefused) {
+  JobBuilder b("Uneven");
+  std::string x = global_input(b, "x", {3, 4}, "S(0)");
+  b.output("out", b.op("y", "relu", {x}));
+  place(b, 0);
+  EXPECT_THROW(sbp_lowering(b.job), Error);
+}
+
+TEST(GraphSbp, AJobOfOneProcessIsLeftAsItIs) {
+  JobBuilder b("Local");
+  std::string x = b.input("x", {3, 4});
+  b.output("out", b.op("y", "relu", {x}));
+  InferStats stats;
+  infer_job(b.job, stats);
+  const std::string before = b.job.SerializeAsString();
+  sbp_lowering(b.job);
+  EXPECT_EQ(b.job.SerializeAsString(), before);
+}
+
+}  // namespace
+}  // namespace rill::graph

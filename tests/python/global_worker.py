@@ -1,0 +1,152 @@
+"""Runs inside each rank of tests/python/test_graph_global.py's jobs: global tensors and graphs over them. Each
+case prints PASS <case> rank <r> when its checks hold on this rank."""
+import os
+import sys
+
+import numpy as np
+
+import rill
+import rill.distributed as dist
+from rill import nn
+
+S0, S1, B, P = rill.sbp.split(0), rill.sbp.split(1), rill.sbp.broadcast, rill.sbp.partial_sum
+
+
+def world():
+    return rill.placement("cpu", ranks=list(range(dist.get_world_size())))
+
+
+class Step(nn.Graph):
+    def __init__(self, model, optimizer):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(optimizer)
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def data(steps, n, features=8, classes=4):
+    rng = np.random.default_rng(7)
+    return [(rng.standard_normal((n, features)).astype(np.float32), rng.integers(0, classes, n))
+            for _ in range(steps)]
+
+
+def mlp():
+    rill.manual_seed(3)
+    return nn.Sequential(nn.Linear(8, 24), nn.ReLU(), nn.Linear(24, 4))
+
+
+def case_tensors():
+    """to_global / to_local / placement / sbp, and the errors of what is out of scope."""
+    pl, r, n = world(), dist.get_rank(), dist.get_world_size()
+    local = rill.arange(6.0).reshape(2, 3) + 10 * r
+    g = local.to_global(pl, S0)
+    assert g.is_global and not g.is_local and not local.is_global
+    assert tuple(g.shape) == (2 * n, 3), g.shape
+    assert g.placement == pl and g.sbp == (S0,)
+    assert np.array_equal(g.to_local().numpy(), local.numpy())
+    assert g.to_global(pl, S0) is g and g.to_global() is g
+    # broadcast: the first rank's values on every rank
+    b = (rill.ones(3) * (r + 1)).to_global(pl, B)
+    assert np.array_equal(b.to_local().numpy(), np.ones(3)), b.to_local()
+    # eager compute on a global tensor: a clear error at the sync point, not a wrong value
+    try:
+        (g + 1).numpy()
+        raise AssertionError("eager compute on a global tensor did not raise")
+    except RuntimeError as e:
+        assert "global tensor" in str(e) and "to_local()" in str(e), e
+    for bad, kind in [(lambda: g.to_global(pl, B), RuntimeError), (lambda: local.to_global(pl), TypeError),
+                      (lambda: local.to_global(pl, "S(0)"), TypeError),
+                      (lambda: local.to_global(pl, [S0, S0]), ValueError)]:
+        try:
+            bad()
+            raise AssertionError("no error")
+        except kind:
+            pass
+    p = nn.Parameter(rill.ones(2, 2)).to_global(pl, B)
+    assert isinstance(p, nn.Parameter) and p.requires_grad
+
+
+def case_data_parallel():
+    """Inputs split(0), parameters broadcast: 20 SGD steps equal one process on the whole batch."""
+    pl, r, n = world(), dist.get_rank(), dist.get_world_size()
+    batch = 4 * n
+    steps = data(20, batch)
+    ref = mlp()
+    ref_step = Step(ref, rill.optim.SGD(ref.parameters(), lr=0.2, momentum=0.9))
+    model = mlp().to_global(pl, B)
+    step = Step(model, rill.optim.SGD(model.parameters(), lr=0.2, momentum=0.9))
+    for x, y in steps:
+        want = ref_step(rill.tensor(x), rill.tensor(y)).item()
+        rows = slice(r * 4, (r + 1) * 4)
+        loss = step(rill.tensor(x[rows]).to_global(pl, S0), rill.tensor(y[rows]).to_global(pl, S0))
+        assert loss.sbp == (B,) and tuple(loss.shape) == ()
+        assert abs(loss.to_local().item() - want) <= 1e-5, (loss.to_local().item(), want)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert p.sbp == (B,)
+        assert np.abs(p.to_local().numpy() - q.detach().numpy()).max() <= 1e-5
+    job = step.job()
+    assert job["placement"] == list(range(n))
+    types = [op["op_type"] for op in job["ops"]]
+    # one all-reduce per gradient (4 parameters), none in the forward
+    assert types.count("_boxing_all_reduce") == 4, types
+
+
+def case_tensor_parallel():
+    """A column-parallel Linear (weight split(0)) then a row-parallel one (weight split(1)) == the plain pair."""
+    pl, r, n = world(), dist.get_rank(), dist.get_world_size()
+    ref = mlp()
+    ref_step = Step(ref, rill.optim.Adam(ref.parameters(), lr=0.01))
+    model = mlp()
+    fc1, fc2 = model[0], model[2]
+    k = 24 // n
+    rows, cols = slice(r * k, (r + 1) * k), (slice(None), slice(r * k, (r + 1) * k))
+    fc1.weight = nn.Parameter(fc1.weight.detach()[rows].clone().to_global(pl, S0))
+    fc1.bias = nn.Parameter(fc1.bias.detach()[rows].clone().to_global(pl, S0))
+    fc2.weight = nn.Parameter(fc2.weight.detach()[cols].clone().to_global(pl, S1))
+    fc2.bias = nn.Parameter(fc2.bias.detach().to_global(pl, B))
+    step = Step(model, rill.optim.Adam(model.parameters(), lr=0.01))
+    for x, y in data(20, 6):
+        want = ref_step(rill.tensor(x), rill.tensor(y)).item()
+        got = step(rill.tensor(x).to_global(pl, B), rill.tensor(y).to_global(pl, B)).to_local().item()
+        assert abs(got - want) <= 1e-5, (got, want)
+    assert np.abs(fc1.weight.to_local().numpy() - ref[0].weight.detach().numpy()[rows]).max() <= 1e-5
+    assert np.abs(fc2.weight.to_local().numpy() - ref[2].weight.detach().numpy()[cols]).max() <= 1e-5
+    ops = {op["name"]: op for op in step.job()["ops"]}
+    linear = [op for op in ops.values() if op["op_type"] == "linear"]
+    assert [op["out_sbps"] for op in linear] == [["S(1)"], ["P"]], linear
+    # the optimizer state of a split parameter is split alike
+    state = step._optimizers[0].optimizer.state[fc1.weight]
+    assert state["exp_avg"].sbp == (S0,) and tuple(state["exp_avg"].to_local().shape) == (k, 8)
+
+
+def case_errors():
+    """What a global graph refuses, with a message that says what to do."""
+    pl = world()
+    model = mlp().to_global(pl, B)
+    step = Step(model, rill.optim.SGD(model.parameters(), lr=0.1))
+    step.config.set_gradient_accumulation_steps(2)
+    x, y = data(1, 4 * dist.get_world_size())[0]
+    try:
+        step(rill.tensor(x).to_global(pl, B), rill.tensor(y).to_global(pl, B))
+        raise AssertionError("no error")
+    except ValueError as e:
+        assert "gradient accumulation" in str(e), e
+
+
+def main():
+    dist.init_process_group("mpi")
+    assert dist.get_world_size() == int(os.environ["OMPI_COMM_WORLD_SIZE"])
+    for name in sys.argv[1:]:
+        globals()["case_" + name]()
+        dist.barrier()
+        print(f"PASS {name} rank {dist.get_rank()}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Global tensors and nn.Graph over several processes (docs/global.md): each test launches a job with
+`python -m rill.distributed.run` and the checks run inside the ranks (tests/python/global_worker.py)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import rill
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "global_worker.py")
+CASES = ["tensors", "data_parallel", "tensor_parallel", "errors"]
+
+
+def launch(nproc, *args, timeout=240):
+    cmd = [sys.executable, "-m", "rill.distributed.run", "--nproc", str(nproc), WORKER, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_global_graphs_on_every_rank(nproc):
+    p = launch(nproc, *CASES)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-4000:]
+    for case in CASES:
+        for rank in range(nproc):
+            assert f"PASS {case} rank {rank}" in p.stdout, (case, rank, out[-4000:])
+
+
+def test_sbp_objects():
+    assert rill.sbp.split(1) == rill.sbp.split(1) != rill.sbp.split(0)
+    assert rill.sbp.broadcast != rill.sbp.partial_sum
+    assert repr(rill.sbp.split(0)) == "rill.sbp.split(dim=0)"
+    assert len({rill.sbp.split(0), rill.sbp.split(0), rill.sbp.broadcast}) == 2
+    with pytest.raises(ValueError, match="dim must be an int"):
+        rill.sbp.split(-1)
+
+
+def test_placement_objects():
+    p = rill.placement("cpu", ranks=[0, 1])
+    assert p == rill.placement(type="cpu", ranks=[0, 1]) != rill.placement("cpu", ranks=[0])
+    assert p.ranks == [0, 1] and p.hierarchy == [2]
+    assert repr(p) == 'rill.placement(type="cpu", ranks=[0, 1])'
+    with pytest.raises(ValueError, match="'cpu' ranks only"):
+        rill.placement("cuda", ranks=[0])
+    with pytest.raises(ValueError, match="increasing order"):
+        rill.placement("cpu", ranks=[1, 0])
+    with pytest.raises(ValueError, match="2-D mesh"):
+        rill.placement("cpu", ranks=[[0, 1], [2, 3]])
+
+
+def test_a_local_tensor_has_no_placement():
+    t = rill.ones(2)
+    assert t.is_local and not t.is_global and t.to_local() is t
+    with pytest.raises(RuntimeError, match="make a global one with to_global"):
+        t.placement
+
+
+def test_to_global_needs_the_process_group():
+    import rill.distributed as dist
+    if dist.is_initialized():
+        pytest.skip("a process group is running")
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        rill.ones(2).to_global(rill.placement("cpu", ranks=[0]), rill.sbp.broadcast)
