@@ -12,3 +12,5 @@ python3 -m rill.distributed.run --nproc 2 examples/train_digits_ddp.py --check -
 # the same MLP in graph mode over 2 processes (global tensors: data parallel), checked against one process, and a
 # column-parallel + row-parallel Linear pair checked against the plain one
 python3 -m rill.distributed.run --nproc 2 examples/train_digits_graph_parallel.py --check
+# the same MLP as a 2-stage pipeline over 2 processes (4 micro-batches per step), checked against one process
+python3 -m rill.distributed.run --nproc 2 examples/train_digits_pipeline.py --check

@@ -106,15 +106,15 @@ def to_global(self, placement=None, sbp=None):
     s = _one_sbp(sbp, "to_global")
     import rill.distributed as dist
     group = placement._group()
-    rank = dist.get_rank()
-    if rank not in placement._ranks:
-        raise ValueError(f"[to_global] this rank ({rank}) is not in {placement}: every rank of the placement "
-                         "calls to_global with its local tensor")
     n = len(placement._ranks)
     shape = list(self.shape)
     with rill.no_grad():
         local = self.detach().contiguous()
-        if s == _sbp_module.broadcast:
+        if dist.get_rank() not in placement._ranks:  # a rank outside the placement holds nothing of it
+            local = rill.empty(0, dtype=self.dtype)
+            if s._kind == "S" and s.dim < len(shape):
+                shape[s.dim] *= n
+        elif s == _sbp_module.broadcast:
             local = local.clone()
             dist.broadcast(local, src=placement._ranks[0], group=group)
         elif s._kind == "S":
@@ -159,6 +159,16 @@ def _is_global(self):
     return _C._is_global_storage(self)
 
 
+def micro_batch(t, pieces):
+    """The first of `pieces` micro-batches of the global tensor t (along dim 0), for tracing: its local tensor is
+    the first piece of t's."""
+    ranks, group, sbp, local = _C._global_info(t)
+    shape = list(t.shape)
+    shape[0] //= pieces
+    return _C._make_global(local[:local.shape[0] // pieces] if local.numel() else local, shape, list(ranks), group,
+                           sbp)
+
+
 def state_like(p):
     """Zeros like parameter p for optimizer state: global with p's placement and SBP when p is global."""
     info = _C._global_info(p)
@@ -169,14 +179,16 @@ def state_like(p):
 
 
 def module_to_global(self, placement=None, sbp=None):
-    """Make every parameter and buffer of the module global (Tensor.to_global), in place; returns the module."""
+    """Make every parameter and buffer of the module global (Tensor.to_global), in place: each stays the same
+    Python object (an optimizer made before sees the global tensor); returns the module."""
     for m in self.modules():
-        for name, p in list(m._parameters.items()):
-            if p is not None:
-                m._parameters[name] = to_global(p, placement, sbp)
-        for name, b in list(m._buffers.items()):
-            if b is not None:
-                m._buffers[name] = to_global(b, placement, sbp)
+        for t in list(m._parameters.values()) + list(m._buffers.values()):
+            if t is not None and not t.is_global:
+                g = to_global(t.detach(), placement, sbp)
+                g.requires_grad_(t.requires_grad)
+                _C._become(t, g)
+            elif t is not None:
+                to_global(t, placement, sbp)  # the same placement and SBP, or an error
     return self
 
 

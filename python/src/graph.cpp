@@ -69,6 +69,9 @@ nb::dict job_dict(const graph::Job& job) {
       op["in_sbps"] = std::vector<std::string>(c.in_sbps().begin(), c.in_sbps().end());
       op["out_sbps"] = std::vector<std::string>(c.out_sbps().begin(), c.out_sbps().end());
     }
+    if (c.has_placement()) op["placement"] = std::vector<int64_t>(c.placement().ranks().begin(),
+                                                                  c.placement().ranks().end());
+    if (c.stage() > 0) op["stage"] = c.stage() - 1;
     ops.append(op);
   }
   nb::dict out;
@@ -77,8 +80,17 @@ nb::dict job_dict(const graph::Job& job) {
   out["pass_order"] = std::vector<std::string>(job.conf().pass_order().begin(), job.conf().pass_order().end());
   out["disabled_passes"] =
       std::vector<std::string>(job.conf().disabled_passes().begin(), job.conf().disabled_passes().end());
-  out["placement"] = std::vector<int64_t>(job.conf().placement().begin(), job.conf().placement().end());
-  out["placement_group"] = job.conf().placement_group();
+  nb::list stages, outputs;
+  auto placement = [](const graph::Placement& p) {
+    return nb::make_tuple(std::vector<int64_t>(p.ranks().begin(), p.ranks().end()), p.group());
+  };
+  for (const graph::Placement& p : job.conf().stages()) stages.append(placement(p));
+  for (int i = 0; i < job.conf().output_placements_size(); ++i)
+    outputs.append(nb::make_tuple(placement(job.conf().output_placements(i)), job.conf().output_sbps(i)));
+  out["global"] = job.conf().global();
+  out["stages"] = stages;
+  out["global_outputs"] = outputs;  // per output: ((ranks, group), sbp)
+  out["bound_outputs"] = std::vector<int32_t>(job.conf().bound_outputs().begin(), job.conf().bound_outputs().end());
   return out;
 }
 
@@ -100,6 +112,7 @@ void init_graph(nb::module_& m) {
       .def("add_input", &Tracer::add_input, nb::arg("t"), nb::arg("pieces") = 1)
       .def("name_variable", &Tracer::name_variable)
       .def("set_scope", &Tracer::set_scope)
+      .def("set_stage_placement", &Tracer::set_stage_placement, nb::arg("stage"), nb::arg("ranks"), nb::arg("group"))
       .def("add_output", &Tracer::add_output)
       .def("variables", &Tracer::variables)
       .def("compile", [](Tracer& t, bool train, int32_t accumulation, const std::vector<std::string>& disabled) {
@@ -120,10 +133,7 @@ void init_graph(nb::module_& m) {
       .def("job_bytes", [](const CompiledGraph& g) { return serialized(g.job()); })
       .def("plan_bytes", [](const CompiledGraph& g) { return serialized(g.plan()); })
       .def("job_dict", [](const CompiledGraph& g) { return job_dict(g.job()); })
-      .def("output_sbps", [](const CompiledGraph& g) {
-        const auto& s = g.job().conf().output_sbps();
-        return std::vector<std::string>(s.begin(), s.end());
-      }, "A global graph's outputs' SBPs (empty for a graph of this process).")
+
       .def("stats", [](const CompiledGraph& g) {
         runtime::GraphStats s = g.stats();
         runtime::RuntimeStats r = g.runtime().stats();
@@ -148,6 +158,11 @@ void init_graph(nb::module_& m) {
     return make_global(make_contiguous_meta(shape, local.dtype(), local.device()), std::move(info));
   }, nb::arg("local"), nb::arg("shape"), nb::arg("ranks"), nb::arg("group"), nb::arg("sbp"),
         "A global tensor of logical shape over ranks whose local tensor on this rank is local (core/sbp.h).");
+  m.def("_become", [](nb::handle dst, const Tensor& src) {
+    RILL_CHECK(nb::isinstance<Tensor>(dst), Type, "[_become] expected a Tensor");
+    *nb::inst_ptr<Tensor>(dst) = src;
+  }, "dst (a Tensor object: a module's Parameter) refers to src's tensor from now on, as PyTorch's dst.data = src: "
+     "whoever holds dst (an optimizer) sees src.");
   m.def("_global_info", [](const Tensor& t) -> nb::object {
     const GlobalInfo* g = global_info(t);
     if (g == nullptr) return nb::none();
@@ -155,6 +170,8 @@ void init_graph(nb::module_& m) {
   }, "(ranks, group, sbp, local) of a global tensor, or None.");
   m.def("_is_global_storage", [](const Tensor& t) { return t.storage()->global() != nullptr; },
         "Whether t is a global tensor or a view of one.");
+  m.def("_set_trace_stage", &eager::set_trace_stage, nb::arg("stage"),
+        "Set the thread's trace stage (1 + a pipeline stage id, 0: none); returns the previous one.");
   m.def("_graph_optional_passes", &graph::optional_passes,
         "The job passes nn.Graph's config can turn off (GraphConfig.enable_pass), in their order.");
   m.def("_graph_trace_write", &runtime::trace::write,

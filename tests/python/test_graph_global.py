@@ -10,7 +10,7 @@ import rill
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "global_worker.py")
-CASES = ["tensors", "data_parallel", "tensor_parallel", "errors"]
+CASES = ["tensors", "data_parallel", "tensor_parallel", "pipeline"]
 
 
 def launch(nproc, *args, timeout=240):
@@ -64,3 +64,13 @@ def test_to_global_needs_the_process_group():
         pytest.skip("a process group is running")
     with pytest.raises(RuntimeError, match="init_process_group"):
         rill.ones(2).to_global(rill.placement("cpu", ranks=[0]), rill.sbp.broadcast)
+
+
+def test_sleep_is_a_copy_whose_gradient_passes_through():
+    x = rill.arange(6.0).reshape(3, 2).requires_grad_(True)
+    y = rill.experimental.sleep(x.t(), 0.001)  # a strided input: the copy is dense
+    assert y.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]] and y.is_contiguous()
+    (y * rill.tensor([[1.0], [2.0]])).sum().backward()
+    assert x.grad.tolist() == [[1.0, 2.0], [1.0, 2.0], [1.0, 2.0]]
+    with pytest.raises(ValueError, match=r"seconds must be in \[0, 60\]"):
+        rill.experimental.sleep(x, -1)

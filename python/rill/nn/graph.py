@@ -20,6 +20,7 @@ from collections import OrderedDict
 
 import rill
 from rill import _C
+from rill import _global
 from rill.nn.modules.module import Module
 
 _log = logging.getLogger("rill.nn.Graph")
@@ -63,6 +64,39 @@ class GraphConfig:
     @property
     def gradient_accumulation_steps(self):
         return self._accumulation
+
+
+class GraphModule:
+    """A module's settings inside an nn.Graph: `self.block.to(rill.nn.graph.GraphModule).set_stage(stage_id,
+    placement)` in Graph.__init__ makes block pipeline stage stage_id, on placement (docs/global.md, "Pipelines")."""
+
+    _wraps_module = True
+
+    def __init__(self, module):
+        self._module = module
+
+    def set_stage(self, stage_id, placement=None):
+        """Run the module's ops, forward and backward, on placement as pipeline stage stage_id (0, 1, ...): its
+        parameters and buffers become global tensors there (broadcast from the placement's first rank) unless
+        they already are, and the values crossing stages are sent between the stages' ranks."""
+        if not isinstance(stage_id, int) or isinstance(stage_id, bool) or stage_id < 0:
+            raise ValueError(f"[GraphModule.set_stage] stage_id must be an int >= 0, got {stage_id!r}")
+        if not isinstance(placement, rill.placement):
+            raise TypeError("[GraphModule.set_stage] give the stage's placement: set_stage(stage_id, "
+                            "rill.placement('cpu', ranks=[...]))")
+        m = self._module
+        for t in list(m.parameters()) + list(m.buffers()):
+            if t.is_global and t.placement != placement:
+                raise ValueError(f"[GraphModule.set_stage] a tensor of the module is already global on "
+                                 f"{t.placement}, not on stage {stage_id}'s {placement}")
+        m.to_global(placement, rill.sbp.broadcast)
+        object.__setattr__(m, "_graph_stage", (stage_id, placement))
+        return self
+
+    @property
+    def stage_id(self):
+        stage = getattr(self._module, "_graph_stage", None)
+        return None if stage is None else stage[0]
 
 
 class _OptimizerSlot:
@@ -121,28 +155,66 @@ class _OptimizerSlot:
 _host_logged = set()  # scheduler classes already logged as stepping on the host
 
 
-class _GlobalOutputs:
-    """A global graph's outputs: each call's local outputs made global tensors of the job's placement, with the
-    SBP the sbp pass gave each (a partial sum is reduced first: an output is split or broadcast)."""
+class _StageHooks:
+    """While tracing: each staged module's forward runs with the thread's trace stage set to its stage."""
 
-    def __init__(self, ranks, group, sbps):
-        self.ranks, self.group, self.sbps = ranks, group, sbps
+    def __init__(self, modules):
+        self.modules = modules
+        self.handles = []
+
+    def __enter__(self):
+        for m in self.modules:
+            stage = m._graph_stage[0] + 1
+            saved = []
+
+            def enter(module, args, stage=stage, saved=saved):
+                saved.append(_C._set_trace_stage(stage))
+
+            def leave(module, args, output, saved=saved):
+                _C._set_trace_stage(saved.pop())
+
+            self.handles.append(m.register_forward_pre_hook(enter))
+            self.handles.append(m.register_forward_hook(leave))
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+        _C._set_trace_stage(0)
+        return False
+
+
+def _world_size():
+    import rill.distributed as dist
+    return dist.get_world_size()
+
+
+class _GlobalOutputs:
+    """A global graph's outputs: each call's local outputs (those on this rank) made global tensors of their
+    placements, with the SBP the sbp pass gave each (a partial sum is reduced first: an output is split or
+    broadcast); an output on other ranks only is a global tensor whose local tensor here is empty."""
+
+    def __init__(self, outputs, bound, traced_shapes):
+        self.outputs = outputs  # per output: ((ranks, group), sbp)
+        self.bound = bound      # the traced indices of this rank's outputs, in the launch's order
+        self.shapes = traced_shapes
 
     @staticmethod
-    def of(compiled):
-        sbps = compiled.output_sbps()
-        if not sbps:
-            return None
+    def of(compiled, traced_shapes):
         job = compiled.job_dict()
-        return _GlobalOutputs(job["placement"], job["placement_group"], sbps)
+        if not job["global"]:
+            return None
+        return _GlobalOutputs(job["global_outputs"], job["bound_outputs"], traced_shapes)
 
-    def wrap(self, outputs):
+    def wrap(self, local_outputs):
+        mine = dict(zip(self.bound, local_outputs))
         out = []
-        for t, sbp in zip(outputs, self.sbps):
-            shape = list(t.shape)
-            if sbp.startswith("S"):
-                shape[int(sbp[2:-1])] *= len(self.ranks)
-            out.append(_C._make_global(t, shape, self.ranks, self.group, sbp))
+        for i, ((ranks, group), sbp) in enumerate(self.outputs):
+            local = mine.get(i)
+            if local is None:
+                local = rill.empty(0, dtype=self.shapes[i][1])
+            ranks = ranks or list(range(_world_size()))  # on every rank
+            out.append(_C._make_global(local, list(self.shapes[i][0]), ranks, group, sbp))
         return out
 
 
@@ -222,8 +294,8 @@ class Graph:
         if compiled is None:
             reason = "first call" if not self._plans else f"new input signature {key[0]}, modes or configuration"
             _log.info("[nn.Graph] compiling %s: %s", type(self).__name__, reason)
-            compiled, rebuild = self._compile(args, tensors)
-            self._plans[key] = (compiled, rebuild, _GlobalOutputs.of(compiled))
+            compiled, rebuild, shapes = self._compile(args, tensors)
+            self._plans[key] = (compiled, rebuild, _GlobalOutputs.of(compiled, shapes))
         for slot in self._optimizers:
             slot.before_call()
         compiled, rebuild, global_outputs = self._plans[key]
@@ -270,17 +342,14 @@ class Graph:
         _, rebuild_args = _flatten(list(args), "graph inputs")
         pieces = self.config.gradient_accumulation_steps
         if pieces > 1:
-            if any(t.is_global for t in tensors) or any(t.is_global for t, _ in self._named_state()):
-                raise ValueError("[nn.Graph] a graph over a placement runs one piece per call: gradient "
-                                 "accumulation (set_gradient_accumulation_steps) with global tensors is not "
-                                 "supported yet")
             # build() is traced on one micro-batch: the job's shapes are a piece's, the plan splits each input.
             for i, t in enumerate(tensors):
                 if t.ndim == 0 or t.shape[0] % pieces:
                     raise ValueError(f"[nn.Graph] input {i} of shape {tuple(t.shape)} cannot be split into "
                                      f"gradient_accumulation_steps = {pieces} micro-batches along dim 0; make the "
                                      f"batch size a multiple of {pieces}")
-            tensors = [t[:t.shape[0] // pieces].clone() for t in tensors]
+            tensors = [_global.micro_batch(t, pieces) if t.is_global else t[:t.shape[0] // pieces].clone()
+                       for t in tensors]
         traced_args = rebuild_args(tensors)
         from rill.optim import _fused
         for slot in self._optimizers:
@@ -288,6 +357,7 @@ class Graph:
         tracer = _C._GraphTracer(type(self).__name__)
         for t, name in self._named_state():
             tracer.name_variable(t, name)
+        staged = self._stages(tracer)
         params = [p for slot in self._optimizers for g in slot.optimizer.param_groups for p in g["params"]]
         params += [p for m in self._modules.values() for p in m.parameters()]
         saved = {id(p): (p, p.grad) for p in params}
@@ -300,7 +370,8 @@ class Graph:
         random_ops.__enter__()  # the trace's random ops are the core's (Note in rill/_generator.py)
         try:
             tracer.start()
-            result = self.build(*traced_args)
+            with staged:
+                result = self.build(*traced_args)
             if self._optimizers:
                 tracer.set_scope("optimizer")
                 for slot in self._optimizers:
@@ -308,6 +379,7 @@ class Graph:
             outs, rebuild = _flatten(result, "build()'s results")
             for t in outs:
                 tracer.add_output(t)
+            shapes = [(tuple(t.shape), t.dtype) for t in outs]
             train = bool(self._optimizers)
             compiled = tracer.compile(train=train,
                                       gradient_accumulation_steps=self.config.gradient_accumulation_steps,
@@ -318,7 +390,18 @@ class Graph:
             for p, grad in saved.values():
                 p.grad = grad
         self._compiles += 1
-        return compiled, rebuild
+        return compiled, rebuild, shapes
+
+    def _stages(self, tracer):
+        """The pipeline stages of the graph's modules (GraphModule.set_stage): their placements told to the
+        tracer, and a context that tags the ops each staged module traces with its stage (Note [Stages of a trace]
+        in src/rill/eager/trace.h)."""
+        modules = [m for root in self._modules.values() for m in root.modules() if hasattr(m, "_graph_stage")]
+        for m in modules:
+            stage_id, placement = m._graph_stage
+            group = placement._group()
+            tracer.set_stage_placement(stage_id, placement.ranks, 0 if group is None else group._id)
+        return _StageHooks(modules)
 
     # --- tools -----------------------------------------------------------------------------------------------
     @staticmethod

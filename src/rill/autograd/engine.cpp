@@ -10,6 +10,7 @@
 #include "rill/autograd/node.h"
 #include "rill/eager/functional.h"
 #include "rill/eager/math.h"
+#include "rill/eager/trace.h"
 #include "rill/ops/type_promotion.h"
 
 namespace rill::autograd {
@@ -168,7 +169,14 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root
     if (!captures.empty() && !needed[n]) continue;
     std::vector<Tensor> outs;
     if (any) {
-      outs = n->apply(std::move(grads));
+      const int32_t stage = eager::set_trace_stage(n->stage());  // Note [Stages of a trace]
+      try {
+        outs = n->apply(std::move(grads));
+      } catch (...) {
+        eager::set_trace_stage(stage);
+        throw;
+      }
+      eager::set_trace_stage(stage);
       if (g_anomaly.load(std::memory_order_relaxed) && g_anomaly_check_nan.load(std::memory_order_relaxed))
         check_no_nan(*n, outs);
       if (!keep_graph) n->release_saved();

@@ -5,6 +5,7 @@
 
 #include "rill/autograd/rules.h"
 #include "rill/eager/functional.h"
+#include "rill/eager/trace.h"
 #include "rill/eager/math.h"
 
 namespace rill::autograd {
@@ -97,7 +98,9 @@ void SavedTensor::release() {
 // --- nodes ----------------------------------------------------------------------------------
 
 Node::Node(size_t num_inputs)
-    : num_inputs_(num_inputs), sequence_nr_(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+    : num_inputs_(num_inputs),
+      sequence_nr_(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)),
+      stage_(eager::trace_stage()) {}
 
 std::shared_ptr<HookList>& Node::tensor_hooks(uint32_t nr) {
   if (tensor_hooks_.size() <= nr) tensor_hooks_.resize(nr + 1);

@@ -97,6 +97,8 @@ class Node : public std::enable_shared_from_this<Node> {
   size_t num_inputs() const { return num_inputs_; }
   /** Creation order; the engine runs later nodes first (as PyTorch does). */
   uint64_t sequence_nr() const { return sequence_nr_; }
+  /** The trace stage it was made in: its gradient is traced in the same (Note [Stages of a trace]). */
+  int32_t stage() const { return stage_; }
   /** Hooks on the gradient of forward output nr (a non-leaf tensor's hooks), created on demand. */
   std::shared_ptr<HookList>& tensor_hooks(uint32_t nr);
   /** The hooks on gradient nr, or null. */
@@ -110,6 +112,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges_;
   size_t num_inputs_;
   uint64_t sequence_nr_;
+  int32_t stage_;
   std::vector<std::shared_ptr<HookList>> tensor_hooks_;
   std::vector<std::weak_ptr<AutogradMeta>> retained_;
 };

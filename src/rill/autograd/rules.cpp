@@ -35,6 +35,7 @@ const GradRule* find_rule(const OpSchema& op) {
     register_view_rules();
     register_conv_rules();
     register_linalg_rules();
+    register_experimental_rules();
   });
   auto it = rule_table().find(&op);
   return it == rule_table().end() ? nullptr : &it->second;

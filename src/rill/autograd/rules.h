@@ -106,6 +106,7 @@ void register_nn_rules();
 void register_view_rules();
 void register_conv_rules();
 void register_linalg_rules();
+void register_experimental_rules();
 
 /** The backward node of one recorded op call. */
 class OpNode : public Node {

@@ -1,7 +1,9 @@
 // The kernels of the graph boxing ops (ops/boxing.cpp). They run inside a graph launch on the comm thread (Note
 // [Graphs that communicate] in runtime/compiled_graph.cpp), so each collective is called and finished here: an
 // actor's act is done when its kernel returns.
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "rill/comm/collectives.h"
@@ -14,26 +16,17 @@ namespace {
 int64_t itemsize(const TensorArg& t) { return static_cast<int64_t>(dtype_itemsize(t.meta->dtype)); }
 int64_t bytes_of(const TensorArg& t) { return t.meta->numel * itemsize(t); }
 
-/** Copy t's elements, in row-major order, into dst (t may have any strides). */
+/** Copy t's elements, in row-major order, into dst (t may have any strides: the cast kernel makes it dense). */
 void pack(const TensorArg& t, char* dst) {
-  const TensorMeta& m = *t.meta;
-  const int64_t size = itemsize(t);
-  if (m.contiguous) {
+  if (t.meta->contiguous) {
     std::memcpy(dst, t.data, static_cast<size_t>(bytes_of(t)));
     return;
   }
-  const auto nd = static_cast<size_t>(m.ndim());
-  std::vector<int64_t> index(nd, 0);
-  const char* src = static_cast<const char*>(t.data);
-  for (int64_t i = 0; i < m.numel; ++i) {
-    int64_t at = 0;
-    for (size_t d = 0; d < nd; ++d) at += index[d] * m.strides[d];
-    std::memcpy(dst + i * size, src + at * size, static_cast<size_t>(size));
-    for (size_t d = nd; d-- > 0;) {
-      if (++index[d] < m.shape[d]) break;
-      index[d] = 0;
-    }
-  }
+  static const OpSchema& cast = ops::get("cast");
+  const MetaSym dense = make_contiguous_meta(t.meta->shape, t.meta->dtype, t.meta->device);
+  const TensorArg out{dst, dense.get()};
+  const AttrsSym attrs = make_attrs({t.meta->dtype});
+  cast.kernel(DeviceType::kCPU)(KernelContext{cast, {&t, 1}, {&out, 1}, *attrs, {}});
 }
 
 /** Wait for a request (null: done already). */
@@ -102,6 +95,48 @@ void kernel_reduce_scatter(const KernelContext& c) {
                                                                     out.meta->dtype, ReduceOp::kSum));
 }
 
+// Note [Graph transfers]
+// A value crossing placements (a pipeline's activation or gradient) is a send task on each source rank and a
+// receive task on each destination rank, one piece per act, matched by a tag per edge on a communicator of their
+// own (graph_peers). Each task has a thread of its own (OpFlags::waits_for_peer: the compiler gives it its own
+// stream), so a transfer waiting for its peer holds no other actor: the rank goes on computing the pieces it can,
+// which is what lets the stages of a pipeline overlap. MPI is then called from several threads at once, which
+// needs MPI_THREAD_MULTIPLE (Open MPI has it).
+// A transfer thread waits for its peer by testing, then sleeping a little (Open MPI's own waits spin: a pipeline's
+// transfer threads, two per edge and stage, would take the cores from the compute threads they wait for).
+void wait_for_peer(std::unique_ptr<Request> r) {
+  for (int k = 0; r && !r->test(); ++k)
+    if (k > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+void check_threads(const KernelContext& c) {
+  RILL_CHECK(mpi_thread_multiple(), Runtime, "[", c.op.name, "] a graph over several placements needs an MPI with "
+             "MPI_THREAD_MULTIPLE, and this one was started without it");
+}
+
+void kernel_send(const KernelContext& c) {
+  check_threads(c);
+  const TensorArg& in = c.inputs[0];
+  std::vector<char> dense;
+  const void* data = in.data;
+  if (!in.meta->contiguous) {
+    dense.resize(static_cast<size_t>(bytes_of(in)));
+    pack(in, dense.data());
+    data = dense.data();
+  }
+  wait_for_peer(graph_peers().send(data, bytes_of(in), static_cast<int>(c.attr<int64_t>("dst")),
+                                   static_cast<int>(c.attr<int64_t>("tag"))));
+  *c.outputs[0].ptr<int64_t>() = 1;
+}
+
+void kernel_recv(const KernelContext& c) {
+  check_threads(c);
+  const TensorArg& out = c.outputs[0];
+  int64_t source = 0;
+  wait_for_peer(graph_peers().recv(out.data, bytes_of(out), static_cast<int>(c.attr<int64_t>("src")),
+                                   static_cast<int>(c.attr<int64_t>("tag")), &source));
+}
+
 void kernel_partial(const KernelContext& c) {
   const TensorArg& out = c.outputs[0];
   if (c.attr<bool>("keep")) {
@@ -118,6 +153,8 @@ void register_boxing_kernels() {
   ops::set_cpu_kernel("_boxing_all_gather", kernel_all_gather);
   ops::set_cpu_kernel("_boxing_reduce_scatter", kernel_reduce_scatter);
   ops::set_cpu_kernel("_boxing_partial", kernel_partial);
+  ops::set_cpu_kernel("_boxing_send", kernel_send);
+  ops::set_cpu_kernel("_boxing_recv", kernel_recv);
 }
 
 }  // namespace rill::comm

@@ -33,6 +33,7 @@ int g_world_rank = 0, g_world_size = 1;
 // Touched by the kernels only, that is on the comm thread: group id -> this rank's communicator (null where
 // the rank is not a member).
 std::vector<std::unique_ptr<Communicator>> g_groups;
+std::unique_ptr<Communicator> g_graph_peers;  // the world again, for graph transfers (made at init)
 
 class PendingRequest final : public vm::PendingWork {
  public:
@@ -55,12 +56,16 @@ void set_token(const KernelContext& ctx) { *ctx.outputs[0].ptr<int64_t>() = 1; }
 
 void kernel_init(const KernelContext& ctx) {
   if (g_groups.empty()) g_groups.push_back(mpi_init());
+  std::vector<int64_t> all(static_cast<size_t>(g_groups[0]->size()));
+  for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int64_t>(r);
+  g_graph_peers = g_groups[0]->subgroup(all);
   g_world_rank = g_groups[0]->rank();
   g_world_size = g_groups[0]->size();
   set_token(ctx);
 }
 
 void kernel_finalize(const KernelContext& ctx) {
+  g_graph_peers.reset();
   g_groups.clear();
   mpi_finalize();
   set_token(ctx);
@@ -169,6 +174,11 @@ Communicator& communicator(int64_t group) {
   auto g = static_cast<size_t>(group);
   RILL_CHECK(g < g_groups.size() && g_groups[g], Value, "[comm] this rank is not in group ", g);
   return *g_groups[g];
+}
+
+Communicator& graph_peers() {
+  RILL_CHECK(g_graph_peers != nullptr, Runtime, "[comm] the process group is not initialized");
+  return *g_graph_peers;
 }
 
 vm::Stream stream() {

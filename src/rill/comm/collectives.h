@@ -23,6 +23,9 @@ void register_boxing_kernels();
 vm::Stream stream();
 /** This rank's communicator of group `group`: on the comm thread only. ValueError when the rank is not in it. */
 Communicator& communicator(int64_t group);
+/** The world's ranks on a communicator of their own, for graph transfers (Note [Graph transfers] in
+ * comm/boxing.cpp): their tags never meet the program's own sends. */
+Communicator& graph_peers();
 
 /** Start the process group on the world (MPI). Wait on the returned token, then read world_rank/world_size. */
 Tensor init();

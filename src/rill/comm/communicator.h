@@ -24,6 +24,11 @@ class Request {
   virtual ~Request() = default;
   /** True once the operation is done; throws rill::Error if it failed. */
   virtual bool test() = 0;
+  /** Block until it is done; throws rill::Error if it failed. */
+  virtual void wait() {
+    while (!test()) {
+    }
+  }
 };
 
 /** One group of processes. Each call returns null when the operation is already done, else its Request. */
@@ -63,5 +68,8 @@ void mpi_finalize();
 [[noreturn]] void mpi_abort(int code);
 /** True while MPI is initialised and not finalised. */
 bool mpi_running();
+/** True when any thread may call MPI at any time (MPI_THREAD_MULTIPLE): graph transfers need it, each waiting
+ * for its peer on a thread of its own. */
+bool mpi_thread_multiple();
 
 }  // namespace rill::comm

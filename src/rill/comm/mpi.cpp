@@ -32,7 +32,8 @@ const char* reduce_op_name(ReduceOp op) {
 
 namespace {
 
-bool g_started_here = false;  // mpi_init called MPI_Init_thread (not mpi4py or another library)
+bool g_started_here = false;
+int g_thread_level = MPI_THREAD_SINGLE;  // what MPI_Init_thread provided  // mpi_init called MPI_Init_thread (not mpi4py or another library)
 
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) [[likely]]
@@ -171,6 +172,11 @@ class MpiRequest final : public Request {
     if (done && source_) *source_ = status.MPI_SOURCE;
     return done != 0;
   }
+  void wait() override {
+    MPI_Status status;
+    check(MPI_Wait(&request_, &status), what_);
+    if (source_) *source_ = status.MPI_SOURCE;
+  }
 
  private:
   const char* what_;
@@ -280,15 +286,15 @@ std::unique_ptr<Communicator> mpi_init() {
   RILL_CHECK(!finalized, Runtime, "[init_process_group] MPI was shut down in this process and cannot start again; "
              "call init_process_group once per process");
   if (!initialized) {
-    int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init_process_group");
+    // MULTIPLE where the library has it, for the transfers of pipeline graphs (Note [Graph transfers] in
+    // comm/boxing.cpp); everything else calls MPI from the comm thread only, which FUNNELED allows.
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &g_thread_level), "init_process_group");
     g_started_here = true;
   } else {
     // Another library (mpi4py) started MPI on its own thread: this thread may call it only at a level above
     // FUNNELED.
-    int provided = 0;
-    MPI_Query_thread(&provided);
-    RILL_CHECK(provided >= MPI_THREAD_SERIALIZED, Runtime, "[init_process_group] MPI was started by another "
+    MPI_Query_thread(&g_thread_level);
+    RILL_CHECK(g_thread_level >= MPI_THREAD_SERIALIZED, Runtime, "[init_process_group] MPI was started by another "
                "library at a thread level that allows calls only from its own thread; start it with "
                "MPI_THREAD_SERIALIZED or MULTIPLE (mpi4py's default), or let rill start it");
   }
@@ -319,5 +325,7 @@ bool mpi_running() {
   MPI_Finalized(&finalized);
   return initialized && !finalized;
 }
+
+bool mpi_thread_multiple() { return g_thread_level >= MPI_THREAD_MULTIPLE; }
 
 }  // namespace rill::comm

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "rill/eager/autocast.h"
 #include "rill/eager/grad_mode.h"
@@ -49,6 +50,7 @@ const InferResult& infer(const OpSchema& op, std::span<const Tensor> inputs, std
 }
 
 thread_local TraceSink* t_trace_sink = nullptr;
+thread_local int32_t t_trace_stage = 0;  // Note [Stages of a trace] in trace.h
 
 // Submit the call, or hand it to the trace sink (Note [Tracing] in trace.h).
 void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
@@ -81,6 +83,10 @@ void recorded_write(const OpSchema& op, std::span<const Tensor> inputs, std::spa
 }  // namespace
 
 TraceSink* trace_sink() { return t_trace_sink; }
+
+int32_t trace_stage() { return t_trace_stage; }
+
+int32_t set_trace_stage(int32_t stage) { return std::exchange(t_trace_stage, stage); }
 
 TraceSink* set_trace_sink(TraceSink* sink) {
   TraceSink* previous = t_trace_sink;

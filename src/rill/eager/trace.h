@@ -13,6 +13,7 @@
 // it. The sink is graph/tracer.h's Tracer; eager knows only this interface.
 #pragma once
 
+#include <cstdint>
 #include <span>
 
 #include "rill/core/tensor.h"
@@ -35,6 +36,18 @@ class TraceSink {
   /** A sync point on t, what names it ("item()"); raises when t has no value (it was made by the trace). */
   virtual void on_sync(const Tensor& t, const char* what) = 0;
 };
+
+// Note [Stages of a trace]
+// A pipeline's graph runs each stage's modules on the stage's placement. While nn.Graph traces a staged module's
+// forward, the thread's trace stage is 1 + its stage id; every op traced meanwhile, and every autograd node made
+// meanwhile, takes it, and backward traces a node's gradient rule under the node's stage. So the tracer tags each
+// op with the stage it runs in (OpConf.stage), the gradients included. 0: no stage (the lowering infers one from
+// the op's inputs).
+
+/** The calling thread's trace stage (Note [Stages of a trace]). */
+int32_t trace_stage();
+/** Set the calling thread's trace stage; returns the previous one. */
+int32_t set_trace_stage(int32_t stage);
 
 /** The calling thread's trace sink, or null (the usual case: ops run). */
 TraceSink* trace_sink();

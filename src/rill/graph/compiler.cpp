@@ -160,7 +160,10 @@ class Compiler {
   // The register of op i's input k (produced by an op of the job: check_job), or -1 when none was made yet.
   int regst_of(int i, int k) const { return regst_of_output_[g_.output_number(g_.input_producer(i, k))]; }
 
-  int count_for(int op) const { return parts_[op] == Part::kOnce ? 1 : options_.register_count; }
+  // A pipeline stage keeps up to piece_buffers pieces in flight (sbp_lowering sets it: p - s for stage s of p).
+  int count_for(int op) const {
+    return parts_[op] == Part::kOnce ? 1 : std::max(options_.register_count, g_.job().conf().piece_buffers());
+  }
 
   plan::Regst& new_regst(plan::RegstKind kind, const std::string& lbn, int64_t producer, int count) {
     plan::Regst& r = *plan_.add_regsts();
@@ -193,6 +196,8 @@ class Compiler {
     graph::TaskIdParts id;
     id.rank = options_.rank;
     id.index = plan_.tasks_size() + 1;  // from 1: task id 0 (rank 0) would read as "no producer"
+    const OpSchema* schema = schema_of(op);
+    if (schema != nullptr && schema->flags.waits_for_peer) id.stream = ++peer_streams_;  // a thread of its own
     plan::Task& t = *plan_.add_tasks();
     t.set_id(graph::encode_task_id(id));
     t.set_kind(kind);
@@ -454,6 +459,7 @@ class Compiler {
   std::vector<int> output_in_place_;  // value -> the output binding its producer writes, or -1
   std::vector<int> delays_;           // the _delay_tick ops (Note [Room for a delay])
   int64_t counter_ = 0;
+  int64_t peer_streams_ = 0;  // streams 1.. given to the tasks that wait for a peer (Note [Graph transfers])
 };
 
 // "float32[2, 3]", with " strides [1, 2]" when not contiguous and " +4" for an offset.

@@ -139,16 +139,21 @@ void Tracer::mark_global(OpConf& c, const Tensor& t) {
   const GlobalInfo* g = global_info(t);
   RILL_CHECK(g != nullptr, Value, "[nn.Graph] '", c.name(), "' is a view of a global tensor made outside build(): "
              "pass the global tensor itself, and view it inside build()");
+  job_->mutable_conf()->set_global(true);
+  auto& attrs = *c.mutable_attrs();
+  attrs["sbp"].set_s(g->sbp[0].str());
+  for (int64_t r : g->ranks) attrs["placement"].mutable_ints()->add_v(r);
+  attrs["group"].set_i(g->group);
+}
+
+void Tracer::set_stage_placement(int32_t stage, const std::vector<int64_t>& ranks, int64_t group) {
   auto& conf = *job_->mutable_conf();
-  if (conf.placement_size() == 0) {
-    for (int64_t r : g->ranks) conf.add_placement(r);
-    conf.set_placement_group(g->group);
-  }
-  const std::vector<int64_t> ranks(conf.placement().begin(), conf.placement().end());
-  RILL_CHECK(ranks == g->ranks, Value, "[nn.Graph] '", c.name(), "' is placed on ranks ", shape_str(g->ranks),
-             " and another global tensor of the graph on ranks ", shape_str(ranks), ": the tensors of one graph share "
-             "one placement (pipeline stages over several are not supported yet)");
-  (*c.mutable_attrs())["sbp"].set_s(g->sbp[0].str());
+  conf.set_global(true);
+  while (conf.stages_size() <= stage) conf.add_stages();
+  Placement& p = *conf.mutable_stages(stage);
+  p.clear_ranks();
+  for (int64_t r : ranks) p.add_ranks(r);
+  p.set_group(group);
 }
 
 Tracer::Memory& Tracer::memory_of(const Tensor& t) {
@@ -184,6 +189,7 @@ std::string Tracer::add_made_op(const OpSchema& op, std::initializer_list<std::s
   for (const std::string& lbn : inputs) c.add_inputs(lbn);
   graph::attrs_to_proto(op, *attrs, c.mutable_attrs());
   c.set_scope(scope_);
+  c.set_stage(eager::trace_stage());
   c.set_loc(here());
   *c.add_output_descs() = graph::desc_to_proto(out);
   return output_lbn(c);
@@ -231,6 +237,7 @@ OpConf& Tracer::add_op(const OpSchema& op, std::span<const Tensor> inputs, std::
     *c.add_scalars() = graph::scalar_to_proto(s);
   }
   c.set_scope(scope_);
+  c.set_stage(eager::trace_stage());
   c.set_loc(here());
   return c;
 }

@@ -35,6 +35,8 @@ class Tracer final : public eager::TraceSink {
   void name_variable(const Tensor& t, std::string name);
   /** Ops traced from now on belong to scope ("forward", "backward", "optimizer"). */
   void set_scope(std::string scope);
+  /** Pipeline stage `stage` runs on ranks (whose collectives use process group `group`). */
+  void set_stage_placement(int32_t stage, const std::vector<int64_t>& ranks, int64_t group);
   /** t is the graph's next output. */
   void add_output(const Tensor& t);
   /** The job: the traced ops (output descs as traced), then an assign for every variable build wrote. Stops
@@ -86,7 +88,7 @@ class Tracer final : public eager::TraceSink {
   std::string add_made_op(const OpSchema& op, std::initializer_list<std::string> inputs, AttrsSym attrs,
                           const TensorMeta& out);
   std::string output_lbn(OpConf& conf);
-  /** When t is global: its SBP as conf's attr "sbp", its placement the job's (one per job). */
+  /** When t is global: its SBP and placement as conf's attrs "sbp", "placement" and "group"; the job is global. */
   void mark_global(OpConf& conf, const Tensor& t);
 
   ArenaJob job_;

@@ -28,6 +28,12 @@ InferResult infer_resized(const InferContext& c) {
   return {{make_contiguous_meta(shape, m.dtype, m.device)}, {}};
 }
 
+InferResult infer_token(const InferContext&) { return {{make_contiguous_meta({1}, DType::kInt64, Device{})}, {}}; }
+
+InferResult infer_received(const InferContext& c) {
+  return {{make_contiguous_meta(c.attr<std::vector<int64_t>>("shape"), c.attr<DType>("dtype"), Device{})}, {}};
+}
+
 }  // namespace
 
 void register_boxing_ops() {
@@ -44,6 +50,13 @@ void register_boxing_ops() {
               "P -> S(dim): this rank's slice along dim of the sum of every rank's self");
   ops::define("_boxing_partial(Tensor self, bool keep) -> Tensor", infer_same, local,
               "B -> P: self on the placement's first rank (keep), zeros on the others");
+  OpFlags transfer = comm;
+  transfer.collective = false;
+  transfer.waits_for_peer = true;
+  ops::define("_boxing_send(Tensor self, int dst, int tag) -> Tensor", infer_token, transfer,
+              "self to world rank dst, one piece per act (a value crossing placements); a token out");
+  ops::define("_boxing_recv(int src, int tag, int[] shape, ScalarType dtype) -> Tensor", infer_received, transfer,
+              "a value from world rank src, one piece per act");
 }
 
 }  // namespace rill

@@ -90,6 +90,8 @@ struct OpFlags {
                                 // (ops/fused.h), calling the kernel on tiles
   bool collective = false;      // calls the communication library (graph boxing): a graph with one launches on
                                 // the comm thread (Note [Graphs that communicate] in runtime/compiled_graph.cpp)
+  bool waits_for_peer = false;  // blocks until another rank acts (graph transfers): its task gets a thread of its
+                                // own (Note [Graph transfers] in comm/boxing.cpp)
   bool integer_divisor = false;  // the Scalar argument divides: an integer zero raises at the call (the bindings
                                  // check it), not later in the kernel
 };
@@ -190,5 +192,6 @@ void register_boxing_ops();
 void register_optim_ops();
 void register_fused_ops();
 void register_linalg_ops();
+void register_experimental_ops();
 
 }  // namespace rill

@@ -94,6 +94,7 @@ void register_all() {
     register_optim_ops();
     register_fused_ops();
     register_linalg_ops();
+    register_experimental_ops();
   });
 }
 

@@ -93,6 +93,7 @@ CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables,
   auto start = std::chrono::steady_clock::now();
   place_on_this_rank();
   graph::run_passes(*job_);
+  bind_this_rank();
   graph::InferStats infer;
   graph::ArenaPlan compiled = graph::infer_and_compile(*job_, infer, options);
   const plan::Plan& plan = *compiled;
@@ -139,8 +140,16 @@ CompiledGraph::~CompiledGraph() {
   g_graphs.erase(id_);
 }
 
-std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> inputs) {
+std::vector<Tensor> CompiledGraph::launch(std::span<const Tensor> all_inputs) {
   const plan::Plan& p = runtime_->plan();
+  std::vector<Tensor> mine;  // a global graph's: the inputs this rank binds
+  if (global_) {
+    for (int i : bound_inputs_) {
+      RILL_CHECK(static_cast<size_t>(i) < all_inputs.size(), Runtime, "[nn.Graph] the graph takes more inputs");
+      mine.push_back(all_inputs[static_cast<size_t>(i)]);
+    }
+  }
+  std::span<const Tensor> inputs = global_ ? std::span<const Tensor>(mine) : all_inputs;
   RILL_CHECK(inputs.size() == static_cast<size_t>(p.inputs_size()), Runtime, "[nn.Graph] the graph takes ",
              p.inputs_size(), " tensor inputs, got ", inputs.size());
   std::vector<Tensor> reads(inputs.begin(), inputs.end()), writes;
@@ -176,15 +185,22 @@ GraphStats CompiledGraph::stats() const { return stats_; }
 
 void CompiledGraph::place_on_this_rank() {
   graph::JobConf& conf = *job_->mutable_conf();
-  if (conf.placement_size() == 0) return;
+  if (!conf.global()) return;
   RILL_CHECK(comm::initialized(), Runtime, "[nn.Graph] the graph's tensors are global: call "
              "rill.distributed.init_process_group() first");
-  const auto at = std::find(conf.placement().begin(), conf.placement().end(), comm::world_rank());
-  RILL_CHECK(at != conf.placement().end(), Value, "[nn.Graph] this rank (", comm::world_rank(),
-             ") is not in the graph's placement: run the graph on the ranks of its placement");
-  conf.set_rank_in_placement(static_cast<int32_t>(at - conf.placement().begin()));
+  conf.set_rank(comm::world_rank());
+  global_ = true;
   for (Tensor& v : variables_)
     if (const GlobalInfo* g = global_info(v)) v = g->local;
+}
+
+void CompiledGraph::bind_this_rank() {
+  if (!global_) return;
+  const graph::JobConf& conf = job_->conf();
+  std::vector<Tensor> bound;
+  for (int i : conf.bound_variables()) bound.push_back(variables_[static_cast<size_t>(i)]);
+  variables_ = std::move(bound);
+  bound_inputs_.assign(conf.bound_inputs().begin(), conf.bound_inputs().end());
 }
 
 }  // namespace rill::runtime

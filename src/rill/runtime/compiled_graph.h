@@ -53,7 +53,8 @@ class CompiledGraph {
   /** The trace drew its random numbers from offset on: the first launch's first piece uses those, so its
    * masks are the ones eager's first step would draw (Note [Actors], randomness). */
   void use_traced_numbers(int64_t offset) { traced_offset_ = offset; }
-  /** Start one iteration on inputs (the traced shapes and dtypes); returns the outputs at once. */
+  /** Start one iteration on inputs (the traced shapes and dtypes; a global graph's: each input's local tensor,
+   * of which it binds those on this rank); returns the outputs at once (a global graph's: those on this rank). */
   std::vector<Tensor> launch(std::span<const Tensor> inputs);
   const graph::Job& job() const { return *job_; }
   const plan::Plan& plan() const { return runtime_->plan(); }
@@ -66,6 +67,10 @@ class CompiledGraph {
   /** A global job: this rank's place in its placement, and the local tensors of its global variables (Note
    * [Graphs that communicate]). */
   void place_on_this_rank();
+  /** After the passes: the variables and inputs the rank's plan binds, of those the trace bound. */
+  void bind_this_rank();
+  bool global_ = false;
+  std::vector<int> bound_inputs_;  // a global graph's: the traced indices of the inputs this rank binds
   vm::Stream stream_;  // where launches run: thread 0, or the comm stream for a plan with collectives
   graph::ArenaJob job_;
   std::vector<Tensor> variables_;

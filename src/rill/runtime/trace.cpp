@@ -12,6 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "rill/comm/collectives.h"
 #include "rill/util/chrome_trace.h"
 #include "rill/util/env.h"
 #include "rill/util/error.h"
@@ -34,6 +35,10 @@
 // kernel on the OS thread that ran it, the threads named. In a forked child the
 // list is replaced and recording is off: a child never writes over its parent's
 // trace.
+// Under rill.distributed each rank writes its own file, "<name>.rank<r>.json" for RILL_GRAPH_TRACE=<name>.json,
+// its process named "rank r", with the clock its times count from (otherData.start_ns, CLOCK_MONOTONIC: the
+// same for the ranks of one host): tools/merge_graph_traces.py puts the ranks side by side on one timeline, each
+// rank's threads (the compute thread, each transfer's) on their own tracks.
 namespace rill::runtime::trace {
 namespace {
 
@@ -46,7 +51,8 @@ struct Entry {
 struct State {
   std::mutex mutex;  // guards everything below
   bool disabled = false;  // a forked child
-  std::string path;       // the first RILL_GRAPH_TRACE a runtime saw
+  std::string path;       // the first RILL_GRAPH_TRACE a runtime saw (under rill.distributed, with the rank)
+  int rank = -1;          // this process's rank under rill.distributed, else -1
   int64_t start_ns = 0;   // the trace's time 0
   std::vector<std::shared_ptr<const TaskLabels>> labels;
   std::unordered_map<const TaskLabels*, int32_t> label_index;
@@ -80,9 +86,12 @@ using chrome_trace::micros;
 
 void write_events(std::FILE* f, const State& s) {
   const long long pid = static_cast<long long>(::getpid());
-  std::fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"rill graph trace\"},\n");
+  std::fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"rill graph trace\", "
+               "\"start_ns\": %lld, \"rank\": %d},\n", static_cast<long long>(s.start_ns), s.rank);
   std::fprintf(f, "\"traceEvents\": [\n");
-  std::fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": \"rill\"}}", pid);
+  const std::string process = s.rank < 0 ? "rill" : "rank " + std::to_string(s.rank);
+  std::fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": %s}}", pid,
+               json_string(process).c_str());
   for (const auto& [tid, name] : s.threads)
     std::fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, "
                  "\"args\": {\"name\": %s}}", pid, static_cast<long long>(tid), json_string(name).c_str());
@@ -116,6 +125,13 @@ std::optional<std::string> path_from_env() {
   if (s.disabled) return std::nullopt;
   if (s.path.empty()) {
     s.path = *path;
+    if (comm::initialized()) {  // each rank its own file
+      s.rank = comm::world_rank();
+      const size_t dot = s.path.rfind('.');
+      const size_t slash = s.path.rfind('/');
+      const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+      s.path.insert(has_ext ? dot : s.path.size(), ".rank" + std::to_string(s.rank));
+    }
     s.start_ns = vm::now_ns();
     std::atexit(write_at_exit);
   }

@@ -15,18 +15,20 @@ namespace {
 
 using namespace testing;
 
-// A job over placement [0, 1] (group 0), lowered as rank `rank` sees it.
+// A global job (its global inputs on ranks [0, 1], group 0), lowered as rank `rank` sees it.
 void place(JobBuilder& b, int rank) {
-  b.job.mutable_conf()->add_placement(0);
-  b.job.mutable_conf()->add_placement(1);
-  b.job.mutable_conf()->set_rank_in_placement(rank);
+  b.job.mutable_conf()->set_global(true);
+  b.job.mutable_conf()->set_rank(rank);
   InferStats stats;
   infer_job(b.job, stats);  // the traced (logical) descs
 }
 
 std::string global_input(JobBuilder& b, const std::string& name, std::vector<int64_t> shape, const char* sbp) {
   std::string lbn = b.input(name, std::move(shape));
-  (*b.job.mutable_ops(b.job.ops_size() - 1)->mutable_attrs())["sbp"] = S(sbp);
+  auto& attrs = *b.job.mutable_ops(b.job.ops_size() - 1)->mutable_attrs();
+  attrs["sbp"] = S(sbp);
+  attrs["placement"] = Ints({0, 1});
+  attrs["group"] = I(0);
   return lbn;
 }
 
@@ -151,6 +153,65 @@ TEST(GraphSbp, AJobOfOneProcessIsLeftAsItIs) {
   const std::string before = b.job.SerializeAsString();
   sbp_lowering(b.job);
   EXPECT_EQ(b.job.SerializeAsString(), before);
+}
+
+// Two stages: x -> relu on rank 0 (stage 0), then neg on rank 1 (stage 1); as each rank lowers it.
+Job two_stages(int rank) {
+  JobBuilder b("Stages");
+  std::string x = b.input("x", {4, 2});
+  auto& attrs = *b.job.mutable_ops(0)->mutable_attrs();
+  attrs["sbp"] = S("B");
+  attrs["placement"] = Ints({0});
+  attrs["group"] = I(0);
+  std::string h = b.op("h", "relu", {x});
+  std::string y = b.op("y", "neg", {h});
+  b.output("out", y);
+  b.job.mutable_ops(1)->set_stage(1);  // stage 0
+  b.job.mutable_ops(2)->set_stage(2);  // stage 1
+  b.job.mutable_conf()->set_global(true);
+  b.job.mutable_conf()->set_rank(rank);
+  for (int64_t r : {0, 1}) {
+    Placement& p = *b.job.mutable_conf()->add_stages();
+    p.add_ranks(r);
+    p.set_group(r + 1);
+  }
+  InferStats stats;
+  infer_job(b.job, stats);
+  sbp_lowering(b.job);
+  return std::move(b.job);
+}
+
+TEST(GraphSbp, StagesKeepTheirRanksOpsAndSendWhatCrosses) {
+  Job first = two_stages(0), second = two_stages(1);
+  EXPECT_NE(find_op(first, "h"), nullptr);
+  EXPECT_EQ(find_op(first, "y"), nullptr);
+  EXPECT_EQ(find_op(first, "out"), nullptr);
+  ASSERT_EQ(count_ops(first, "_boxing_send"), 1);
+  EXPECT_EQ(find_op(second, "h"), nullptr);
+  EXPECT_EQ(find_op(second, "x"), nullptr);  // the input is stage 0's
+  ASSERT_EQ(count_ops(second, "_boxing_recv"), 1);
+  const OpConf* send = nullptr;
+  const OpConf* recv = nullptr;
+  for (const OpConf& op : first.ops())
+    if (op.op_type() == "_boxing_send") send = &op;
+  for (const OpConf& op : second.ops())
+    if (op.op_type() == "_boxing_recv") recv = &op;
+  EXPECT_EQ(send->inputs(0), "h/out0");
+  EXPECT_EQ(send->attrs().at("dst").i(), 1);
+  EXPECT_EQ(recv->attrs().at("src").i(), 0);
+  EXPECT_EQ(send->attrs().at("tag").i(), recv->attrs().at("tag").i());
+  EXPECT_EQ(find_op(second, "y")->inputs(0), recv->outputs(0));
+  EXPECT_EQ(shape_of(*recv), (std::vector<int64_t>{4, 2}));
+  // The output is the last stage's: rank 1 binds it, rank 0 none; rank 0 binds the input.
+  EXPECT_EQ(std::vector<int32_t>(second.conf().bound_outputs().begin(), second.conf().bound_outputs().end()),
+            std::vector<int32_t>{0});
+  EXPECT_EQ(first.conf().bound_outputs_size(), 0);
+  EXPECT_EQ(std::vector<int32_t>(first.conf().bound_inputs().begin(), first.conf().bound_inputs().end()),
+            std::vector<int32_t>{0});
+  EXPECT_EQ(second.conf().bound_inputs_size(), 0);
+  // Stage 0 of 2 keeps two pieces in flight, stage 1 one.
+  EXPECT_EQ(first.conf().piece_buffers(), 2);
+  EXPECT_EQ(second.conf().piece_buffers(), 1);
 }
 
 }  // namespace

@@ -361,6 +361,8 @@ class Module:
         kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"[Module.to] got an unexpected keyword argument '{next(iter(kwargs))}'")
+        if len(args) == 1 and isinstance(args[0], type) and getattr(args[0], "_wraps_module", False):
+            return args[0](self)  # module.to(rill.nn.graph.GraphModule): the module's settings inside a graph
         for a in args:
             if isinstance(a, _C.dtype):
                 dtype = a

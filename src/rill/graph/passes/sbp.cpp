@@ -1,7 +1,9 @@
-// sbp_lowering: a global job made this rank's (Note [SBP signatures] in ops/sbp.cpp, Note [Boxing] below).
+// sbp_lowering: a global job made one rank's (Note [SBP signatures] in ops/sbp.cpp, Note [Boxing] below).
+#include <algorithm>
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -15,21 +17,30 @@ namespace rill::graph {
 namespace {
 
 // Note [Boxing]
-// The job as traced is logical: every blob has the shape of the whole tensor. The pass walks it in topological
-// order and gives each blob an SBP: a variable's or an input's is its global tensor's (a tensor of this process
-// bound in a global job is broadcast: each rank has the same lr, the same step counter); an op takes, of the
-// signatures its rule offers, the one whose inputs cost the fewest bytes to box from their producers' SBPs,
-// ties going to the rule's order (fewer boxing ops first). An optimizer update keeps the SBP of the variable it
-// updates (it writes the variable in place); an assign boxes its value to its variable's SBP, an output its
-// partial sum to broadcast. Then each boxed edge gets its boxing ops, on this rank's shapes:
+// The job as traced is logical: every blob has the shape of the whole tensor. The pass first gives each op a
+// placement: a global variable's or input's own; a staged op's, its stage's (Note [Stages of a trace] in
+// eager/trace.h); an output's, that of its value; an assign's, that of its value where it has one (a step counter
+// of this process updated with a stage's parameter is updated on that stage's ranks); any other op's, that of its
+// input computed last (the activation it continues). A tensor of this process (the lr, a constant) has none:
+// every rank that needs it has it, and so has an op computed from such tensors only.
+// Then, in topological order, each op gets an SBP signature: a variable's or an input's is its global tensor's
+// (a tensor of this process is broadcast); an op takes, of the signatures its rule offers, the one whose inputs
+// cost the fewest bytes to box from their producers' SBPs, ties going to the rule's order (fewer boxing ops
+// first). An optimizer update keeps the SBP of the variable it updates (it writes it in place); an assign boxes
+// its value to its variable's SBP, an output its partial sum to broadcast. Each boxed edge inside a placement
+// gets its boxing ops, on this rank's shapes:
 //   P -> B     _boxing_all_reduce            S(i) -> B   _boxing_all_gather(i)
-//   P -> S(i)  _boxing_reduce_scatter(i)     B -> S(i)   slice: this rank's part (a view, no copy)
+//   P -> S(i)  _boxing_reduce_scatter(i)     B -> S(i)   slice: this rank's part
 //   B -> P     _boxing_partial (the placement's first rank keeps it, the others have zeros)
 //   S(i) -> S(j), S -> P: through B.
+// A value crossing placements is boxed to B on its own, sent by each of its ranks to the destination ranks it
+// serves (destination k from source k mod the source's size; Note [Graph transfers] in comm/boxing.cpp) and
+// boxed from B on the destination. On a placement of one rank every SBP is the whole tensor: nothing is boxed.
 // A boxed value is made once and shared by its consumers. The collectives are chained by ctrl edges in the job's
-// order, so every rank calls them in one order whatever order its actors become ready in. Variables and inputs
+// order, one chain per part of the iteration (the piece loop, the once part), so the ranks of a placement call
+// them in one order whatever order their actors become ready in. Last, the ops of other ranks go, with what only they needed; variables and inputs
 // get their local shapes, ops whose attrs hold sizes their local attrs (OpSchema::local_attrs), and inference
-// gives every blob its local desc, which is checked against the SBP: a rule that gets an op wrong stops here.
+// gives every blob its local desc, which is checked against its SBP: a rule that gets an op wrong stops here.
 
 using Sig = SbpSignature;
 
@@ -41,9 +52,9 @@ int64_t desc_bytes(const plan::TensorDesc& d) {
 // Bytes each rank receives to change from into to (a tie-break of 1 per boxing op: a local slice is not free).
 int64_t boxing_cost(const Sbp& from, const Sbp& to, int64_t bytes) {
   if (from == to) return 0;
-  if (from.is_broadcast()) return 1;                        // a slice, or zeros on all but one rank
+  if (from.is_broadcast()) return 1;                                    // a slice, or zeros on all but one rank
   if (from.is_partial()) return to.is_broadcast() ? 2 * bytes : bytes;  // all-reduce, reduce-scatter
-  return to.is_broadcast() ? bytes : bytes + 1;             // all-gather (then a slice, or a partial)
+  return to.is_broadcast() ? bytes : bytes + 1;                         // all-gather (then a slice, or a partial)
 }
 
 bool splits_evenly(const Sbp& s, const plan::TensorDesc& d, int64_t n) {
@@ -51,22 +62,45 @@ bool splits_evenly(const Sbp& s, const plan::TensorDesc& d, int64_t n) {
   return s.axis < d.shape_size() && d.shape(s.axis) % n == 0;
 }
 
+// Where an op runs: its ranks (none: every rank that needs it) and their process group.
+struct Place {
+  std::vector<int64_t> ranks;
+  int64_t group = 0;
+  int64_t size() const { return std::max<int64_t>(1, static_cast<int64_t>(ranks.size())); }
+  bool anywhere() const { return ranks.empty(); }
+  /** rank's position in ranks, or -1. */
+  int64_t position(int64_t rank) const {
+    auto it = std::find(ranks.begin(), ranks.end(), rank);
+    return it == ranks.end() ? -1 : it - ranks.begin();
+  }
+};
+
+Place place_of(const Placement& p) { return {std::vector<int64_t>(p.ranks().begin(), p.ranks().end()), p.group()}; }
+
 class Lowering {
  public:
   explicit Lowering(Job& job)
-      : job_(job), graph_(job), names_(graph_), n_(job.conf().placement_size()),
-        rank_(job.conf().rank_in_placement()), group_(job.conf().placement_group()) {}
+      : job_(job), graph_(job), names_(graph_), rank_(job.conf().rank()), parts_(op_parts(graph_)) {}
 
   void run() {
-    RILL_CHECK(job_pieces(job_) == 1, Value, "[nn.Graph] a graph over a placement runs one piece per call: "
-               "gradient accumulation (set_gradient_accumulation_steps) with global tensors is not supported yet");
     const int original = job_.ops_size();
     for (const OpConf& op : job_.ops())
       for (int k = 0; k < op.output_descs_size(); ++k)
         logical_shapes_[op.outputs(k)] = meta_from_proto(op.output_descs(k))->shape;
+    places_.resize(static_cast<size_t>(original));
+    for (int i = 0; i < original; ++i) place(i);
     for (int i = 0; i < original; ++i) choose(i);
-    for (int i = 0; i < original; ++i) lower(i);
+    number_transfers(original);
+    keep_.assign(static_cast<size_t>(original), true);
+    for (int i = 0; i < original; ++i) {  // in the job's order: so are the collectives chained
+      lower(i);
+      send_what_others_need(i);
+    }
+    keep_.resize(static_cast<size_t>(job_.ops_size()), true);
+    remove_ops(job_, keep_);
+    remove_unneeded();
     sort_topologically(job_);
+    bind_in_order();
     InferStats stats;
     infer_job(job_, stats);
     check_local_descs();
@@ -79,31 +113,81 @@ class Lowering {
     return job_.ops(p.op).output_descs(p.out);
   }
 
+  bool mine(int i) const { return places_[i].anywhere() || places_[i].position(rank_) >= 0; }
+  // Whether op i's input k comes from another placement (a transfer).
+  bool crosses(int i, int k) const {
+    const BlobRef p = graph_.input_producer(i, k);
+    return p.op >= 0 && !places_[p.op].anywhere() && !places_[i].anywhere() &&
+           places_[p.op].ranks != places_[i].ranks;
+  }
+  // The SBP op i's input k has where op i runs: a transfer arrives broadcast.
+  Sbp arriving(int i, int k) {
+    return crosses(i, k) ? Sbp::broadcast() : sbp_[job_.ops(i).inputs(k)];
+  }
+
+  void place(int i) {
+    const OpConf& op = job_.ops(i);
+    Place& p = places_[i];
+    if (is_binding_op(op)) {
+      auto it = op.attrs().find("placement");
+      if (it != op.attrs().end()) p = {std::vector<int64_t>(it->second.ints().v().begin(),
+                                                            it->second.ints().v().end()),
+                                       int_attr(op, "group")};
+    } else if (op.stage() > 0) {
+      RILL_CHECK(op.stage() <= job_.conf().stages_size(), Runtime, "[", op.name(), "] stage ", op.stage() - 1,
+                 " has no placement", at(op));
+      p = place_of(job_.conf().stages(op.stage() - 1));
+    } else if (op.op_type() == kOutput) {
+      const BlobRef from = graph_.input_producer(i, 0);
+      if (from.op >= 0) p = places_[from.op];
+    } else if (op.op_type() == kAssign) {  // where its value is made, else where its variable is
+      const BlobRef value = graph_.input_producer(i, 1), variable = graph_.input_producer(i, 0);
+      if (value.op >= 0 && !places_[value.op].anywhere()) p = places_[value.op];
+      else if (variable.op >= 0) p = places_[variable.op];
+    } else {
+      int last = -1;  // the input computed last
+      for (int k = 0; k < op.inputs_size(); ++k) {
+        const BlobRef from = graph_.input_producer(i, k);
+        if (from.op >= 0 && !places_[from.op].anywhere() && from.op > last) last = from.op;
+      }
+      if (last >= 0) p = places_[last];
+    }
+    auto& placement = *job_.mutable_ops(i)->mutable_placement();
+    for (int64_t r : p.ranks) placement.add_ranks(r);
+    placement.set_group(p.group);
+  }
+
   void choose(int i) {
     OpConf& op = *job_.mutable_ops(i);
     const std::string& type = op.op_type();
+    const int64_t n = places_[i].size();
     Sig sig;
     if (is_binding_op(op)) {
       auto it = op.attrs().find("sbp");
       sig.out.push_back(it == op.attrs().end() ? Sbp::broadcast() : Sbp::parse(it->second.s()));
-      RILL_CHECK(splits_evenly(sig.out[0], op.output_descs(0), n_), Value, "[", op.name(), "] a tensor of shape ",
+      RILL_CHECK(splits_evenly(sig.out[0], op.output_descs(0), n), Value, "[", op.name(), "] a tensor of shape ",
                  shape_str(meta_from_proto(op.output_descs(0))->shape), " cannot be split as ", sig.out[0].str(),
-                 " over ", n_, " ranks: make the dim a multiple of the ranks", at(op));
+                 " over ", n, " ranks: make the dim a multiple of the ranks", at(op));
     } else if (type == kOutput) {
-      const Sbp from = sbp_[op.inputs(0)];
+      const Sbp from = arriving(i, 0);
       sig.in.push_back(from.is_partial() ? Sbp::broadcast() : from);
-      auto& sbps = *job_.mutable_conf()->mutable_output_sbps();
       const auto index = static_cast<int>(int_attr(op, "index"));
-      while (sbps.size() <= index) sbps.Add("B");
-      sbps[index] = sig.in[0].str();
+      auto& conf = *job_.mutable_conf();
+      while (conf.output_sbps_size() <= index) conf.add_output_sbps("B");
+      while (conf.output_placements_size() <= index) conf.add_output_placements();
+      conf.set_output_sbps(index, sig.in[0].str());
+      *conf.mutable_output_placements(index) = op.placement();
     } else if (type == kAssign) {
       const Sbp target = sbp_[op.inputs(0)];
       sig.in = {target, target};
+    } else if (type == kAcc || type == kRepeat) {  // a sum over pieces, a piece handed on: any SBP passes
+      sig.in = {arriving(i, 0)};
+      sig.out = sig.in;
     } else {
       const OpSchema* schema = schema_of(op);
       RILL_CHECK(schema != nullptr, Runtime, "[", op.name(), "] a global job cannot have a '", type, "' op yet",
                  at(op));
-      sig = pick(op, *schema);
+      sig = pick(i, *schema);
     }
     for (size_t k = 0; k < sig.out.size(); ++k) sbp_[op.outputs(static_cast<int>(k))] = sig.out[k];
     for (const Sbp& s : sig.in) op.add_in_sbps(s.str());
@@ -111,7 +195,8 @@ class Lowering {
     chosen_.emplace(i, std::move(sig));
   }
 
-  Sig pick(const OpConf& op, const OpSchema& schema) {
+  Sig pick(int i, const OpSchema& schema) {
+    const OpConf& op = job_.ops(i);
     std::vector<MetaSym> ins, outs;
     for (const std::string& lbn : op.inputs()) ins.push_back(meta_from_proto(desc_of(lbn)));
     for (const plan::TensorDesc& d : op.output_descs()) outs.push_back(meta_from_proto(d));
@@ -121,10 +206,10 @@ class Lowering {
     const Sig* best = nullptr;
     int64_t best_cost = 0;
     for (const Sig& sig : candidates) {
-      if (!acceptable(op, schema, sig)) continue;
+      if (!acceptable(i, schema, sig)) continue;
       int64_t cost = 0;
       for (int k = 0; k < op.inputs_size(); ++k)
-        cost += boxing_cost(sbp_[op.inputs(k)], sig.in[static_cast<size_t>(k)], desc_bytes(desc_of(op.inputs(k))));
+        cost += boxing_cost(arriving(i, k), sig.in[static_cast<size_t>(k)], desc_bytes(desc_of(op.inputs(k))));
       if (best == nullptr || cost < best_cost) {
         best = &sig;
         best_cost = cost;
@@ -135,40 +220,67 @@ class Lowering {
     return *best;
   }
 
-  bool acceptable(const OpConf& op, const OpSchema& schema, const Sig& sig) {
+  bool acceptable(int i, const OpSchema& schema, const Sig& sig) {
+    const OpConf& op = job_.ops(i);
+    const int64_t n = places_[i].size();
     if (sig.in.size() != static_cast<size_t>(op.inputs_size()) ||
         sig.out.size() != static_cast<size_t>(op.outputs_size()))
       return false;
     bool all_broadcast = true;
     for (int k = 0; k < op.inputs_size(); ++k) {
       all_broadcast &= sig.in[static_cast<size_t>(k)].is_broadcast();
-      if (!splits_evenly(sig.in[static_cast<size_t>(k)], desc_of(op.inputs(k)), n_)) return false;
+      if (!splits_evenly(sig.in[static_cast<size_t>(k)], desc_of(op.inputs(k)), n)) return false;
     }
     for (int k = 0; k < op.outputs_size(); ++k)
-      if (!splits_evenly(sig.out[static_cast<size_t>(k)], op.output_descs(k), n_)) return false;
+      if (!splits_evenly(sig.out[static_cast<size_t>(k)], op.output_descs(k), n)) return false;
     // Every rank draws the same numbers: only the whole tensor on every rank gets the masks one process would.
-    if (schema.flags.random && !all_broadcast) return false;
+    if (schema.flags.random && !all_broadcast && n > 1) return false;
     // An update writes its variable in place: it keeps the variable's SBP.
     if (schema.flags.updates_in_place)
       for (int k = 0; k < op.outputs_size(); ++k) {
         const int in = ops::updated_input(schema, k, op.inputs_size());
-        if (in >= 0 && sbp_[op.inputs(in)] != sig.in[static_cast<size_t>(in)]) return false;
+        if (in >= 0 && arriving(i, in) != sig.in[static_cast<size_t>(in)]) return false;
       }
     return true;
   }
 
+  // Every transfer (a value and the placement it goes to) gets a tag, in the job's order: the same on every rank.
+  void number_transfers(int original) {
+    for (int i = 0; i < original; ++i)
+      for (int k = 0; k < job_.ops(i).inputs_size(); ++k)
+        if (crosses(i, k)) tags_.emplace(transfer_key(job_.ops(i).inputs(k), places_[i]), tags_.size());
+  }
+
+  static std::string transfer_key(const std::string& lbn, const Place& to) {
+    return lbn + "->" + shape_str(to.ranks);
+  }
+
+  // The chain of collectives the boxing for op i joins: one per part of the iteration (an acc's input is boxed in
+  // the piece loop), so that no ctrl edge joins the piece loop to what runs once.
+  Part chain_of(int i) const { return graph_.op(i).op_type() == kAcc ? Part::kPiece : parts_[i]; }
+
   void lower(int i) {
+    chain_ = chain_of(i);
+    if (!mine(i)) {
+      keep_[static_cast<size_t>(i)] = false;
+      return;
+    }
     const Sig& sig = chosen_.at(i);
+    const Place& here = places_[i];
     OpConf& op = *job_.mutable_ops(i);
     if (is_binding_op(op)) {
       auto& shape = *(*op.mutable_attrs())["shape"].mutable_ints()->mutable_v();
-      if (sig.out[0].is_split()) shape[sig.out[0].axis] /= n_;
+      if (sig.out[0].is_split()) shape[sig.out[0].axis] /= here.size();
       return;
     }
     for (int k = 0; k < op.inputs_size(); ++k) {
       const std::string lbn = op.inputs(k);
-      const Sbp from = sbp_[lbn], to = sig.in[static_cast<size_t>(k)];
-      if (from != to) op.set_inputs(k, boxed(lbn, from, to, op));
+      const Sbp to = sig.in[static_cast<size_t>(k)];
+      std::string value = lbn;
+      if (crosses(i, k)) value = received(lbn, places_[graph_.input_producer(i, k).op], here, op);
+      const Sbp from = arriving(i, k);
+      if (from != to) value = boxed(value, lbn, from, to, here, op);
+      if (value != lbn) op.set_inputs(k, value);
     }
     const OpSchema* schema = schema_of(op);
     if (schema == nullptr || schema->local_attrs == nullptr) return;
@@ -181,39 +293,88 @@ class Lowering {
     for (const plan::TensorDesc& d : op.output_descs()) outs.push_back(meta_from_proto(d));
     AttrsSym logical = attrs_from_proto(*schema, op.attrs());
     SbpContext ctx{*schema, ins, outs, *logical};
-    AttrsSym local = schema->local_attrs(ctx, sig, n_);
+    AttrsSym local = schema->local_attrs(ctx, sig, here.size());
     op.mutable_attrs()->clear();
     attrs_to_proto(*schema, *local, op.mutable_attrs());
   }
 
-  // The logical desc of lbn, which may be a boxed blob (whose producer is an op this pass added).
+  // The logical desc of lbn, which may be a boxed or received blob (made by an op this pass added).
   const plan::TensorDesc& logical_desc(const std::string& lbn) {
     auto it = logical_of_.find(lbn);
     return it == logical_of_.end() ? desc_of(lbn) : desc_of(it->second);
   }
 
-  // lbn (of SBP from) as to, for consumer: the boxing ops' last output, made once per (lbn, to).
-  std::string boxed(const std::string& lbn, const Sbp& from, const Sbp& to, const OpConf& consumer) {
-    auto [it, fresh] = boxed_.emplace(lbn + "#" + to.str(), std::string());
+  // value (the blob lbn, of SBP from) as to inside `here`, for consumer: the boxing ops' last output, made once.
+  std::string boxed(const std::string& value, const std::string& lbn, const Sbp& from, const Sbp& to,
+                    const Place& here, const OpConf& consumer) {
+    const int64_t n = here.size(), position = std::max<int64_t>(0, here.position(rank_));
+    if (n == 1) return value;  // on one rank every SBP is the whole tensor
+    auto [it, fresh] = boxed_.emplace(value + "#" + to.str(), std::string());
     if (!fresh) return it->second;
     const plan::TensorDesc& logical = desc_of(lbn);
-    std::string out = lbn;
+    std::string out = value;
     if (from.is_partial()) {
-      out = to.is_split() ? collective("_boxing_reduce_scatter", out, to.axis, consumer)
-                          : collective("_boxing_all_reduce", out, -1, consumer);
-      if (to.is_partial()) out = lbn;
+      out = to.is_split() ? collective("_boxing_reduce_scatter", out, to.axis, n, here.group, consumer)
+                          : collective("_boxing_all_reduce", out, -1, n, here.group, consumer);
     } else {
-      if (from.is_split()) out = collective("_boxing_all_gather", out, from.axis, consumer);
+      if (from.is_split()) out = collective("_boxing_all_gather", out, from.axis, n, here.group, consumer);
       if (to.is_split()) {
-        out = slice(out, to.axis, logical.shape(to.axis) / n_, logical.dtype(), consumer);
+        out = slice(out, to.axis, logical.shape(to.axis) / n, position, logical.dtype(), consumer);
       } else if (to.is_partial()) {
         OpConf* p = added("_boxing_partial", out, consumer);
-        (*p->mutable_attrs())["keep"].set_b(rank_ == 0);
+        (*p->mutable_attrs())["keep"].set_b(position == 0);
         out = p->outputs(0);
       }
     }
     logical_of_[out] = lbn;
     return it->second = out;
+  }
+
+  // lbn, made on placement `from`, received on this rank of `to` (broadcast): a _boxing_recv, made once.
+  std::string received(const std::string& lbn, const Place& from, const Place& to, const OpConf& consumer) {
+    const std::string key = transfer_key(lbn, to);
+    auto [it, fresh] = boxed_.emplace(key, std::string());
+    if (!fresh) return it->second;
+    const plan::TensorDesc& logical = desc_of(lbn);
+    const int64_t src = from.ranks[static_cast<size_t>(to.position(rank_) % from.size())];
+    OpConf* op = add_op(job_, names_.fresh(lbn.substr(0, lbn.find('/')) + "-recv"), "_boxing_recv",
+                        consumer.scope(), 1);
+    op->set_loc(consumer.loc());
+    auto& attrs = *op->mutable_attrs();
+    attrs["src"].set_i(src);
+    attrs["tag"].set_i(tags_.at(key));
+    auto* shape = attrs["shape"].mutable_ints();  // set even when empty: a 0-d value
+    for (int64_t d : logical.shape()) shape->add_v(d);
+    attrs["dtype"].set_dtype(logical.dtype());
+    logical_of_[op->outputs(0)] = lbn;
+    return it->second = op->outputs(0);
+  }
+
+  // Op i's inputs that come from this rank's placement to another one's: boxed to B here and sent to the ranks
+  // of the other placement this rank serves.
+  void send_what_others_need(int i) {
+    chain_ = chain_of(i);
+    const Place& to = places_[i];
+    for (int k = 0; k < graph_.op(i).inputs_size(); ++k) {
+      if (!crosses(i, k)) continue;
+      const BlobRef p = graph_.input_producer(i, k);
+      const Place& from = places_[p.op];
+      const int64_t position = from.position(rank_);
+      if (position < 0) continue;
+      const std::string lbn = job_.ops(p.op).outputs(p.out);
+      if (!sent_.emplace(transfer_key(lbn, to)).second) continue;
+      std::string value = lbn;
+      const Sbp own = sbp_[lbn];
+      const OpConf& producer = job_.ops(p.op);
+      if (!own.is_broadcast()) value = boxed(value, lbn, own, Sbp::broadcast(), from, producer);
+      for (int64_t d = 0; d < to.size(); ++d) {
+        if (d % from.size() != position) continue;
+        OpConf* send = added("_boxing_send", value, producer);
+        auto& attrs = *send->mutable_attrs();
+        attrs["dst"].set_i(to.ranks[static_cast<size_t>(d)]);
+        attrs["tag"].set_i(tags_.at(transfer_key(lbn, to)));
+      }
+    }
   }
 
   OpConf* added(std::string_view type, const std::string& in, const OpConf& consumer) {
@@ -224,29 +385,31 @@ class Lowering {
     return op;
   }
 
-  std::string collective(std::string_view type, const std::string& in, int32_t dim, const OpConf& consumer) {
+  std::string collective(std::string_view type, const std::string& in, int32_t dim, int64_t n, int64_t group,
+                         const OpConf& consumer) {
     OpConf* op = added(type, in, consumer);
     auto& attrs = *op->mutable_attrs();
     if (dim >= 0) {
       attrs["dim"].set_i(dim);
-      attrs["world"].set_i(n_);
+      attrs["world"].set_i(n);
     }
-    attrs["group"].set_i(group_);
-    if (!last_collective_.empty()) op->add_ctrl_inputs(last_collective_);
-    last_collective_ = op->name();
+    attrs["group"].set_i(group);
+    std::string& last = last_collective_[chain_];
+    if (!last.empty()) op->add_ctrl_inputs(last);
+    last = op->name();
     return op->outputs(0);
   }
 
   // This rank's part along dim: a view, made dense by a cast to its own dtype unless dim is 0 (the consumers, as
   // traced, read what eager gave them, which may be dense only).
-  std::string slice(const std::string& in, int32_t dim, int64_t length, const std::string& dtype,
+  std::string slice(const std::string& in, int32_t dim, int64_t length, int64_t position, const std::string& dtype,
                     const OpConf& consumer) {
     OpConf* op = added("_slice", in, consumer);
     op->set_op_type("slice");
     auto& attrs = *op->mutable_attrs();
     attrs["dim"].set_i(dim);
-    attrs["start"].set_i(rank_ * length);
-    attrs["end"].set_i((rank_ + 1) * length);
+    attrs["start"].set_i(position * length);
+    attrs["end"].set_i((position + 1) * length);
     attrs["step"].set_i(1);
     if (dim == 0) return op->outputs(0);
     OpConf* dense = added("_dense", op->outputs(0), consumer);
@@ -255,12 +418,51 @@ class Lowering {
     return dense->outputs(0);
   }
 
+  // What this rank keeps: what its outputs, assigns and sends need, and its variables and inputs.
+  void remove_unneeded() {
+    const OpGraph g(job_);
+    std::vector<int> roots;
+    for (int i = 0; i < g.size(); ++i) {
+      const std::string& t = g.op(i).op_type();
+      if (t == kOutput || t == kAssign || t == "_boxing_send" || is_binding_op(g.op(i))) roots.push_back(i);
+    }
+    std::vector<bool> live = g.ancestors(roots);
+    for (int i : roots) live[static_cast<size_t>(i)] = true;
+    remove_ops(job_, live);
+  }
+
+  // The variables, inputs and outputs left numbered 0.. in their traced order; the traced indices kept.
+  void bind_in_order() {
+    auto& conf = *job_.mutable_conf();
+    std::map<int64_t, OpConf*> variables, inputs, outputs;
+    for (OpConf& op : *job_.mutable_ops()) {
+      if (op.op_type() == kVariable) variables[int_attr(op, "index")] = &op;
+      if (op.op_type() == kInput) inputs[int_attr(op, "index")] = &op;
+      if (op.op_type() == kOutput) outputs[int_attr(op, "index")] = &op;
+    }
+    auto renumber = [](std::map<int64_t, OpConf*>& ops, google::protobuf::RepeatedField<int32_t>* traced) {
+      int64_t next = 0;
+      for (auto& [index, op] : ops) {
+        traced->Add(static_cast<int32_t>(index));
+        (*op->mutable_attrs())["index"].set_i(next++);
+      }
+    };
+    renumber(variables, conf.mutable_bound_variables());
+    renumber(inputs, conf.mutable_bound_inputs());
+    renumber(outputs, conf.mutable_bound_outputs());
+    int32_t stage = -1;  // this rank's first stage: a pipeline stage s of p keeps p - s pieces in flight
+    for (const OpConf& op : job_.ops())
+      if (op.stage() > 0 && (stage < 0 || op.stage() - 1 < stage)) stage = op.stage() - 1;
+    if (stage >= 0) conf.set_piece_buffers(conf.stages_size() - stage);
+  }
+
   void check_local_descs() {
     for (const OpConf& op : job_.ops()) {
+      const int64_t n = std::max(1, op.placement().ranks_size());
       for (int k = 0; k < op.out_sbps_size(); ++k) {
         auto it = logical_shapes_.find(op.outputs(k));
         if (it == logical_shapes_.end()) continue;
-        const Shape want = local_shape(it->second, Sbp::parse(op.out_sbps(k)), n_);
+        const Shape want = local_shape(it->second, Sbp::parse(op.out_sbps(k)), n);
         const Shape got = meta_from_proto(op.output_descs(k))->shape;
         RILL_CHECK(got == want, Runtime, "[graph] the SBP rule of '", op.op_type(), "' is wrong: ", op.name(),
                    " output ", k, " as ", op.out_sbps(k), " should have shape ", shape_str(want),
@@ -270,23 +472,27 @@ class Lowering {
   }
 
   Job& job_;
-  OpGraph graph_;
+  OpGraph graph_;  // of the traced job (the ops the pass adds are not in it)
   NameSet names_;
-  int64_t n_;
   int64_t rank_;
-  int64_t group_;
+  std::vector<Place> places_;                           // by traced op index
+  std::vector<bool> keep_;                              // by op index: false for another rank's op
   std::unordered_map<std::string, Sbp> sbp_;            // the SBP of each blob of the job as traced
   std::map<int, Sig> chosen_;                           // by op index
-  std::unordered_map<std::string, std::string> boxed_;  // "lbn#sbp" -> its boxed blob
-  std::unordered_map<std::string, std::string> logical_of_;  // boxed blob -> the blob it boxes
+  std::unordered_map<std::string, std::string> boxed_;  // "blob#sbp" (or a transfer) -> its boxed blob
+  std::unordered_map<std::string, std::string> logical_of_;  // boxed blob -> the traced blob it stands for
   std::unordered_map<std::string, Shape> logical_shapes_;    // every traced blob's logical shape
-  std::string last_collective_;
+  std::unordered_map<std::string, int64_t> tags_;            // transfer -> its tag
+  std::unordered_set<std::string> sent_;                     // transfers this rank sends
+  std::vector<Part> parts_;                                  // by traced op index
+  Part chain_ = Part::kPiece;                                // the chain the boxing being made joins
+  std::map<Part, std::string> last_collective_;              // per chain: its last collective
 };
 
 }  // namespace
 
 void sbp_lowering(Job& job) {
-  if (job.conf().placement_size() == 0) return;
+  if (!job.conf().global()) return;
   Lowering(job).run();
 }
 

@@ -32,5 +32,6 @@ void register_optim_kernels();
 void register_fused_kernels();
 /** The LAPACK factorizations and solvers (linalg.cpp). */
 void register_linalg_kernels();
+void register_experimental_kernels();
 
 }  // namespace rill::cpu

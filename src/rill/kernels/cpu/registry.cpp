@@ -26,6 +26,7 @@ void register_cpu_kernels() {
     register_optim_kernels();
     register_fused_kernels();
     register_linalg_kernels();
+    register_experimental_kernels();
   });
 }
 
