@@ -397,15 +397,17 @@ def case_fork():
     assert t.item() == dist.get_world_size()
 
 
-def main():
+def run_cases(cases):
+    """Run the cases sys.argv names (case_<name> in cases, a module's globals()), each followed by a barrier and
+    PASS <name> rank <r>: what the launching test looks for."""
     dist.init_process_group("mpi")
     assert dist.get_world_size() == int(os.environ["OMPI_COMM_WORLD_SIZE"])
     for name in sys.argv[1:]:
-        globals()["case_" + name]()
+        cases["case_" + name]()
         dist.barrier()
         print(f"PASS {name} rank {dist.get_rank()}", flush=True)
     dist.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main()
+    run_cases(globals())

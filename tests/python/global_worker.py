@@ -1,8 +1,5 @@
 """Runs inside each rank of tests/python/test_graph_global.py's jobs: global tensors and graphs over them. Each
 case prints PASS <case> rank <r> when its checks hold on this rank."""
-import os
-import sys
-
 import numpy as np
 
 import rill
@@ -183,16 +180,7 @@ def case_pipeline():
     assert "_boxing_recv" in types and ("_boxing_send" in types or dist.get_rank() > 1), types
 
 
-def main():
-    dist.init_process_group("mpi")
-    assert dist.get_world_size() == int(os.environ["OMPI_COMM_WORLD_SIZE"])
-    for name in sys.argv[1:]:
-        globals()["case_" + name]()
-        dist.barrier()
-        print(f"PASS {name} rank {dist.get_rank()}", flush=True)
-    dist.destroy_process_group()
-
-
 if __name__ == "__main__":
-    main()
+    from distributed_worker import run_cases  # this file's folder is sys.path[0]
+    run_cases(globals())
 
