@@ -89,6 +89,8 @@ def to_global(self, placement=None, sbp=None):
     On a global tensor, the same placement and SBP (or None) return it; a change of them is computed by a graph
     (eager conversion is out of scope)."""
     info = _C._global_info(self)
+    if _C._tracing():
+        return _traced_to_global(self, placement, sbp, info)
     if info is not None:
         same_place = placement is None or tuple(placement._ranks) == tuple(info[0])
         same_sbp = sbp is None or _one_sbp(sbp, "to_global")._str() == info[2]
@@ -127,6 +129,23 @@ def to_global(self, placement=None, sbp=None):
     if self.requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def _traced_to_global(t, placement, sbp, info):
+    """x.to_global(placement, sbp) inside nn.Graph.build: the graph boxes x to sbp (and sends it to placement's
+    ranks when given), src/rill/graph/passes/sbp.cpp."""
+    if sbp is None:
+        raise TypeError("[to_global] inside nn.Graph.build, give sbp= (and placement= to move the value)")
+    s = _one_sbp(sbp, "to_global")
+    if placement is not None and not isinstance(placement, globals()["placement"]):
+        raise TypeError(f"[to_global] placement must be a rill.placement, got {type(placement).__name__}")
+    if info is not None and s._str() == info[2] and (placement is None or placement._ranks == tuple(info[0])):
+        return t
+    ranks, group = [], 0
+    if placement is not None:
+        g = placement._group()
+        ranks, group = list(placement._ranks), 0 if g is None else g._id
+    return _C._to_global(t, s._str(), ranks, group)
 
 
 def to_local(self):

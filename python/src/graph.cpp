@@ -170,6 +170,7 @@ void init_graph(nb::module_& m) {
   }, "(ranks, group, sbp, local) of a global tensor, or None.");
   m.def("_is_global_storage", [](const Tensor& t) { return t.storage()->global() != nullptr; },
         "Whether t is a global tensor or a view of one.");
+  m.def("_tracing", [] { return eager::trace_sink() != nullptr; }, "Whether this thread is tracing a graph's build().");
   m.def("_set_trace_stage", &eager::set_trace_stage, nb::arg("stage"),
         "Set the thread's trace stage (1 + a pipeline stage id, 0: none); returns the previous one.");
   m.def("_graph_optional_passes", &graph::optional_passes,

@@ -180,6 +180,46 @@ def case_pipeline():
     assert "_boxing_recv" in types and ("_boxing_send" in types or dist.get_rank() > 1), types
 
 
+def case_to_global_in_build():
+    """x.to_global(...) inside build(): a split value gathered where the program asks, and a value moved to
+    another placement by hand (OneFlow's way of writing a pipeline), both equal to one process."""
+    n = dist.get_world_size()
+    first, last = rill.placement("cpu", ranks=[0]), rill.placement("cpu", ranks=[n - 1])
+
+    class Moved(nn.Graph):
+        def __init__(self, m, opt):
+            super().__init__()
+            self.m = m
+            self.loss_fn = nn.CrossEntropyLoss()
+            self.add_optimizer(opt)
+
+        def build(self, x, y):
+            h = self.m[1](self.m[0](x.to_global(sbp=B)))  # gathered: every rank computes the whole batch
+            h = h.to_global(placement=last, sbp=B)  # then moved to the last rank, where the rest runs
+            loss = self.loss_fn(self.m[2](h), y)
+            loss.backward()
+            return loss
+
+    ref = mlp()
+    ref_step = Step(ref, rill.optim.SGD(ref.parameters(), lr=0.1))
+    m = mlp()
+    m[0].to_global(world(), B)
+    m[2].to_global(last, B)
+    g = Moved(m, rill.optim.SGD(m.parameters(), lr=0.1))
+    r = dist.get_rank()
+    for x, y in data(5, 2 * n):
+        want = ref_step(rill.tensor(x), rill.tensor(y)).item()
+        loss = g(rill.tensor(x[2 * r:2 * r + 2]).to_global(world(), S0), rill.tensor(y).to_global(last, B))
+        if r == n - 1:
+            assert abs(loss.to_local().item() - want) <= 1e-5, (loss.to_local().item(), want)
+    types = [op["op_type"] for op in g.job()["ops"]]
+    assert "_boxing_all_gather" in types, types
+    # rank 0 sends the activation to the last rank, which sends the gradient back to every rank
+    assert "_boxing_recv" in types and ("_boxing_send" in types) == (r in (0, n - 1)), types
+    if r == n - 1:
+        assert np.abs(m[2].weight.to_local().numpy() - ref[2].weight.detach().numpy()).max() <= 1e-5
+
+
 if __name__ == "__main__":
     from distributed_worker import run_cases  # this file's folder is sys.path[0]
     run_cases(globals())

@@ -10,7 +10,7 @@ import rill
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "global_worker.py")
-CASES = ["tensors", "data_parallel", "tensor_parallel", "pipeline"]
+CASES = ["tensors", "data_parallel", "tensor_parallel", "pipeline", "to_global_in_build"]
 
 
 def launch(nproc, *args, timeout=240):

@@ -31,7 +31,7 @@ EXEMPT.update({op: "communication between ranks: tests/python/test_distributed.p
 EXEMPT.update({op: "graph boxing between SBPs, only in a global job lowered to one rank: "
                    "tests/python/test_graph_global.py under mpirun, tests/cpp/graph/sbp_test.cpp" for op in (
     "_boxing_all_reduce", "_boxing_all_gather", "_boxing_reduce_scatter", "_boxing_partial", "_boxing_send",
-    "_boxing_recv")})
+    "_boxing_recv", "_to_global")})
 EXEMPT["_sleep"] = ("rill.experimental.sleep, a kernel of a fixed duration with no PyTorch counterpart: "
                     "tests/python/test_graph_global.py checks its value and gradient")
 EXEMPT.update({op: "optimizer updates: tests/python/test_fused_optim.py checks them against rill.optim and "

@@ -169,14 +169,14 @@ std::vector<Tensor> run(const std::vector<Edge>& roots, std::vector<Tensor> root
     if (!captures.empty() && !needed[n]) continue;
     std::vector<Tensor> outs;
     if (any) {
-      const int32_t stage = eager::set_trace_stage(n->stage());  // Note [Stages of a trace]
+      const int64_t grad_of = eager::set_trace_grad_of(n->traced_op());  // Note [Stages of a trace]
       try {
         outs = n->apply(std::move(grads));
       } catch (...) {
-        eager::set_trace_stage(stage);
+        eager::set_trace_grad_of(grad_of);
         throw;
       }
-      eager::set_trace_stage(stage);
+      eager::set_trace_grad_of(grad_of);
       if (g_anomaly.load(std::memory_order_relaxed) && g_anomaly_check_nan.load(std::memory_order_relaxed))
         check_no_nan(*n, outs);
       if (!keep_graph) n->release_saved();

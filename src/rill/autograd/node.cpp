@@ -100,7 +100,7 @@ void SavedTensor::release() {
 Node::Node(size_t num_inputs)
     : num_inputs_(num_inputs),
       sequence_nr_(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)),
-      stage_(eager::trace_stage()) {}
+      traced_op_(eager::trace_last_op()) {}
 
 std::shared_ptr<HookList>& Node::tensor_hooks(uint32_t nr) {
   if (tensor_hooks_.size() <= nr) tensor_hooks_.resize(nr + 1);

@@ -97,8 +97,8 @@ class Node : public std::enable_shared_from_this<Node> {
   size_t num_inputs() const { return num_inputs_; }
   /** Creation order; the engine runs later nodes first (as PyTorch does). */
   uint64_t sequence_nr() const { return sequence_nr_; }
-  /** The trace stage it was made in: its gradient is traced in the same (Note [Stages of a trace]). */
-  int32_t stage() const { return stage_; }
+  /** The number of the traced op it was made for: its gradient ops name it (Note [Stages of a trace]). */
+  int64_t traced_op() const { return traced_op_; }
   /** Hooks on the gradient of forward output nr (a non-leaf tensor's hooks), created on demand. */
   std::shared_ptr<HookList>& tensor_hooks(uint32_t nr);
   /** The hooks on gradient nr, or null. */
@@ -112,7 +112,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges_;
   size_t num_inputs_;
   uint64_t sequence_nr_;
-  int32_t stage_;
+  int64_t traced_op_;
   std::vector<std::shared_ptr<HookList>> tensor_hooks_;
   std::vector<std::weak_ptr<AutogradMeta>> retained_;
 };

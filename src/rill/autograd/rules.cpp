@@ -36,6 +36,7 @@ const GradRule* find_rule(const OpSchema& op) {
     register_conv_rules();
     register_linalg_rules();
     register_experimental_rules();
+    register_boxing_rules();
   });
   auto it = rule_table().find(&op);
   return it == rule_table().end() ? nullptr : &it->second;

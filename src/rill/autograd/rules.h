@@ -107,6 +107,7 @@ void register_view_rules();
 void register_conv_rules();
 void register_linalg_rules();
 void register_experimental_rules();
+void register_boxing_rules();
 
 /** The backward node of one recorded op call. */
 class OpNode : public Node {

@@ -51,6 +51,8 @@ const InferResult& infer(const OpSchema& op, std::span<const Tensor> inputs, std
 
 thread_local TraceSink* t_trace_sink = nullptr;
 thread_local int32_t t_trace_stage = 0;  // Note [Stages of a trace] in trace.h
+thread_local int64_t t_trace_last_op = 0;
+thread_local int64_t t_trace_grad_of = 0;
 
 // Submit the call, or hand it to the trace sink (Note [Tracing] in trace.h).
 void submit(const OpSchema& op, std::span<const Tensor> inputs, std::span<const Scalar> scalars, AttrsSym attrs,
@@ -87,6 +89,14 @@ TraceSink* trace_sink() { return t_trace_sink; }
 int32_t trace_stage() { return t_trace_stage; }
 
 int32_t set_trace_stage(int32_t stage) { return std::exchange(t_trace_stage, stage); }
+
+int64_t trace_last_op() { return t_trace_last_op; }
+
+void set_trace_last_op(int64_t op) { t_trace_last_op = op; }
+
+int64_t trace_grad_of() { return t_trace_grad_of; }
+
+int64_t set_trace_grad_of(int64_t op) { return std::exchange(t_trace_grad_of, op); }
 
 TraceSink* set_trace_sink(TraceSink* sink) {
   TraceSink* previous = t_trace_sink;

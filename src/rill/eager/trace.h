@@ -38,16 +38,23 @@ class TraceSink {
 };
 
 // Note [Stages of a trace]
-// A pipeline's graph runs each stage's modules on the stage's placement. While nn.Graph traces a staged module's
-// forward, the thread's trace stage is 1 + its stage id; every op traced meanwhile, and every autograd node made
-// meanwhile, takes it, and backward traces a node's gradient rule under the node's stage. So the tracer tags each
-// op with the stage it runs in (OpConf.stage), the gradients included. 0: no stage (the lowering infers one from
-// the op's inputs).
+// A global graph runs each op where its placement says (graph/passes/sbp.cpp), and a gradient where the op it is
+// the gradient of runs. While nn.Graph traces a staged module's forward (a pipeline stage), the thread's trace
+// stage is 1 + its stage id, and every op traced meanwhile takes it (OpConf.stage). The tracer numbers the ops it
+// records (1, 2, ...: the thread's last traced op); an autograd node keeps the number of the op it was made for,
+// and backward traces the node's gradient rule with the thread's "gradient of" set to it, so each gradient op
+// names its forward op (OpConf.grad_of). 0: none.
 
 /** The calling thread's trace stage (Note [Stages of a trace]). */
 int32_t trace_stage();
 /** Set the calling thread's trace stage; returns the previous one. */
 int32_t set_trace_stage(int32_t stage);
+/** The number of the op the calling thread's trace recorded last (0: none). */
+int64_t trace_last_op();
+void set_trace_last_op(int64_t op);
+/** The number of the op whose gradient the calling thread traces now (0: none); set returns the previous one. */
+int64_t trace_grad_of();
+int64_t set_trace_grad_of(int64_t op);
 
 /** The calling thread's trace sink, or null (the usual case: ops run). */
 TraceSink* trace_sink();

@@ -35,6 +35,8 @@ namespace rill::graph {
 // Lite's arena planner does), stopping at the bound; the smallest is kept:
 // fragmentation comes mostly from small buffers placed before large ones.
 //
+// A register produced or read on another stream than the main one (a graph transfer's: Note [Graph transfers] in
+// comm/boxing.cpp) is not ordered against the main stream's tasks: it keeps memory of its own.
 // Reuse needs each register written once per iteration in that order: with more
 // than one piece (gradient accumulation) or more than one buffer per register
 // (producers running pieces ahead), every register keeps memory of its own, as
@@ -231,7 +233,20 @@ void plan_memory(plan::Plan& p, bool reuse, const std::function<int64_t()>& next
     if (root < 0 || owned[root] < 0) continue;
     Life& life = lives[owned[root]];
     for (int64_t c : r.consumers()) life.end = std::max(life.end, position.find(c));  // each there: compiled
+    // Read on another stream than its producer's (a graph transfer's thread): the chains order no task of one
+    // stream against the other's, so the register lives the whole iteration, sharing no memory.
+    const int64_t home = stream_of(p.regsts(root).producer());
+    for (int64_t c : r.consumers())
+      if (stream_of(c) != home) {
+        life.start = 0;
+        life.end = n - 1;
+      }
   }
+  for (Life& life : lives)  // made on a stream of its own (a transfer's received value): the same
+    if (graph::decode_task_id(life.regst->producer()).stream != 0) {
+      life.start = 0;
+      life.end = n - 1;
+    }
 
   std::vector<int64_t> change(n + 1, 0);
   for (const Life& l : lives) {

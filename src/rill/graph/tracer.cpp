@@ -75,6 +75,7 @@ void Tracer::start() {
 void Tracer::stop() {
   if (!installed_) return;
   eager::set_trace_sink(previous_);
+  eager::set_trace_last_op(0);
   installed_ = false;
   random_numbers_ = eager::take_random(0).second.to_int() - random_start_;
   auto poison = std::make_shared<const Error>(
@@ -134,6 +135,14 @@ void Tracer::add_output(const Tensor& t) {
   *c.add_output_descs() = graph::desc_to_proto(*make_contiguous_meta(t.shape(), t.dtype(), t.device()));
 }
 
+void Tracer::tag(OpConf& c) {
+  c.set_stage(eager::trace_stage());
+  const int64_t grad_of = eager::trace_grad_of();
+  if (grad_of > 0 && grad_of <= static_cast<int64_t>(traced_.size())) c.set_grad_of(traced_[grad_of - 1]);
+  traced_.push_back(c.name());
+  eager::set_trace_last_op(static_cast<int64_t>(traced_.size()));
+}
+
 void Tracer::mark_global(OpConf& c, const Tensor& t) {
   if (t.storage()->global() == nullptr) return;
   const GlobalInfo* g = global_info(t);
@@ -189,7 +198,7 @@ std::string Tracer::add_made_op(const OpSchema& op, std::initializer_list<std::s
   for (const std::string& lbn : inputs) c.add_inputs(lbn);
   graph::attrs_to_proto(op, *attrs, c.mutable_attrs());
   c.set_scope(scope_);
-  c.set_stage(eager::trace_stage());
+  tag(c);
   c.set_loc(here());
   *c.add_output_descs() = graph::desc_to_proto(out);
   return output_lbn(c);
@@ -237,7 +246,7 @@ OpConf& Tracer::add_op(const OpSchema& op, std::span<const Tensor> inputs, std::
     *c.add_scalars() = graph::scalar_to_proto(s);
   }
   c.set_scope(scope_);
-  c.set_stage(eager::trace_stage());
+  tag(c);
   c.set_loc(here());
   return c;
 }

@@ -88,6 +88,8 @@ class Tracer final : public eager::TraceSink {
   std::string add_made_op(const OpSchema& op, std::initializer_list<std::string> inputs, AttrsSym attrs,
                           const TensorMeta& out);
   std::string output_lbn(OpConf& conf);
+  /** The op's stage, the op it is a gradient of, and its number (Note [Stages of a trace] in eager/trace.h). */
+  void tag(OpConf& conf);
   /** When t is global: its SBP and placement as conf's attrs "sbp", "placement" and "group"; the job is global. */
   void mark_global(OpConf& conf, const Tensor& t);
 
@@ -98,6 +100,7 @@ class Tracer final : public eager::TraceSink {
   std::unordered_map<const TensorImpl*, std::string> names_;
   std::vector<Tensor> keep_;       // every tensor seen, alive until the trace ends (their addresses key seen_)
   std::vector<Tensor> variables_;
+  std::vector<std::string> traced_;  // the names of the ops tag() numbered, in order (number k at k - 1)
   int inputs_ = 0, outputs_ = 0;
   int64_t random_start_ = 0, random_numbers_ = 0;
   int64_t next_op_ = 0;

@@ -1,6 +1,7 @@
 #include "rill/runtime/compiled_graph.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -189,6 +190,10 @@ void CompiledGraph::place_on_this_rank() {
   RILL_CHECK(comm::initialized(), Runtime, "[nn.Graph] the graph's tensors are global: call "
              "rill.distributed.init_process_group() first");
   conf.set_rank(comm::world_rank());
+  // The k-th global graph of the program (the same on every rank: they compile in one order) tags its transfers
+  // from k << 16, so a rank that runs ahead into the next graph sends nothing the last one's receives take.
+  static std::atomic<int64_t> global_graphs{0};
+  conf.set_transfer_tags((global_graphs.fetch_add(1) % 32767) << 16);
   global_ = true;
   for (Tensor& v : variables_)
     if (const GlobalInfo* g = global_info(v)) v = g->local;

@@ -436,7 +436,7 @@ TEST(GraphPasses, WriteInPlaceLeavesTheGraphTheJobWouldBuild) {
 }
 
 TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
-  const std::vector<std::string> expected = {"dead_op_elimination", "common_subexpression_elimination",
+  const std::vector<std::string> expected = {"place_ops", "dead_op_elimination", "common_subexpression_elimination",
                                              "gradient_accumulation", "redundant_cast_elimination",
                                              "fuse_elementwise", "sbp_lowering", "write_in_place",
                                              "auto_tick"};
@@ -449,7 +449,7 @@ TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   InferStats stats;
   infer_job(job, stats);
   const std::string text = job_str(job);
-  EXPECT_NE(text.find("passes: dead_op_elimination, common_subexpression_elimination, gradient_accumulation, "
+  EXPECT_NE(text.find("passes: place_ops, dead_op_elimination, common_subexpression_elimination, gradient_accumulation, "
                       "redundant_cast_elimination, fuse_elementwise, sbp_lowering, write_in_place, auto_tick"),
             std::string::npos)
       << text;

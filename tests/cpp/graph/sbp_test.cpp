@@ -23,6 +23,12 @@ void place(JobBuilder& b, int rank) {
   infer_job(b.job, stats);  // the traced (logical) descs
 }
 
+// The passes of a global job that this file tests: placements, then the lowering.
+void lower(Job& job) {
+  place_ops(job);
+  sbp_lowering(job);
+}
+
 std::string global_input(JobBuilder& b, const std::string& name, std::vector<int64_t> shape, const char* sbp) {
   std::string lbn = b.input(name, std::move(shape));
   auto& attrs = *b.job.mutable_ops(b.job.ops_size() - 1)->mutable_attrs();
@@ -65,7 +71,7 @@ TEST(GraphSbp, DataParallelSplitsTheBatchAndReducesWhatIsPartial) {
   std::string gt = b.op("gt", "t", {grad});
   b.output("out_grad", gt);
   place(b, 0);
-  sbp_lowering(b.job);
+  lower(b.job);
 
   const OpConf& lin = *find_op(b.job, "y");
   EXPECT_EQ(sbps(lin.in_sbps()), (std::vector<std::string>{"S(0)", "B"}));
@@ -99,7 +105,7 @@ TEST(GraphSbp, ABroadcastValueIsSlicedForASplitConsumerOnEachRank) {
     std::string y = b.op("y", "add", {x, bias});  // x's split is free; bias is sliced, no collective
     b.output("out", y);
     place(b, rank);
-    sbp_lowering(b.job);
+    lower(b.job);
     EXPECT_EQ(sbps(find_op(b.job, "y")->in_sbps()), (std::vector<std::string>{"S(0)", "S(0)"}));
     const OpConf* slice = producer_of(b.job, find_op(b.job, "y")->inputs(1));
     ASSERT_NE(slice, nullptr);
@@ -117,7 +123,7 @@ TEST(GraphSbp, AViewOfASplitTensorGetsItsLocalSize) {
   std::string v = b.op("v", "view", {x}, {{"size", Ints({8, 2, 2})}});
   b.output("out", v);
   place(b, 1);
-  sbp_lowering(b.job);
+  lower(b.job);
   const OpConf& view = *find_op(b.job, "v");
   EXPECT_EQ(sbps(view.out_sbps()), std::vector<std::string>{"S(0)"});
   EXPECT_EQ(std::vector<int64_t>(view.attrs().at("size").ints().v().begin(), view.attrs().at("size").ints().v().end()),
@@ -131,7 +137,7 @@ TEST(GraphSbp, RandomOpsRunOnTheWholeTensor) {
   OpConf& d = b.add("d", "dropout", {x}, {{"p", F(0.5)}}, {Si(0), Si(0)}, "forward", 2);
   b.output("out", d.outputs(0));
   place(b, 0);
-  sbp_lowering(b.job);
+  lower(b.job);
   EXPECT_EQ(sbps(find_op(b.job, "d")->in_sbps()), std::vector<std::string>{"B"});
   EXPECT_EQ(producer_of(b.job, find_op(b.job, "d")->inputs(0))->op_type(), "_boxing_all_gather");
 }
@@ -141,7 +147,7 @@ TEST(GraphSbp, AnUnevenSplitIsRefused) {
   std::string x = global_input(b, "x", {3, 4}, "S(0)");
   b.output("out", b.op("y", "relu", {x}));
   place(b, 0);
-  EXPECT_THROW(sbp_lowering(b.job), Error);
+  EXPECT_THROW(lower(b.job), Error);
 }
 
 TEST(GraphSbp, AJobOfOneProcessIsLeftAsItIs) {
@@ -151,7 +157,7 @@ TEST(GraphSbp, AJobOfOneProcessIsLeftAsItIs) {
   InferStats stats;
   infer_job(b.job, stats);
   const std::string before = b.job.SerializeAsString();
-  sbp_lowering(b.job);
+  lower(b.job);
   EXPECT_EQ(b.job.SerializeAsString(), before);
 }
 
@@ -177,7 +183,7 @@ Job two_stages(int rank) {
   }
   InferStats stats;
   infer_job(b.job, stats);
-  sbp_lowering(b.job);
+  lower(b.job);
   return std::move(b.job);
 }
 

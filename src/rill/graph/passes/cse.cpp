@@ -22,8 +22,9 @@ bool mergeable(const OpConf& op) {
   return s != nullptr && !s->flags.random && !s->flags.composite;
 }
 
-// What two ops must share to be merged: op type, attrs, scalars, inputs, ctrl inputs (as a set) and scope (a
-// forward value stays a forward value for gradient_accumulation), and the number of outputs.
+// What two ops must share to be merged: op type, attrs, scalars, inputs, ctrl inputs (as a set), scope (a
+// forward value stays a forward value for gradient_accumulation) and placement (a global job's), and the number
+// of outputs.
 std::string merge_key(const OpConf& op) {
   OpConf k;
   k.set_op_type(op.op_type());
@@ -34,6 +35,7 @@ std::string merge_key(const OpConf& op) {
   std::sort(ctrl.begin(), ctrl.end());
   for (const std::string& c : ctrl) k.add_ctrl_inputs(c);
   k.set_scope(op.scope());
+  *k.mutable_placement() = op.placement();
   return deterministic_bytes(k) + "#" + std::to_string(op.outputs_size());  // outputs pair up one to one
 }
 

@@ -39,6 +39,12 @@ bool same_shape(const plan::TensorDesc& a, const plan::TensorDesc& b) {
   return true;
 }
 
+// A chain runs where its ops do: in a global job, only ops of one placement fuse (place_ops, in sbp.cpp).
+bool same_placement(const OpConf& a, const OpConf& b) {
+  return a.placement().ranks_size() == b.placement().ranks_size() &&
+         std::equal(a.placement().ranks().begin(), a.placement().ranks().end(), b.placement().ranks().begin());
+}
+
 struct Chain {
   int first = 0;
   std::vector<int> members;
@@ -69,7 +75,7 @@ void absorb_feeders(const OpGraph& g, const std::vector<Part>& parts, std::vecto
     const OpConf& head = g.op(into.first);
     const OpConf& fhead = g.op(feeder.first);
     if (!same_shape(head.output_descs(0), fhead.output_descs(0)) || head.scope() != fhead.scope() ||
-        parts[into.first] != parts[feeder.first] ||
+        !same_placement(head, fhead) || parts[into.first] != parts[feeder.first] ||
         feeder.members.size() + into.members.size() > static_cast<size_t>(fused::kMaxSteps))
       continue;
     bool before = true;
@@ -113,7 +119,8 @@ void fuse_elementwise(Job& job) {
       const Chain& chain = chains[c];
       const OpConf& head = g.op(chain.first);
       if (!same_shape(head.output_descs(0), op.output_descs(0)) || head.scope() != op.scope() ||
-          parts[chain.first] != parts[i] || static_cast<int>(chain.members.size()) >= fused::kMaxSteps)
+          !same_placement(head, op) || parts[chain.first] != parts[i] ||
+          static_cast<int>(chain.members.size()) >= fused::kMaxSteps)
         continue;
       bool before = true;
       for (int other = 0; other < op.inputs_size(); ++other) {
@@ -153,6 +160,7 @@ void fuse_elementwise(Job& job) {
     f.set_name(fresh(head.name() + "-fused"));
     f.set_op_type(std::string(fused::kOpName));
     f.set_scope(head.scope());
+    *f.mutable_placement() = head.placement();
     f.set_loc(head.loc());
     fused::Program program;
     std::unordered_map<std::string, fused::Ref> value;  // lbn -> where the program finds it

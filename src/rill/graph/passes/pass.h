@@ -25,7 +25,10 @@ void redundant_cast_elimination(Job& job);
 /** Chains of elementwise ops of one shape become one _fused_elementwise op each (Note [Which elementwise ops
  * fuse] in fuse_elementwise.cpp). */
 void fuse_elementwise(Job& job);
-/** In a global job (conf.placement set): pick each op's SBP signature, box the inputs whose producer's SBP
+/** In a global job: the placement of every op (Note [Boxing] in sbp.cpp), before any pass rewrites the traced
+ * job; the passes after it keep it. Nothing in a job of this process. */
+void place_ops(Job& job);
+/** In a global job: pick each op's SBP signature, box the inputs whose producer's SBP
  * differs, and lower the job to this rank's shapes (Note [SBP signatures] in ops/sbp.cpp, Note [Boxing] in
  * sbp.cpp). Nothing in a job of this process. */
 void sbp_lowering(Job& job);

@@ -29,6 +29,7 @@ struct PassEntry {
 
 const std::vector<PassEntry>& passes() {
   static const std::vector<PassEntry> list = {
+      {"place_ops", place_ops, false},  // a global job's: on the traced job, whose gradients name their ops
       {"dead_op_elimination", dead_op_elimination, false},
       {"common_subexpression_elimination", common_subexpression_elimination, true},
       {"gradient_accumulation", gradient_accumulation, false},

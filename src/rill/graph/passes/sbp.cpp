@@ -17,14 +17,17 @@ namespace rill::graph {
 namespace {
 
 // Note [Boxing]
-// The job as traced is logical: every blob has the shape of the whole tensor. The pass first gives each op a
-// placement: a global variable's or input's own; a staged op's, its stage's (Note [Stages of a trace] in
-// eager/trace.h); an output's, that of its value; an assign's, that of its value where it has one (a step counter
-// of this process updated with a stage's parameter is updated on that stage's ranks); any other op's, that of its
-// input computed last (the activation it continues). A tensor of this process (the lr, a constant) has none:
-// every rank that needs it has it, and so has an op computed from such tensors only.
+// The job as traced is logical: every blob has the shape of the whole tensor. place_ops, the first pass, gives
+// each op a placement (OpConf.placement), which the passes after it keep (CSE and fusion join only ops of one
+// placement): a global variable's or input's own; a to_global's, the one it names (x.to_global(placement, sbp)
+// inside build()); a staged op's, its stage's; a gradient op's, that of the op it is the gradient of (Note
+// [Stages of a trace] in eager/trace.h); an output's, that of its value; an assign's, that of its value where it
+// has one (a step counter of this process updated with a stage's parameter is updated on that stage's ranks); any
+// other op's, that of its input computed last (the activation it continues); an op a later pass adds (an acc) takes
+// that rule too. A tensor of this process (the lr, a constant) has none: every rank that needs it has it, and so
+// has an op computed from such tensors only.
 // Then, in topological order, each op gets an SBP signature: a variable's or an input's is its global tensor's
-// (a tensor of this process is broadcast); an op takes, of the signatures its rule offers, the one whose inputs
+// (a tensor of this process is broadcast); a to_global's, the SBP it names; an op takes, of the signatures its rule offers, the one whose inputs
 // cost the fewest bytes to box from their producers' SBPs, ties going to the rule's order (fewer boxing ops
 // first). An optimizer update keeps the SBP of the variable it updates (it writes it in place); an assign boxes
 // its value to its variable's SBP, an output its partial sum to broadcast. Each boxed edge inside a placement
@@ -43,6 +46,11 @@ namespace {
 // gives every blob its local desc, which is checked against its SBP: a rule that gets an op wrong stops here.
 
 using Sig = SbpSignature;
+
+// x.to_global(placement, sbp) traced inside build (ops/boxing.cpp): its input is boxed (or sent) to what it asks.
+constexpr std::string_view kToGlobal = "_to_global";
+// Transfers per job: the tags of the k-th global graph of the program start at k times it.
+constexpr size_t kTagsPerJob = 1 << 16;
 
 int64_t desc_bytes(const plan::TensorDesc& d) {
   MetaSym m = meta_from_proto(d);
@@ -76,6 +84,51 @@ struct Place {
 };
 
 Place place_of(const Placement& p) { return {std::vector<int64_t>(p.ranks().begin(), p.ranks().end()), p.group()}; }
+
+// The placement of op i's input computed last (the activation it continues), or none.
+template <typename Places>
+Place placed_input(const OpGraph& g, const Places& places, int i) {
+  int last = -1;
+  for (int k = 0; k < g.op(i).inputs_size(); ++k) {
+    const BlobRef from = g.input_producer(i, k);
+    if (from.op >= 0 && !places[from.op].anywhere() && from.op > last) last = from.op;
+  }
+  return last >= 0 ? places[last] : Place{};
+}
+
+// The placement of each op of a traced global job (Note [Boxing], first paragraph).
+std::vector<Place> placements(const Job& job, const OpGraph& g) {
+  std::vector<Place> places(static_cast<size_t>(g.size()));
+  for (int i = 0; i < g.size(); ++i) {
+    const OpConf& op = g.op(i);
+    Place& p = places[i];
+    const auto ranks_attr = op.attrs().find("placement");
+    if (is_binding_op(op)) {
+      if (ranks_attr != op.attrs().end())
+        p = {std::vector<int64_t>(ranks_attr->second.ints().v().begin(), ranks_attr->second.ints().v().end()),
+             int_attr(op, "group")};
+    } else if (op.op_type() == kToGlobal && !ranks_attr->second.ints().v().empty()) {
+      p = {std::vector<int64_t>(ranks_attr->second.ints().v().begin(), ranks_attr->second.ints().v().end()),
+           op.attrs().at("group").i()};
+    } else if (op.stage() > 0) {
+      RILL_CHECK(op.stage() <= job.conf().stages_size(), Runtime, "[", op.name(), "] stage ", op.stage() - 1,
+                 " has no placement", at(op));
+      p = place_of(job.conf().stages(op.stage() - 1));
+    } else if (const int f = op.grad_of().empty() ? -1 : g.find(op.grad_of()); f >= 0 && f < i) {
+      p = places[f];  // a gradient runs where its forward op does
+    } else if (op.op_type() == kOutput) {
+      const BlobRef from = g.input_producer(i, 0);
+      if (from.op >= 0) p = places[from.op];
+    } else if (op.op_type() == kAssign) {  // where its value is made, else where its variable is
+      const BlobRef value = g.input_producer(i, 1), variable = g.input_producer(i, 0);
+      if (value.op >= 0 && !places[value.op].anywhere()) p = places[value.op];
+      else if (variable.op >= 0) p = places[variable.op];
+    } else {
+      p = placed_input(g, places, i);
+    }
+  }
+  return places;
+}
 
 class Lowering {
  public:
@@ -125,33 +178,16 @@ class Lowering {
     return crosses(i, k) ? Sbp::broadcast() : sbp_[job_.ops(i).inputs(k)];
   }
 
+  // The placement place_ops gave op i, or for an op a later pass added (an acc, a mean), that of its input
+  // computed last.
   void place(int i) {
     const OpConf& op = job_.ops(i);
     Place& p = places_[i];
-    if (is_binding_op(op)) {
-      auto it = op.attrs().find("placement");
-      if (it != op.attrs().end()) p = {std::vector<int64_t>(it->second.ints().v().begin(),
-                                                            it->second.ints().v().end()),
-                                       int_attr(op, "group")};
-    } else if (op.stage() > 0) {
-      RILL_CHECK(op.stage() <= job_.conf().stages_size(), Runtime, "[", op.name(), "] stage ", op.stage() - 1,
-                 " has no placement", at(op));
-      p = place_of(job_.conf().stages(op.stage() - 1));
-    } else if (op.op_type() == kOutput) {
-      const BlobRef from = graph_.input_producer(i, 0);
-      if (from.op >= 0) p = places_[from.op];
-    } else if (op.op_type() == kAssign) {  // where its value is made, else where its variable is
-      const BlobRef value = graph_.input_producer(i, 1), variable = graph_.input_producer(i, 0);
-      if (value.op >= 0 && !places_[value.op].anywhere()) p = places_[value.op];
-      else if (variable.op >= 0) p = places_[variable.op];
-    } else {
-      int last = -1;  // the input computed last
-      for (int k = 0; k < op.inputs_size(); ++k) {
-        const BlobRef from = graph_.input_producer(i, k);
-        if (from.op >= 0 && !places_[from.op].anywhere() && from.op > last) last = from.op;
-      }
-      if (last >= 0) p = places_[last];
+    if (op.placement().ranks_size() > 0) {
+      p = place_of(op.placement());
+      return;
     }
+    p = Place{placed_input(graph_, places_, i)};
     auto& placement = *job_.mutable_ops(i)->mutable_placement();
     for (int64_t r : p.ranks) placement.add_ranks(r);
     placement.set_group(p.group);
@@ -180,6 +216,13 @@ class Lowering {
     } else if (type == kAssign) {
       const Sbp target = sbp_[op.inputs(0)];
       sig.in = {target, target};
+    } else if (type == kToGlobal) {  // what the user asked for
+      const Sbp target = Sbp::parse(op.attrs().at("sbp").s());
+      RILL_CHECK(splits_evenly(target, op.output_descs(0), n), Value, "[", op.name(), "] to_global: a tensor of shape ",
+                 shape_str(meta_from_proto(op.output_descs(0))->shape), " cannot be split as ", target.str(), " over ",
+                 n, " ranks", at(op));
+      sig.in = {target};
+      sig.out = {target};
     } else if (type == kAcc || type == kRepeat) {  // a sum over pieces, a piece handed on: any SBP passes
       sig.in = {arriving(i, 0)};
       sig.out = sig.in;
@@ -248,7 +291,10 @@ class Lowering {
   void number_transfers(int original) {
     for (int i = 0; i < original; ++i)
       for (int k = 0; k < job_.ops(i).inputs_size(); ++k)
-        if (crosses(i, k)) tags_.emplace(transfer_key(job_.ops(i).inputs(k), places_[i]), tags_.size());
+        if (crosses(i, k))
+          tags_.emplace(transfer_key(job_.ops(i).inputs(k), places_[i]), job_.conf().transfer_tags() + tags_.size());
+    RILL_CHECK(tags_.size() < kTagsPerJob, Value, "[nn.Graph] a graph has more than ", kTagsPerJob,
+               " values crossing placements");
   }
 
   static std::string transfer_key(const std::string& lbn, const Place& to) {
@@ -490,6 +536,18 @@ class Lowering {
 };
 
 }  // namespace
+
+void place_ops(Job& job) {
+  if (!job.conf().global()) return;
+  const OpGraph g(job);
+  const std::vector<Place> places = placements(job, g);
+  for (int i = 0; i < g.size(); ++i) {
+    Placement& p = *job.mutable_ops(i)->mutable_placement();
+    p.clear_ranks();
+    for (int64_t r : places[i].ranks) p.add_ranks(r);
+    p.set_group(places[i].group);
+  }
+}
 
 void sbp_lowering(Job& job) {
   if (!job.conf().global()) return;
