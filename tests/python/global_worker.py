@@ -93,6 +93,31 @@ def case_data_parallel():
     assert types.count("_boxing_all_reduce") == 4, types
 
 
+def case_data_parallel_norm_embedding():
+    """Data parallelism through LayerNorm and Embedding (rows split, their tables' gradients summed)."""
+    pl, r, n = world(), dist.get_rank(), dist.get_world_size()
+
+    def model():
+        rill.manual_seed(11)
+        return nn.Sequential(nn.Embedding(10, 8), nn.Flatten(), nn.LayerNorm(24), nn.Linear(24, 4))
+
+    rng = np.random.default_rng(2)
+    steps = [(rng.integers(0, 10, (2 * n, 3)), rng.integers(0, 4, 2 * n)) for _ in range(10)]
+    ref = model()
+    ref_step = Step(ref, rill.optim.Adam(ref.parameters(), lr=0.01))
+    m = model().to_global(pl, B)
+    step = Step(m, rill.optim.Adam(m.parameters(), lr=0.01))
+    for x, y in steps:
+        want = ref_step(rill.tensor(x), rill.tensor(y)).item()
+        rows = slice(2 * r, 2 * r + 2)
+        got = step(rill.tensor(x[rows]).to_global(pl, S0), rill.tensor(y[rows]).to_global(pl, S0))
+        assert abs(got.to_local().item() - want) <= 1e-5, (got.to_local().item(), want)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        assert np.abs(p.to_local().numpy() - q.detach().numpy()).max() <= 1e-5
+    sbps = {op["op_type"]: op.get("out_sbps") for op in step.job()["ops"]}
+    assert sbps["embedding"] == ["S(0)"] and sbps["layer_norm"] == ["S(0)"] * 3, sbps
+
+
 def case_tensor_parallel():
     """A column-parallel Linear (weight split(0)) then a row-parallel one (weight split(1)) == the plain pair."""
     pl, r, n = world(), dist.get_rank(), dist.get_world_size()

@@ -265,6 +265,36 @@ std::vector<SbpSignature> sbp_linear(const SbpContext& c) {
   return out;
 }
 
+// Rows (the dims before axis) are normalised alone: split alike, the weight and bias whole; their gradients sum
+// over the rows, so a row split gives each rank a summand of them.
+std::vector<SbpSignature> sbp_layer_norm(const SbpContext& c) {
+  const int64_t axis = c.attr<int64_t>("axis");
+  const bool backward = c.op.name == "layer_norm_backward";
+  const size_t rows = backward ? 4 : 1;  // the row-shaped inputs: grad, input, mean, rstd; or input
+  std::vector<SbpSignature> out;
+  for (int32_t k = 0; k < axis; ++k) {
+    SbpSignature s;
+    for (size_t i = 0; i < c.inputs.size(); ++i) s.in.push_back(i < rows ? Sbp::split(k) : Sbp::broadcast());
+    s.out = backward ? std::vector<Sbp>{Sbp::split(k), Sbp::partial_sum(), Sbp::partial_sum()}
+                     : std::vector<Sbp>(3, Sbp::split(k));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// An embedding looks each index up alone: split indices, whole table, split rows out; its gradient sums the
+// rows' gradients into the table, so each rank has a summand of it.
+std::vector<SbpSignature> sbp_embedding(const SbpContext& c) {
+  std::vector<SbpSignature> out;
+  const bool backward = c.op.name == "embedding_backward";
+  const int64_t ndim = c.inputs[1]->ndim();
+  for (int32_t k = 0; k < ndim; ++k) {
+    if (backward) out.push_back({{Sbp::split(k), Sbp::split(k)}, {Sbp::partial_sum()}});
+    else out.push_back({{Sbp::broadcast(), Sbp::split(k)}, {Sbp::split(k)}});
+  }
+  return out;
+}
+
 // Along any axis but the normalised one, every input split alike.
 std::vector<SbpSignature> sbp_softmax(const SbpContext& c) {
   const int64_t ndim = c.inputs[0]->ndim();
@@ -306,15 +336,15 @@ void register_nn_ops() {
   }
   ops::define("layer_norm(Tensor input, Tensor? weight, Tensor? bias, int axis, float eps) -> "
               "(Tensor output, Tensor mean, Tensor rstd)", infer_layer_norm, k,
-              "normalised over the dims from axis on");
+              "normalised over the dims from axis on").sbp = sbp_layer_norm;
   ops::define("layer_norm_backward(Tensor grad_output, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, "
-              "int axis) -> (Tensor, Tensor, Tensor)", infer_layer_norm_backward, k, "");
+              "int axis) -> (Tensor, Tensor, Tensor)", infer_layer_norm_backward, k, "").sbp = sbp_layer_norm;
   ops::define("linear(Tensor input, Tensor weight, Tensor? bias) -> Tensor", infer_linear, k, "x @ weight.T + bias")
       .sbp = sbp_linear;
   ops::define("embedding(Tensor weight, Tensor indices, int padding_idx) -> Tensor", infer_embedding, k,
-              "rows of weight");
+              "rows of weight").sbp = sbp_embedding;
   ops::define("embedding_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx) -> Tensor",
-              infer_embedding_backward, k, "");
+              infer_embedding_backward, k, "").sbp = sbp_embedding;
   ops::define("dropout(Tensor input, Scalar seed, Scalar offset, float p) -> (Tensor output, Tensor mask)",
               infer_dropout, {.random = true},
               "zeroes elements with probability p, scaling the others by 1 / (1 - p)");

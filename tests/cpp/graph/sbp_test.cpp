@@ -161,6 +161,32 @@ TEST(GraphSbp, AJobOfOneProcessIsLeftAsItIs) {
   EXPECT_EQ(b.job.SerializeAsString(), before);
 }
 
+TEST(GraphSbp, LayerNormAndEmbeddingSplitTheirRowsAndSumTheirTablesGradients) {
+  JobBuilder b("Rows");
+  std::string x = global_input(b, "x", {8, 6}, "S(0)");
+  std::string w = b.variable("w", {6});
+  OpConf& ln = b.add("ln", "layer_norm", {x, w}, {{"axis", I(1)}, {"eps", F(1e-5)}}, {}, "forward", 3);
+  OpConf& lnb = b.add("lnb", "layer_norm_backward", {ln.outputs(0), x, ln.outputs(1), ln.outputs(2), w},
+                      {{"axis", I(1)}}, {}, "forward", 3);
+  b.output("y", lnb.outputs(0));
+  b.output("dw", lnb.outputs(1));
+  std::string idx = global_input(b, "idx", {4, 3}, "S(0)");
+  b.job.mutable_ops(b.job.ops_size() - 1)->mutable_attrs()->at("dtype") = S("int64");
+  std::string table = b.variable("table", {10, 5});
+  std::string e = b.op("e", "embedding", {table, idx}, {{"padding_idx", I(-1)}});
+  std::string eb = b.op("eb", "embedding_backward", {e, idx}, {{"num_weights", I(10)}, {"padding_idx", I(-1)}});
+  b.output("dtable", eb);
+  place(b, 0);
+  lower(b.job);
+  EXPECT_EQ(sbps(find_op(b.job, "ln")->out_sbps()), (std::vector<std::string>{"S(0)", "S(0)", "S(0)"}));
+  EXPECT_EQ(sbps(find_op(b.job, "lnb")->out_sbps()), (std::vector<std::string>{"S(0)", "P", "P"}));
+  EXPECT_EQ(shape_of(*find_op(b.job, "lnb")), (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(sbps(find_op(b.job, "e")->in_sbps()), (std::vector<std::string>{"B", "S(0)"}));
+  EXPECT_EQ(shape_of(*find_op(b.job, "e")), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_EQ(sbps(find_op(b.job, "eb")->out_sbps()), std::vector<std::string>{"P"});
+  EXPECT_EQ(count_ops(b.job, "_boxing_all_reduce"), 2);  // dw and dtable, whole before they leave
+}
+
 // Two stages: x -> relu on rank 0 (stage 0), then neg on rank 1 (stage 1); as each rank lowers it.
 Job two_stages(int rank) {
   JobBuilder b("Stages");
