@@ -197,16 +197,17 @@ def state_like(p):
     return _C._make_global(rill.zeros_like(local), list(p.shape), list(ranks), group, sbp)
 
 
-def module_to_global(self, placement=None, sbp=None):
+def module_to_global(self, placement=None, sbp=None, keep_global=False):
     """Make every parameter and buffer of the module global (Tensor.to_global), in place: each stays the same
-    Python object (an optimizer made before sees the global tensor); returns the module."""
+    Python object (an optimizer made before sees the global tensor); returns the module. keep_global: leave the
+    tensors that are global already as they are (a pipeline stage's, split inside it)."""
     for m in self.modules():
         for t in list(m._parameters.values()) + list(m._buffers.values()):
             if t is not None and not t.is_global:
                 g = to_global(t.detach(), placement, sbp)
                 g.requires_grad_(t.requires_grad)
                 _C._become(t, g)
-            elif t is not None:
+            elif t is not None and not keep_global:
                 to_global(t, placement, sbp)  # the same placement and SBP, or an error
     return self
 

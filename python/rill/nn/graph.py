@@ -89,7 +89,7 @@ class GraphModule:
             if t.is_global and t.placement != placement:
                 raise ValueError(f"[GraphModule.set_stage] a tensor of the module is already global on "
                                  f"{t.placement}, not on stage {stage_id}'s {placement}")
-        m.to_global(placement, rill.sbp.broadcast)
+        _global.module_to_global(m, placement, rill.sbp.broadcast, keep_global=True)
         object.__setattr__(m, "_graph_stage", (stage_id, placement))
         return self
 
@@ -277,7 +277,8 @@ class Graph:
 
     # --- calling ---------------------------------------------------------------------------------------------
     def _signature(self, tensors, args, infos):
-        shapes = tuple((tuple(t.shape), str(t.dtype), info and info[2]) for t, info in zip(tensors, infos))
+        shapes = tuple((tuple(t.shape), str(t.dtype), info and (tuple(info[0]), info[2]))
+                       for t, info in zip(tensors, infos))
         if self._module_list is None:  # every module under the graph's, once (train()/eval() flip their flags)
             object.__setattr__(self, "_module_list", [m for root in self._modules.values() for m in root.modules()])
         modes = tuple(m.training for m in self._module_list)
