@@ -47,6 +47,11 @@ nb::dict desc_dict(const plan::TensorDesc& d) {
   return out;
 }
 
+// (ranks, group) of a placement.
+nb::tuple placement_tuple(const graph::Placement& p) {
+  return nb::make_tuple(std::vector<int64_t>(p.ranks().begin(), p.ranks().end()), p.group());
+}
+
 // The job as Python data: what rill.onnx.export maps to ONNX nodes.
 nb::dict job_dict(const graph::Job& job) {
   nb::list ops;
@@ -80,17 +85,10 @@ nb::dict job_dict(const graph::Job& job) {
   out["pass_order"] = std::vector<std::string>(job.conf().pass_order().begin(), job.conf().pass_order().end());
   out["disabled_passes"] =
       std::vector<std::string>(job.conf().disabled_passes().begin(), job.conf().disabled_passes().end());
-  nb::list stages, outputs;
-  auto placement = [](const graph::Placement& p) {
-    return nb::make_tuple(std::vector<int64_t>(p.ranks().begin(), p.ranks().end()), p.group());
-  };
-  for (const graph::Placement& p : job.conf().stages()) stages.append(placement(p));
-  for (int i = 0; i < job.conf().output_placements_size(); ++i)
-    outputs.append(nb::make_tuple(placement(job.conf().output_placements(i)), job.conf().output_sbps(i)));
+  nb::list stages;
+  for (const graph::Placement& p : job.conf().stages()) stages.append(placement_tuple(p));
   out["global"] = job.conf().global();
   out["stages"] = stages;
-  out["global_outputs"] = outputs;  // per output: ((ranks, group), sbp)
-  out["bound_outputs"] = std::vector<int32_t>(job.conf().bound_outputs().begin(), job.conf().bound_outputs().end());
   return out;
 }
 
@@ -133,6 +131,15 @@ void init_graph(nb::module_& m) {
       .def("job_bytes", [](const CompiledGraph& g) { return serialized(g.job()); })
       .def("plan_bytes", [](const CompiledGraph& g) { return serialized(g.plan()); })
       .def("job_dict", [](const CompiledGraph& g) { return job_dict(g.job()); })
+      .def("global_outputs", [](const CompiledGraph& g) -> nb::object {
+        const graph::JobConf& conf = g.job().conf();
+        if (!conf.global()) return nb::none();
+        nb::list outputs;
+        for (int i = 0; i < conf.output_placements_size(); ++i)
+          outputs.append(nb::make_tuple(placement_tuple(conf.output_placements(i)), conf.output_sbps(i)));
+        return nb::make_tuple(outputs, std::vector<int32_t>(conf.bound_outputs().begin(), conf.bound_outputs().end()));
+      }, "A global graph's outputs ([((ranks, group), sbp)] by output index, and the indices this rank binds), or "
+         "None.")
 
       .def("stats", [](const CompiledGraph& g) {
         runtime::GraphStats s = g.stats();

@@ -201,10 +201,8 @@ class _GlobalOutputs:
 
     @staticmethod
     def of(compiled, traced_shapes):
-        job = compiled.job_dict()
-        if not job["global"]:
-            return None
-        return _GlobalOutputs(job["global_outputs"], job["bound_outputs"], traced_shapes)
+        outputs = compiled.global_outputs()
+        return None if outputs is None else _GlobalOutputs(*outputs, traced_shapes)
 
     def wrap(self, local_outputs):
         mine = dict(zip(self.bound, local_outputs))

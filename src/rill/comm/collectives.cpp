@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rill/eager/functional.h"
+#include "rill/runtime/process_group.h"
 #include "rill/ops/op_schema.h"
 #include "rill/util/error.h"
 #include "rill/util/fork.h"
@@ -61,10 +62,12 @@ void kernel_init(const KernelContext& ctx) {
   g_graph_peers = g_groups[0]->subgroup(all);
   g_world_rank = g_groups[0]->rank();
   g_world_size = g_groups[0]->size();
+  runtime::set_process_group(runtime::ProcessGroup{g_world_rank, stream()});
   set_token(ctx);
 }
 
 void kernel_finalize(const KernelContext& ctx) {
+  runtime::set_process_group(std::nullopt);
   g_graph_peers.reset();
   g_groups.clear();
   mpi_finalize();
@@ -205,7 +208,10 @@ void register_kernels() {
     ops::set_cpu_kernel("comm_send", kernel_send);
     ops::set_cpu_kernel("comm_recv", kernel_recv);
     register_boxing_kernels();
-    fork::on_fork(fork::Stage::kDrain, {nullptr, nullptr, [](void*) { g_forked = true; }, nullptr});
+    fork::on_fork(fork::Stage::kDrain, {nullptr, nullptr, [](void*) {
+                    g_forked = true;
+                    runtime::set_process_group(std::nullopt);
+                  }, nullptr});
   });
 }
 

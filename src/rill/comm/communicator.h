@@ -24,11 +24,6 @@ class Request {
   virtual ~Request() = default;
   /** True once the operation is done; throws rill::Error if it failed. */
   virtual bool test() = 0;
-  /** Block until it is done; throws rill::Error if it failed. */
-  virtual void wait() {
-    while (!test()) {
-    }
-  }
 };
 
 /** One group of processes. Each call returns null when the operation is already done, else its Request. */

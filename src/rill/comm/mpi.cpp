@@ -172,11 +172,6 @@ class MpiRequest final : public Request {
     if (done && source_) *source_ = status.MPI_SOURCE;
     return done != 0;
   }
-  void wait() override {
-    MPI_Status status;
-    check(MPI_Wait(&request_, &status), what_);
-    if (source_) *source_ = status.MPI_SOURCE;
-  }
 
  private:
   const char* what_;

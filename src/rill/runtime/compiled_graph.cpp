@@ -7,12 +7,12 @@
 #include <unordered_map>
 #include <utility>
 
-#include "rill/comm/collectives.h"
 #include "rill/core/sbp.h"
 #include "rill/eager/functional.h"
 #include "rill/graph/passes/pass.h"
 #include "rill/graph/attrs.h"
 #include "rill/ops/fused.h"
+#include "rill/runtime/process_group.h"
 #include "rill/util/error.h"
 
 namespace rill::runtime {
@@ -106,7 +106,7 @@ CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables,
   stats_.memory_lower_bound_bytes = plan.live_bytes_lower_bound();
   stats_.plan_tasks = plan.tasks_size();
   for (const plan::Task& t : plan.tasks())
-    if (t.kind() == plan::TASK_COMPUTE && ops::get(t.op()).flags.collective) stream_ = comm::stream();
+    if (t.kind() == plan::TASK_COMPUTE && ops::get(t.op()).flags.collective) stream_ = comm_stream_;
   for (const plan::TensorDesc& d : plan.inputs()) input_metas_.push_back(graph::meta_from_proto(d));
   for (const plan::TensorDesc& d : plan.outputs()) output_metas_.push_back(graph::meta_from_proto(d));
   runtime_ = std::make_unique<Runtime>(std::move(compiled), job_->conf().name());
@@ -187,9 +187,11 @@ GraphStats CompiledGraph::stats() const { return stats_; }
 void CompiledGraph::place_on_this_rank() {
   graph::JobConf& conf = *job_->mutable_conf();
   if (!conf.global()) return;
-  RILL_CHECK(comm::initialized(), Runtime, "[nn.Graph] the graph's tensors are global: call "
+  const std::optional<ProcessGroup> group = process_group();
+  RILL_CHECK(group.has_value(), Runtime, "[nn.Graph] the graph's tensors are global: call "
              "rill.distributed.init_process_group() first");
-  conf.set_rank(comm::world_rank());
+  conf.set_rank(group->rank);
+  comm_stream_ = group->stream;
   // The k-th global graph of the program (the same on every rank: they compile in one order) tags its transfers
   // from k << 16, so a rank that runs ahead into the next graph sends nothing the last one's receives take.
   static std::atomic<int64_t> global_graphs{0};

@@ -71,7 +71,8 @@ class CompiledGraph {
   void bind_this_rank();
   bool global_ = false;
   std::vector<int> bound_inputs_;  // a global graph's: the traced indices of the inputs this rank binds
-  vm::Stream stream_;  // where launches run: thread 0, or the comm stream for a plan with collectives
+  vm::Stream stream_;       // where launches run: thread 0, or the comm stream for a plan with collectives
+  vm::Stream comm_stream_;  // a global graph's: the process group's comm stream
   graph::ArenaJob job_;
   std::vector<Tensor> variables_;
   std::vector<int> read_variables_, written_variables_;  // indices into variables_

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "rill/comm/collectives.h"
+#include "rill/runtime/process_group.h"
 #include "rill/util/chrome_trace.h"
 #include "rill/util/env.h"
 #include "rill/util/error.h"
@@ -125,8 +125,8 @@ std::optional<std::string> path_from_env() {
   if (s.disabled) return std::nullopt;
   if (s.path.empty()) {
     s.path = *path;
-    if (comm::initialized()) {  // each rank its own file
-      s.rank = comm::world_rank();
+    if (const std::optional<ProcessGroup> group = process_group()) {  // each rank its own file
+      s.rank = group->rank;
       const size_t dot = s.path.rfind('.');
       const size_t slash = s.path.rfind('/');
       const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
