@@ -7,6 +7,7 @@
 #include "rill/core/sbp.h"
 #include "rill/graph/op_graph.h"
 #include "rill/graph/passes/pass.h"
+#include "rill/graph/separate.h"
 #include "rill/graph/tracer.h"
 #include "rill/runtime/compiled_graph.h"
 #include "rill/runtime/trace.h"
@@ -97,6 +98,87 @@ nb::bytes serialized(const google::protobuf::Message& m) {
   return nb::bytes(s.data(), s.size());
 }
 
+template <typename M>
+graph::OnArena<M> parsed(nb::bytes data, const char* what) {
+  graph::OnArena<M> m;
+  RILL_CHECK(m->ParseFromArray(data.c_str(), static_cast<int>(data.size())), Value, "[nn.Graph] the bytes are not "
+             "a serialized ", what);
+  return m;
+}
+
+std::vector<int64_t> ids(const google::protobuf::RepeatedField<int64_t>& r) { return {r.begin(), r.end()}; }
+
+// A plan as Python data (g.plan()): its tasks, registers, mem blocks and chunks with their ids.
+nb::dict plan_dict(const plan::Plan& p) {
+  nb::list tasks, regsts, blocks, chunks;
+  for (const plan::Task& t : p.tasks()) {
+    nb::dict d;
+    d["id"] = t.id();
+    d["kind"] = graph::task_kind_name(t.kind());
+    d["name"] = t.name();
+    d["op"] = t.op();
+    d["in_regsts"] = ids(t.in_regsts());
+    d["out_regsts"] = ids(t.out_regsts());
+    d["acts_per_iteration"] = t.acts_per_iteration();
+    tasks.append(d);
+  }
+  for (const plan::Regst& r : p.regsts()) {
+    nb::dict d;
+    d["id"] = r.id();
+    d["kind"] = plan::RegstKind_Name(r.kind());
+    d["lbn"] = r.lbn();
+    d["producer"] = r.producer();
+    d["consumers"] = ids(r.consumers());
+    d["count"] = r.count();
+    d["desc"] = desc_dict(r.desc());
+    d["mem_block_id"] = r.mem_block_id();
+    d["mem_offset"] = r.mem_offset();
+    d["alias_of"] = r.alias_of();
+    regsts.append(d);
+  }
+  for (const plan::MemBlock& b : p.mem_blocks()) {
+    nb::dict d;
+    d["id"] = b.id();
+    d["chunk_id"] = b.chunk_id();
+    d["offset"] = b.offset();
+    d["size"] = b.size();
+    blocks.append(d);
+  }
+  for (const plan::Chunk& c : p.chunks()) {
+    nb::dict d;
+    d["id"] = c.id();
+    d["size"] = c.size();
+    chunks.append(d);
+  }
+  nb::dict out;
+  out["rank"] = p.rank();
+  out["pieces"] = p.pieces();
+  out["tasks"] = tasks;
+  out["regsts"] = regsts;
+  out["mem_blocks"] = blocks;
+  out["chunks"] = chunks;
+  return out;
+}
+
+// A job and a rank's part as Python objects (move-only C++ values; a part is taken when loaded).
+struct JobHandle {
+  explicit JobHandle(graph::ArenaJob j) : job(std::move(j)) {}
+  graph::Job& get() const {
+    RILL_CHECK(job.has_value(), Value, "[nn.Graph] this job was compiled in place already");
+    return **job;
+  }
+  std::optional<graph::ArenaJob> job;
+};
+
+struct PartHandle {
+  explicit PartHandle(graph::RankPart p) : part(std::move(p)) {}
+  const graph::RankPart& get() const {
+    RILL_CHECK(part.has_value(), Value, "[nn.Graph] this part was loaded into a graph already");
+    return *part;
+  }
+  std::optional<graph::RankPart> part;
+};
+
 }  // namespace
 
 void init_graph(nb::module_& m) {
@@ -113,16 +195,52 @@ void init_graph(nb::module_& m) {
       .def("set_stage_placement", &Tracer::set_stage_placement, nb::arg("stage"), nb::arg("ranks"), nb::arg("group"))
       .def("add_output", &Tracer::add_output)
       .def("variables", &Tracer::variables)
-      .def("compile", [](Tracer& t, bool train, int32_t accumulation, const std::vector<std::string>& disabled) {
+      .def("finish_compile", [](Tracer& t, bool train, int32_t accumulation, const std::vector<std::string>& disabled) {
         graph::ArenaJob job = t.finish(train, accumulation);
         for (const std::string& d : disabled) job->mutable_conf()->add_disabled_passes(d);
-        auto g = std::make_unique<CompiledGraph>(std::move(job), t.variables(), t.random_numbers());
+        return std::make_unique<JobHandle>(std::move(job));
+      }, nb::arg("train"), nb::arg("gradient_accumulation_steps"), nb::arg("disabled_passes") = std::vector<std::string>{},
+         "Finish the trace into the job to compile (rill.graph compiles it, in this process or over the ranks).")
+      .def("load", [](Tracer& t, PartHandle& part) {
+        RILL_CHECK(part.part.has_value(), Value, "[nn.Graph] this part was loaded already");
+        graph::RankPart p = std::move(*part.part);
+        part.part.reset();
+        auto g = std::make_unique<CompiledGraph>(std::move(p), t.variables(), t.random_numbers());
         g->use_traced_numbers(t.random_start());
         return g;
-      }, nb::arg("train"), nb::arg("gradient_accumulation_steps"), nb::arg("disabled_passes") = std::vector<std::string>{},
-         "Finish the trace and compile it: passes, inference, the plan and its runtime.")
+      }, "The compiled graph that runs part, this rank's part of the traced job, on the trace's variables (the part "
+         "is taken).")
       .def("finish_job", [](Tracer& t) { return job_dict(*t.finish(false, 1)); },
            "Finish the trace of an inference step and return the job as Python data, uncompiled (rill.onnx).");
+  nb::class_<JobHandle>(m, "_GraphJob", "A traced job on its way to the ranks' plans (src/rill/graph/separate.h).")
+      .def_prop_ro("is_global", [](const JobHandle& j) { return j.get().conf().global(); })
+      .def("make_logical", [](JobHandle& j) {
+        const double start = graph::thread_cpu_seconds();
+        graph::make_logical(j.get());
+        return graph::thread_cpu_seconds() - start;
+      }, "The logical passes and the task table, in place; returns the CPU seconds they took.")
+      .def("compile_rank", [](const JobHandle& j, int64_t rank) {
+        return std::make_unique<PartHandle>(graph::compile_rank(j.get(), rank));
+      }, nb::arg("rank"), "Rank rank's part of this logical job (its passes, inference, plan).")
+      .def("compile", [](JobHandle& j) {
+        j.get();
+        graph::ArenaJob job = std::move(*j.job);
+        j.job.reset();
+        return std::make_unique<PartHandle>(graph::compile_job(std::move(job)));
+      }, "Both halves in place, for rank 0 (the job is taken).")
+      .def("to_bytes", [](const JobHandle& j) { return serialized(j.get()); })
+      .def_static("parse", [](nb::bytes data) { return std::make_unique<JobHandle>(parsed<graph::Job>(data, "job")); });
+  nb::class_<PartHandle>(m, "_GraphPart", "One rank's part of a job: its job and plan (src/rill/graph/separate.h).")
+      .def_prop_ro("compile_cpu_s", [](const PartHandle& p) { return p.get().compile_cpu_s; })
+      .def("job_bytes", [](const PartHandle& p) { return serialized(*p.get().job); })
+      .def("plan_bytes", [](const PartHandle& p) { return serialized(*p.get().plan); })
+      .def("plan_dict", [](const PartHandle& p) { return plan_dict(*p.get().plan); })
+      .def_static("parse", [](nb::bytes job, nb::bytes plan) {
+        graph::RankPart part;
+        part.job = parsed<graph::Job>(job, "job");
+        part.plan = parsed<plan::Plan>(plan, "plan");
+        return std::make_unique<PartHandle>(std::move(part));
+      });
   nb::class_<CompiledGraph>(m, "_CompiledGraph", "A compiled job and its actor runtime.")
       .def("launch", [](CompiledGraph& g, const std::vector<Tensor>& inputs) { return g.launch(inputs); },
            "One iteration; returns the outputs at once (one VM instruction).")
@@ -130,6 +248,7 @@ void init_graph(nb::module_& m) {
       .def("plan_str", [](const CompiledGraph& g) { return graph::plan_str(g.plan()); })
       .def("job_bytes", [](const CompiledGraph& g) { return serialized(g.job()); })
       .def("plan_bytes", [](const CompiledGraph& g) { return serialized(g.plan()); })
+      .def("plan_dict", [](const CompiledGraph& g) { return plan_dict(g.plan()); })
       .def("job_dict", [](const CompiledGraph& g) { return job_dict(g.job()); })
       .def("global_outputs", [](const CompiledGraph& g) -> nb::object {
         const graph::JobConf& conf = g.job().conf();
@@ -149,6 +268,8 @@ void init_graph(nb::module_& m) {
         d["infer_computed"] = s.infer_computed;
         d["infer_cache_hits"] = s.infer_cache_hits;
         d["compile_s"] = s.compile_s;
+        d["compile_cpu_s"] = s.compile_cpu_s;
+        d["plan_bytes"] = s.plan_bytes;
         d["plan_tasks"] = s.plan_tasks;
         d["planned_peak_bytes"] = s.planned_peak_bytes;
         d["memory_lower_bound_bytes"] = s.memory_lower_bound_bytes;

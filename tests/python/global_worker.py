@@ -245,6 +245,98 @@ def case_to_global_in_build():
         assert np.abs(m[2].weight.to_local().numpy() - ref[2].weight.detach().numpy()).max() <= 1e-5
 
 
+def canonical_plan(plan):
+    """The plan with every id replaced by its item's place in its list (the form two compile modes must agree on)."""
+    tasks = {t["id"]: k + 1 for k, t in enumerate(plan["tasks"])}
+    tasks[0] = 0  # "no producer"
+    regsts = {r["id"]: k for k, r in enumerate(plan["regsts"])}
+    blocks = {b["id"]: k for k, b in enumerate(plan["mem_blocks"])}
+    chunks = {c["id"]: k for k, c in enumerate(plan["chunks"])}
+    out = {"rank": plan["rank"], "pieces": plan["pieces"], "tasks": [], "regsts": [], "mem_blocks": [], "chunks": []}
+    for t in plan["tasks"]:
+        out["tasks"].append(dict(t, id=tasks[t["id"]], in_regsts=[regsts[i] for i in t["in_regsts"]],
+                                 out_regsts=[regsts[i] for i in t["out_regsts"]]))
+    for r in plan["regsts"]:
+        out["regsts"].append(dict(r, id=regsts[r["id"]], producer=tasks[r["producer"]],
+                                  consumers=[tasks[c] for c in r["consumers"]],
+                                  mem_block_id=blocks.get(r["mem_block_id"], -1),
+                                  alias_of=regsts.get(r["alias_of"], -1)))
+    for b in plan["mem_blocks"]:
+        out["mem_blocks"].append(dict(b, id=blocks[b["id"]], chunk_id=chunks[b["chunk_id"]]))
+    for c in plan["chunks"]:
+        out["chunks"].append(dict(c, id=chunks[c["id"]]))
+    return out
+
+
+def case_compile_modes():
+    """RILL_GRAPH_COMPILE_MODE=naive and separate give each rank the same plan (ids canonicalised) and the same
+    losses, bit for bit, over 10 steps of a hybrid step (data-parallel first layer, tensor-parallel pair, a stage
+    change); every id of a rank's plan is in its segment; an error compiling on the master reaches every rank."""
+    import os
+    n, r = dist.get_world_size(), dist.get_rank()
+    pl, last = world(), rill.placement("cpu", ranks=[n - 1])
+
+    class Hybrid(nn.Graph):
+        def __init__(self, m, opt):
+            super().__init__()
+            self.m = m
+            self.loss_fn = nn.CrossEntropyLoss()
+            self.add_optimizer(opt)
+
+        def build(self, x, y):
+            h = self.m[3](self.m[2](self.m[1](self.m[0](x))))
+            h = h.to_global(placement=last, sbp=B)
+            loss = self.loss_fn(self.m[4](h), y)
+            loss.backward()
+            return loss
+
+    def run(mode):
+        os.environ["RILL_GRAPH_COMPILE_MODE"] = mode
+        rill.manual_seed(11)
+        m = nn.Sequential(nn.Linear(8, 24), nn.ReLU(), nn.Linear(24, 24), nn.Tanh(), nn.Linear(24, 4))
+        m[0].to_global(pl, B)
+        m[2].weight = nn.Parameter(m[2].weight.detach().to_global(pl, B))  # made split below, by rows
+        k = 24 // n
+        m[2].weight = nn.Parameter(m[2].weight.to_local()[r * k:(r + 1) * k].clone().to_global(pl, S0))
+        m[2].bias = nn.Parameter(m[2].bias.detach()[r * k:(r + 1) * k].clone().to_global(pl, S0))
+        m[4].to_global(last, B)
+        g = Hybrid(m, rill.optim.Adam(m.parameters(), lr=0.01))
+        losses = []
+        for x, y in data(10, 2 * n):
+            loss = g(rill.tensor(x[2 * r:2 * r + 2]).to_global(pl, S0), rill.tensor(y).to_global(last, B))
+            losses.append(loss.to_local().item() if r == n - 1 else None)
+        return g.plan(), losses, g.stats()
+
+    try:
+        naive_plan, naive_losses, naive_stats = run("naive")
+        sep_plan, sep_losses, sep_stats = run("separate")
+    finally:
+        os.environ.pop("RILL_GRAPH_COMPILE_MODE", None)
+    assert naive_stats["compile_mode"] == "naive" and sep_stats["compile_mode"] == "separate"
+    assert canonical_plan(naive_plan) == canonical_plan(sep_plan)
+    assert naive_losses == sep_losses, (naive_losses, sep_losses)
+    assert sep_plan["rank"] == r and sep_plan["tasks"]
+    for item in sep_plan["tasks"] + sep_plan["regsts"] + sep_plan["mem_blocks"] + sep_plan["chunks"]:
+        assert item["id"] >> 48 == r, (item, r)
+    for stats in (naive_stats, sep_stats):
+        assert stats["plan_bytes"] > 0 and stats["compile_cpu_s"] >= 0
+        assert (stats["master_bytes_sent"] > 0) == (r == 0), stats
+    # the master does every rank's compile in naive mode: it sends plans, the separate master one job per rank
+    if r == 0:
+        assert naive_stats["compile_cpu_s"] > 0 and sep_stats["compile_cpu_s"] > 0
+
+    class Uneven(nn.Graph):
+        def build(self, x):
+            return x.to_global(sbp=S1) * 2  # 5 columns over n ranks: the master's logical passes refuse it
+
+    try:
+        Uneven()(rill.ones(2, 5).to_global(pl, B))
+        raise AssertionError("an uneven split compiled")
+    except (RuntimeError, ValueError) as e:
+        want = "cannot be split" if r == 0 else "rank 0 (the master) failed to compile the graph"
+        assert want in str(e), e
+
+
 if __name__ == "__main__":
     from distributed_worker import run_cases  # this file's folder is sys.path[0]
     run_cases(globals())

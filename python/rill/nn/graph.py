@@ -19,6 +19,7 @@ import logging
 from collections import OrderedDict
 
 import rill
+import rill.graph
 from rill import _C
 from rill import _global
 from rill.nn.modules.module import Module
@@ -252,6 +253,7 @@ class Graph:
         self._plans = {}        # input signature -> _CompiledGraph
         self._compiles = 0
         self._last = None
+        self._last_info = None  # how the latest plan was compiled (rill.graph.compile_job)
 
     def __setattr__(self, name, value):
         if isinstance(value, Module):
@@ -293,11 +295,11 @@ class Graph:
         if compiled is None:
             reason = "first call" if not self._plans else f"new input signature {key[0]}, modes or configuration"
             _log.info("[nn.Graph] compiling %s: %s", type(self).__name__, reason)
-            compiled, rebuild, shapes = self._compile(args, tensors)
-            self._plans[key] = (compiled, rebuild, _GlobalOutputs.of(compiled, shapes))
+            compiled, rebuild, shapes, info = self._compile(args, tensors)
+            self._plans[key] = (compiled, rebuild, _GlobalOutputs.of(compiled, shapes), info)
         for slot in self._optimizers:
             slot.before_call()
-        compiled, rebuild, global_outputs = self._plans[key]
+        compiled, rebuild, global_outputs, info = self._plans[key]
         if global_outputs is not None:
             tensors = [info[3] if info else t for t, info in zip(tensors, infos)]
         outputs = compiled.launch(tensors)
@@ -306,6 +308,7 @@ class Graph:
         for slot in self._optimizers:
             slot.after_call()
         self._last = compiled
+        self._last_info = info
         return rebuild(outputs)
 
     def _named_state(self):
@@ -380,16 +383,18 @@ class Graph:
                 tracer.add_output(t)
             shapes = [(tuple(t.shape), t.dtype) for t in outs]
             train = bool(self._optimizers)
-            compiled = tracer.compile(train=train,
-                                      gradient_accumulation_steps=self.config.gradient_accumulation_steps,
-                                      disabled_passes=self.config.disabled_passes)
+            job = tracer.finish_compile(train=train,
+                                        gradient_accumulation_steps=self.config.gradient_accumulation_steps,
+                                        disabled_passes=self.config.disabled_passes)
+            part, info = rill.graph.compile_job(job)  # here, or over the ranks (rill/graph/__init__.py)
+            compiled = tracer.load(part)
         finally:
             random_ops.__exit__(None, None, None)
             tracer.stop()
             for p, grad in saved.values():
                 p.grad = grad
         self._compiles += 1
-        return compiled, rebuild, shapes
+        return compiled, rebuild, shapes, info
 
     def _stages(self, tracer):
         """The pipeline stages of the graph's modules (GraphModule.set_stage): their placements told to the
@@ -415,11 +420,23 @@ class Graph:
         """Counters of the latest compiled plan: compiles, job_ops, infer_computed, infer_cache_hits, compile_s,
         plan_tasks, planned_peak_bytes (the plan's one chunk, dead buffers reused), memory_lower_bound_bytes (the
         most bytes live at once in the plan's order: no placement needs less), fused_kernels (the elementwise
-        chains fuse_elementwise made one op each), fused_ops (the ops inside them), launches."""
+        chains fuse_elementwise made one op each), fused_ops (the ops inside them), launches; and how the plan was
+        compiled (rill.graph): compile_mode ("local", or over the ranks "naive" or "separate"), compile_cpu_s (this
+        rank's CPU seconds spent compiling), plan_bytes (its plan, serialized), master_bytes_sent (on rank 0, what
+        it sent the other ranks)."""
         out = {"compiles": self._compiles, "fused_kernels": 0, "fused_ops": 0}
         if self._last is not None:
             out.update(self._last.stats())
+            out.update(self._last_info)
         return out
+
+    def plan(self):
+        """This rank's latest compiled plan as Python data: rank, pieces, and tasks (id, kind, name, op, in_regsts,
+        out_regsts), regsts (id, kind, lbn, producer, consumers, count, desc, mem_block_id, mem_offset,
+        alias_of), mem_blocks (id, chunk_id, offset, size) and chunks (id, size), with their ids (Note [Separate
+        compilation] in src/rill/graph/separate.cpp)."""
+        self._check_compiled()
+        return self._last.plan_dict()
 
     def job(self):
         """The latest compiled job as Python data (ops with their types, attrs, blobs and descs)."""

@@ -91,6 +91,7 @@ class Compiler {
     for (int i = 0; i < g_.size(); ++i) add_op(i);
     if (!delays_.empty()) make_room_for_delays();
     plan_.set_pieces(pieces_);
+    plan_.set_rank(options_.rank);
     plan_memory();
   }
 
@@ -195,7 +196,9 @@ class Compiler {
     const OpConf& op = g_.op(i);
     graph::TaskIdParts id;
     id.rank = options_.rank;
-    id.index = plan_.tasks_size() + 1;  // from 1: task id 0 (rank 0) would read as "no producer"
+    // From 1: task id 0 (rank 0) would read as "no producer". A global job's logical op has its index from the
+    // master's table (Note [Separate compilation] in separate.cpp); the tasks the rank added come after them.
+    id.index = op.task_index() > 0 ? op.task_index() : job_.conf().task_indices() + (++added_tasks_);
     const OpSchema* schema = schema_of(op);
     if (schema != nullptr && schema->flags.waits_for_peer) id.stream = ++peer_streams_;  // a thread of its own
     plan::Task& t = *plan_.add_tasks();
@@ -460,6 +463,7 @@ class Compiler {
   std::vector<int> delays_;           // the _delay_tick ops (Note [Room for a delay])
   int64_t counter_ = 0;
   int64_t peer_streams_ = 0;  // streams 1.. given to the tasks that wait for a peer (Note [Graph transfers])
+  int64_t added_tasks_ = 0;  // tasks of ops without a task index (all of a job of this process)
 };
 
 // "float32[2, 3]", with " strides [1, 2]" when not contiguous and " +4" for an offset.

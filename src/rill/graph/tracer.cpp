@@ -1,5 +1,7 @@
 #include "rill/graph/tracer.h"
 
+#include <atomic>
+
 #include "rill/eager/functional.h"
 #include "rill/graph/attrs.h"
 #include "rill/util/error.h"
@@ -361,6 +363,13 @@ ArenaJob Tracer::finish(bool train, int32_t gradient_accumulation_steps) {
   JobConf& conf = *job_->mutable_conf();
   conf.set_train(train);
   conf.set_gradient_accumulation_steps(gradient_accumulation_steps);
+  if (conf.global()) {
+    // The k-th global job the process traces (the same on every rank: they trace in one order, whichever rank then
+    // compiles it) tags its transfers from k << 16, so a rank that runs ahead into the next graph sends nothing
+    // the last one's receives take.
+    static std::atomic<int64_t> global_jobs{0};
+    conf.set_transfer_tags((global_jobs.fetch_add(1) % 32767) << 16);
+  }
   return std::move(job_);
 }
 

@@ -1,7 +1,6 @@
 #include "rill/runtime/compiled_graph.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -88,16 +87,14 @@ void run_launch(const KernelContext& c) {
   g.runtime_->run(b);
 }
 
-CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables, int64_t random_numbers,
-                             const graph::CompileOptions& options)
-    : job_(std::move(job)), variables_(std::move(variables)), random_numbers_(random_numbers) {
+CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables, int64_t random_numbers)
+    : CompiledGraph(graph::compile_job(std::move(job)), std::move(variables), random_numbers) {}
+
+CompiledGraph::CompiledGraph(graph::RankPart part, std::vector<Tensor> variables, int64_t random_numbers)
+    : job_(std::move(part.job)), variables_(std::move(variables)), random_numbers_(random_numbers) {
   auto start = std::chrono::steady_clock::now();
-  place_on_this_rank();
-  graph::run_passes(*job_);
   bind_this_rank();
-  graph::InferStats infer;
-  graph::ArenaPlan compiled = graph::infer_and_compile(*job_, infer, options);
-  const plan::Plan& plan = *compiled;
+  const plan::Plan& plan = *part.plan;
   for (int i = 0; i < plan.variables_size(); ++i)
     (plan.variables(i).written() ? written_variables_ : read_variables_).push_back(i);
   RILL_ASSERT(static_cast<size_t>(plan.variables_size()) == variables_.size(), "the plan binds ",
@@ -105,11 +102,12 @@ CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables,
   stats_.planned_peak_bytes = plan.planned_peak_bytes();
   stats_.memory_lower_bound_bytes = plan.live_bytes_lower_bound();
   stats_.plan_tasks = plan.tasks_size();
+  stats_.plan_bytes = static_cast<int64_t>(plan.ByteSizeLong());
   for (const plan::Task& t : plan.tasks())
     if (t.kind() == plan::TASK_COMPUTE && ops::get(t.op()).flags.collective) stream_ = comm_stream_;
   for (const plan::TensorDesc& d : plan.inputs()) input_metas_.push_back(graph::meta_from_proto(d));
   for (const plan::TensorDesc& d : plan.outputs()) output_metas_.push_back(graph::meta_from_proto(d));
-  runtime_ = std::make_unique<Runtime>(std::move(compiled), job_->conf().name());
+  runtime_ = std::make_unique<Runtime>(std::move(part.plan), job_->conf().name());
   stats_.job_ops = job_->ops_size();
   for (const graph::OpConf& op : job_->ops())
     if (op.op_type() == fused::kOpName) {
@@ -117,9 +115,10 @@ CompiledGraph::CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables,
       stats_.fused_ops += static_cast<int64_t>(fused::program_of(*graph::attrs_from_proto(
           ops::get(fused::kOpName), op.attrs())).steps.size());
     }
-  stats_.infer_computed = infer.computed;
-  stats_.infer_cache_hits = infer.hits;
-  stats_.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats_.infer_computed = part.infer.computed;
+  stats_.infer_cache_hits = part.infer.hits;
+  stats_.compile_cpu_s = part.compile_cpu_s;
+  stats_.compile_s = part.compile_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   launch_op();
   std::lock_guard<std::mutex> lock(g_mutex);
   id_ = g_next_id++;
@@ -184,28 +183,24 @@ std::pair<Scalar, Scalar> CompiledGraph::take_random(int64_t total) {
 
 GraphStats CompiledGraph::stats() const { return stats_; }
 
-void CompiledGraph::place_on_this_rank() {
-  graph::JobConf& conf = *job_->mutable_conf();
+void CompiledGraph::bind_this_rank() {
+  const graph::JobConf& conf = job_->conf();
   if (!conf.global()) return;
   const std::optional<ProcessGroup> group = process_group();
   RILL_CHECK(group.has_value(), Runtime, "[nn.Graph] the graph's tensors are global: call "
              "rill.distributed.init_process_group() first");
-  conf.set_rank(group->rank);
+  RILL_CHECK(conf.rank() == group->rank, Runtime, "[nn.Graph] the plan is rank ", conf.rank(),
+             "'s, and this process is rank ", group->rank);
   comm_stream_ = group->stream;
-  // The k-th global graph of the program (the same on every rank: they compile in one order) tags its transfers
-  // from k << 16, so a rank that runs ahead into the next graph sends nothing the last one's receives take.
-  static std::atomic<int64_t> global_graphs{0};
-  conf.set_transfer_tags((global_graphs.fetch_add(1) % 32767) << 16);
   global_ = true;
-  for (Tensor& v : variables_)
-    if (const GlobalInfo* g = global_info(v)) v = g->local;
-}
-
-void CompiledGraph::bind_this_rank() {
-  if (!global_) return;
-  const graph::JobConf& conf = job_->conf();
   std::vector<Tensor> bound;
-  for (int i : conf.bound_variables()) bound.push_back(variables_[static_cast<size_t>(i)]);
+  for (int i : conf.bound_variables()) {
+    RILL_CHECK(static_cast<size_t>(i) < variables_.size(), Runtime, "[nn.Graph] the plan binds variable ", i,
+               " and the trace bound ", variables_.size(), ": the ranks traced different graphs");
+    const Tensor& v = variables_[static_cast<size_t>(i)];
+    const GlobalInfo* g = global_info(v);
+    bound.push_back(g != nullptr ? g->local : v);
+  }
   variables_ = std::move(bound);
   bound_inputs_.assign(conf.bound_inputs().begin(), conf.bound_inputs().end());
 }

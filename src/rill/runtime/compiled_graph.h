@@ -14,6 +14,7 @@
 #include "rill/graph/compiler.h"
 #include "rill/graph/infer.h"
 #include "rill/graph/job.h"
+#include "rill/graph/separate.h"
 #include "rill/ops/op_schema.h"
 #include "rill/runtime/runtime.h"
 #include "rill/vm/stream.h"
@@ -26,6 +27,8 @@ struct GraphStats {
   int64_t infer_computed = 0;
   int64_t infer_cache_hits = 0;
   double compile_s = 0;
+  double compile_cpu_s = 0;  // this rank's CPU seconds compiling its part (0 for a part received whole)
+  int64_t plan_bytes = 0;    // the plan, serialized
   int64_t plan_tasks = 0;
   int64_t planned_peak_bytes = 0;
   int64_t memory_lower_bound_bytes = 0;  // the plan's live_bytes_lower_bound
@@ -41,10 +44,13 @@ void run_launch(const KernelContext& c);
 
 class CompiledGraph {
  public:
-  /** Run the passes, inference and the compiler on job, whose variable ops bind variables (in order);
-   * random_numbers: how many the traced step (one piece) draws from the generator. Raises rill::Error naming the op. */
-  CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables, int64_t random_numbers,
-                const graph::CompileOptions& options = {});
+  /** Run the passes, inference and the compiler on job for this process (rank 0 of a global job), whose
+   * variable ops bind variables (in order); random_numbers: how many the traced step (one piece) draws from the
+   * generator. Raises rill::Error naming the op. */
+  CompiledGraph(graph::ArenaJob job, std::vector<Tensor> variables, int64_t random_numbers);
+  /** Run part, this rank's part of the traced job that bound variables (graph/separate.h): compiled here or by the
+   * master. */
+  CompiledGraph(graph::RankPart part, std::vector<Tensor> variables, int64_t random_numbers);
   /** Waits for its launches still in flight. */
   ~CompiledGraph();
   CompiledGraph(const CompiledGraph&) = delete;
@@ -64,10 +70,8 @@ class CompiledGraph {
 
  private:
   friend void run_launch(const KernelContext& c);
-  /** A global job: this rank's place in its placement, and the local tensors of its global variables (Note
-   * [Graphs that communicate]). */
-  void place_on_this_rank();
-  /** After the passes: the variables and inputs the rank's plan binds, of those the trace bound. */
+  /** A global job: the comm stream, and the local tensors of the variables the rank's plan binds, of those the
+   * trace bound (Note [Graphs that communicate]). */
   void bind_this_rank();
   bool global_ = false;
   std::vector<int> bound_inputs_;  // a global graph's: the traced indices of the inputs this rank binds

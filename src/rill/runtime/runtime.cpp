@@ -21,6 +21,7 @@
 #include "rill/graph/attrs.h"
 #include "rill/graph/id_index.h"
 #include "rill/graph/compiler.h"
+#include "rill/graph/separate.h"
 #include "rill/graph/task_id.h"
 #include "rill/vm/instruction.h"
 
@@ -239,6 +240,7 @@ class Runtime::Impl::Dispatch final : public detail::ActorEnv {
 
 Runtime::Impl::Impl(graph::ArenaPlan p, std::string name) : arena_plan_(std::move(p)), plan_(*arena_plan_) {
   eager::op("add");  // registers the ops and their kernels
+  graph::check_plan_ids(plan_);  // Note [Separate compilation] in graph/separate.cpp
   index_regsts();
   index_tasks();
   check_regsts();

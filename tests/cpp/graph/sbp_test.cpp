@@ -23,9 +23,10 @@ void place(JobBuilder& b, int rank) {
   infer_job(b.job, stats);  // the traced (logical) descs
 }
 
-// The passes of a global job that this file tests: placements, then the lowering.
+// The passes of a global job that this file tests: placements and signatures, then the lowering.
 void lower(Job& job) {
   place_ops(job);
+  sbp_signatures(job);
   sbp_lowering(job);
 }
 

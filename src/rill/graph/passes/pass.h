@@ -28,9 +28,11 @@ void fuse_elementwise(Job& job);
 /** In a global job: the placement of every op (Note [Boxing] in sbp.cpp), before any pass rewrites the traced
  * job; the passes after it keep it. Nothing in a job of this process. */
 void place_ops(Job& job);
-/** In a global job: pick each op's SBP signature, box the inputs whose producer's SBP
- * differs, and lower the job to this rank's shapes (Note [SBP signatures] in ops/sbp.cpp, Note [Boxing] in
- * sbp.cpp). Nothing in a job of this process. */
+/** In a global job: pick each op's SBP signature and record it in the op (Note [SBP signatures] in ops/sbp.cpp,
+ * Note [Boxing] in sbp.cpp). Nothing in a job of this process. */
+void sbp_signatures(Job& job);
+/** In a global job whose signatures sbp_signatures recorded: box the inputs whose producer's SBP differs, and
+ * lower the job to the shapes of rank conf.rank, dropping the other ranks' ops. Nothing in a job of this process. */
 void sbp_lowering(Job& job);
 /** Optimizer updates write the variables they update in place, and the producers of the graph's outputs write
  * the launch's outputs; those assigns and outputs become ticks (Note [Updates in place] in write_in_place.cpp). */
@@ -44,8 +46,13 @@ void auto_tick(Job& job);
  * after. */
 void auto_tick(Job& job, std::optional<OpGraph>& graph);
 
-/** Run the passes in their fixed order, recording each in job.conf.pass_order. */
+/** Run the passes in their fixed order, recording each in job.conf.pass_order: the logical passes, then the
+ * rank's. */
 void run_passes(Job& job);
+/** The logical passes, which make the same job for every rank: from place_ops to sbp_signatures. */
+void run_logical_passes(Job& job);
+/** The passes that make the logical job rank conf.rank's: from sbp_lowering on. */
+void run_rank_passes(Job& job);
 /** The fixed order, by name. */
 const std::vector<std::string>& pass_order();
 /** The passes a job conf may turn off (JobConf.disabled_passes), in their order, then the compiler's buffer reuse

@@ -27,6 +27,10 @@ struct PassEntry {
   GraphPassFn graph_fn = nullptr;  // fn, taking and leaving the op graph (Note [A graph for the next pass])
 };
 
+// The logical passes are the first kLogicalPasses of the list: they make the job every rank's plan comes from
+// (Note [Separate compilation] in graph/separate.cpp); the rest make it one rank's.
+constexpr size_t kLogicalPasses = 7;
+
 const std::vector<PassEntry>& passes() {
   static const std::vector<PassEntry> list = {
       {"place_ops", place_ops, false},  // a global job's: on the traced job, whose gradients name their ops
@@ -36,7 +40,8 @@ const std::vector<PassEntry>& passes() {
       // The fusion passes: on the job's final ops, before the ticks order them.
       {"redundant_cast_elimination", redundant_cast_elimination, true},
       {"fuse_elementwise", fuse_elementwise, true},
-      // The global view: after the logical rewrites, the job becomes this rank's.
+      // The global view: after the logical rewrites, the signatures, and then the job becomes this rank's.
+      {"sbp_signatures", sbp_signatures, false},
       {"sbp_lowering", sbp_lowering, false},
       {"write_in_place", write_in_place, true, write_in_place},
       {"auto_tick", auto_tick, false, auto_tick},
@@ -52,21 +57,11 @@ bool disabled(const Job& job, const std::string& name) {
   return false;
 }
 
-}  // namespace
-
-void run_passes(Job& job) {
-  RILL_CHECK(job.conf().pass_order_size() == 0, Runtime, "[graph] the passes already ran on job '",
-             job.conf().name(), "'; run them once, on the traced job");
-  const std::vector<std::string> known = optional_passes();
-  for (const std::string& d : job.conf().disabled_passes()) {
-    if (std::find(known.begin(), known.end(), d) != known.end()) continue;
-    std::string names;
-    for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
-    RILL_FAIL(Value, "[graph] no optional pass is named '", d, "'; the passes a graph's config can turn off are: ",
-              names);
-  }
+// Runs passes [first, last) of the list.
+void run_range(Job& job, size_t first, size_t last) {
   std::optional<OpGraph> graph;
-  for (const PassEntry& p : passes()) {
+  for (size_t k = first; k < last; ++k) {
+    const PassEntry& p = passes()[k];
     if (p.optional && disabled(job, p.name)) continue;
     if (p.graph_fn) {
       p.graph_fn(job, graph);
@@ -76,6 +71,38 @@ void run_passes(Job& job) {
     }
     job.mutable_conf()->add_pass_order(p.name);
   }
+}
+
+void check_disabled(const Job& job) {
+  const std::vector<std::string> known = optional_passes();
+  for (const std::string& d : job.conf().disabled_passes()) {
+    if (std::find(known.begin(), known.end(), d) != known.end()) continue;
+    std::string names;
+    for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+    RILL_FAIL(Value, "[graph] no optional pass is named '", d, "'; the passes a graph's config can turn off are: ",
+              names);
+  }
+}
+
+}  // namespace
+
+void run_logical_passes(Job& job) {
+  RILL_CHECK(job.conf().pass_order_size() == 0, Runtime, "[graph] the passes already ran on job '",
+             job.conf().name(), "'; run them once, on the traced job");
+  check_disabled(job);
+  run_range(job, 0, kLogicalPasses);
+}
+
+void run_rank_passes(Job& job) {
+  const auto& done = job.conf().pass_order();
+  RILL_CHECK(!done.empty() && done[done.size() - 1] == passes()[kLogicalPasses - 1].name, Runtime,
+             "[graph] job '", job.conf().name(), "' is not a logical job: run the logical passes on it first, once");
+  run_range(job, kLogicalPasses, passes().size());
+}
+
+void run_passes(Job& job) {
+  run_logical_passes(job);
+  run_rank_passes(job);
 }
 
 const std::vector<std::string>& pass_order() {

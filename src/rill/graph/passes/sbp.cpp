@@ -26,12 +26,15 @@ namespace {
 // other op's, that of its input computed last (the activation it continues); an op a later pass adds (an acc) takes
 // that rule too. A tensor of this process (the lr, a constant) has none: every rank that needs it has it, and so
 // has an op computed from such tensors only.
-// Then, in topological order, each op gets an SBP signature: a variable's or an input's is its global tensor's
-// (a tensor of this process is broadcast); a to_global's, the SBP it names; an op takes, of the signatures its rule offers, the one whose inputs
-// cost the fewest bytes to box from their producers' SBPs, ties going to the rule's order (fewer boxing ops
-// first). An optimizer update keeps the SBP of the variable it updates (it writes it in place); an assign boxes
-// its value to its variable's SBP, an output its partial sum to broadcast. Each boxed edge inside a placement
-// gets its boxing ops, on this rank's shapes:
+// Then sbp_signatures, the last logical pass, gives each op in topological order an SBP signature: a variable's
+// or an input's is its global tensor's (a tensor of this process is broadcast); a to_global's, the SBP it names;
+// an op takes, of the signatures its rule offers, the one whose inputs cost the fewest bytes to box from their
+// producers' SBPs, ties going to the rule's order (fewer boxing ops first). An optimizer update keeps the SBP of
+// the variable it updates (it writes it in place); an assign boxes its value to its variable's SBP, an output
+// its partial sum to broadcast. The signatures are recorded in the job (OpConf.in_sbps, out_sbps): the logical
+// job is the same for every rank, and one rank can make it for all (Note [Separate compilation] in
+// graph/separate.cpp). sbp_lowering, the first pass of a rank, gives each boxed edge inside a placement its
+// boxing ops, on this rank's shapes:
 //   P -> B     _boxing_all_reduce            S(i) -> B   _boxing_all_gather(i)
 //   P -> S(i)  _boxing_reduce_scatter(i)     B -> S(i)   slice: this rank's part
 //   B -> P     _boxing_partial (the placement's first rank keeps it, the others have zeros)
@@ -135,21 +138,31 @@ class Lowering {
   explicit Lowering(Job& job)
       : job_(job), graph_(job), names_(graph_), rank_(job.conf().rank()), parts_(op_parts(graph_)) {}
 
-  void run() {
+  // The logical half (sbp_signatures): every op's placement and signature, recorded in the job.
+  void choose_signatures() {
+    places_.resize(static_cast<size_t>(job_.ops_size()));
+    for (int i = 0; i < job_.ops_size(); ++i) place(i);
+    for (int i = 0; i < job_.ops_size(); ++i) choose(i);
+  }
+
+  // The rank's half (sbp_lowering): the boxing the recorded signatures need, and the job made this rank's.
+  void lower_for_rank() {
     const int original = job_.ops_size();
     for (const OpConf& op : job_.ops())
       for (int k = 0; k < op.output_descs_size(); ++k)
         logical_shapes_[op.outputs(k)] = meta_from_proto(op.output_descs(k))->shape;
     places_.resize(static_cast<size_t>(original));
-    for (int i = 0; i < original; ++i) place(i);
-    for (int i = 0; i < original; ++i) choose(i);
+    for (int i = 0; i < original; ++i) recorded(i);
     number_transfers(original);
     keep_.assign(static_cast<size_t>(original), true);
     for (int i = 0; i < original; ++i) {  // in the job's order: so are the collectives chained
+      anchor_ = {i, 0};
       lower(i);
-      send_what_others_need(i);
+      anchor_ = {i, 2};
+      send_to_other_placements(i);
     }
     keep_.resize(static_cast<size_t>(job_.ops_size()), true);
+    place_added_ops(original);
     remove_ops(job_, keep_);
     remove_unneeded();
     sort_topologically(job_);
@@ -191,6 +204,19 @@ class Lowering {
     auto& placement = *job_.mutable_ops(i)->mutable_placement();
     for (int64_t r : p.ranks) placement.add_ranks(r);
     placement.set_group(p.group);
+  }
+
+  // Op i's placement and signature as sbp_signatures recorded them.
+  void recorded(int i) {
+    const OpConf& op = job_.ops(i);
+    RILL_CHECK(op.in_sbps_size() == op.inputs_size() && op.out_sbps_size() <= op.outputs_size(), Runtime, "[",
+               op.name(), "] has no SBP signature: run sbp_signatures on the global job before sbp_lowering", at(op));
+    places_[i] = place_of(op.placement());
+    Sig sig;
+    for (const std::string& s : op.in_sbps()) sig.in.push_back(Sbp::parse(s));
+    for (const std::string& s : op.out_sbps()) sig.out.push_back(Sbp::parse(s));
+    for (size_t k = 0; k < sig.out.size(); ++k) sbp_[op.outputs(static_cast<int>(k))] = sig.out[k];
+    chosen_.emplace(i, std::move(sig));
   }
 
   void choose(int i) {
@@ -385,6 +411,7 @@ class Lowering {
     const int64_t src = from.ranks[static_cast<size_t>(to.position(rank_) % from.size())];
     OpConf* op = add_op(job_, names_.fresh(lbn.substr(0, lbn.find('/')) + "-recv"), "_boxing_recv",
                         consumer.scope(), 1);
+    added_at_.push_back(anchor_);
     op->set_loc(consumer.loc());
     auto& attrs = *op->mutable_attrs();
     attrs["src"].set_i(src);
@@ -396,13 +423,22 @@ class Lowering {
     return it->second = op->outputs(0);
   }
 
-  // Op i's inputs that come from this rank's placement to another one's: boxed to B here and sent to the ranks
-  // of the other placement this rank serves.
-  void send_what_others_need(int i) {
+  // Op p's outputs that ops of other placements read, made on this rank's: boxed to B here and sent to the ranks
+  // of those placements this rank serves, right after p (Note [Where the boxing goes in the order]).
+  void send_to_other_placements(int p_op) {
+    std::vector<int> readers(graph_.data_consumers(p_op).begin(), graph_.data_consumers(p_op).end());
+    std::sort(readers.begin(), readers.end());
+    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+    for (int i : readers)
+      if (i < static_cast<int>(places_.size())) send_what_needs(i, p_op);
+  }
+
+  // Op i's inputs made by op p_op on this rank's placement, sent to op i's.
+  void send_what_needs(int i, int p_op) {
     chain_ = chain_of(i);
     const Place& to = places_[i];
     for (int k = 0; k < graph_.op(i).inputs_size(); ++k) {
-      if (!crosses(i, k)) continue;
+      if (!crosses(i, k) || graph_.input_producer(i, k).op != p_op) continue;
       const BlobRef p = graph_.input_producer(i, k);
       const Place& from = places_[p.op];
       const int64_t position = from.position(rank_);
@@ -426,6 +462,7 @@ class Lowering {
   OpConf* added(std::string_view type, const std::string& in, const OpConf& consumer) {
     const std::string base = in.substr(0, in.find('/')) + "-" + std::string(type.substr(1));
     OpConf* op = add_op(job_, names_.fresh(base), type, consumer.scope(), 1);
+    added_at_.push_back(anchor_);
     op->set_loc(consumer.loc());
     op->add_inputs(in);
     return op;
@@ -464,13 +501,43 @@ class Lowering {
     return dense->outputs(0);
   }
 
-  // What this rank keeps: what its outputs, assigns and sends need, and its variables and inputs.
+  // Note [Where the boxing goes in the order]
+  // The ops this pass adds go where they are made, not at the end of the job: the boxing of op i's inputs right
+  // before op i; what op p makes for other placements (boxed to B, sent) right after op p. Each stream's tasks
+  // run in the job's order (Note [The memory plan] in memory_plan.cpp), and a collective must not wait there for
+  // what its peers can only make after it: at the end of the job, a rank that takes part in a collective only so
+  // that others can send its result (nothing of its own reads it) would call it after its own backward, which
+  // waits for what those others send; right before the op that reads the value sent, the same rank would call it
+  // after receiving that value, which its peers send only after the collective.
+  void place_added_ops(int original) {
+    std::vector<std::pair<int, int>> at(static_cast<size_t>(job_.ops_size()));  // (op, 0 before / 1 it / 2 after)
+    for (int i = 0; i < original; ++i) at[static_cast<size_t>(i)] = {i, 1};
+    for (int i = original; i < job_.ops_size(); ++i) at[static_cast<size_t>(i)] = added_at_[static_cast<size_t>(i - original)];
+    std::vector<int> order(static_cast<size_t>(job_.ops_size()));
+    for (int i = 0; i < job_.ops_size(); ++i) order[static_cast<size_t>(i)] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return at[a] < at[b]; });
+    std::vector<OpConf*> ops;  // by pointer (Note [Reordering ops by pointer] in op_graph.cpp)
+    std::vector<bool> keep;
+    for (int i : order) {
+      ops.push_back(job_.mutable_ops(i));
+      keep.push_back(keep_[static_cast<size_t>(i)]);
+    }
+    std::copy(ops.begin(), ops.end(), job_.mutable_ops()->pointer_begin());
+    keep_ = std::move(keep);
+  }
+
+  // What this rank keeps: what its outputs, assigns and sends need, its variables and inputs, and its collectives:
+  // a rank of a placement wider than the one a value goes to may send nothing, but the ranks that do send wait
+  // for it in the collective that boxes the value to broadcast.
   void remove_unneeded() {
     const OpGraph g(job_);
     std::vector<int> roots;
     for (int i = 0; i < g.size(); ++i) {
       const std::string& t = g.op(i).op_type();
-      if (t == kOutput || t == kAssign || t == "_boxing_send" || is_binding_op(g.op(i))) roots.push_back(i);
+      const OpSchema* schema = schema_of(g.op(i));
+      if (t == kOutput || t == kAssign || t == "_boxing_send" || is_binding_op(g.op(i)) ||
+          (schema != nullptr && schema->flags.collective))
+        roots.push_back(i);
     }
     std::vector<bool> live = g.ancestors(roots);
     for (int i : roots) live[static_cast<size_t>(i)] = true;
@@ -533,6 +600,8 @@ class Lowering {
   std::vector<Part> parts_;                                  // by traced op index
   Part chain_ = Part::kPiece;                                // the chain the boxing being made joins
   std::map<Part, std::string> last_collective_;              // per chain: its last collective
+  std::pair<int, int> anchor_;                               // where the ops made now go (place_added_ops)
+  std::vector<std::pair<int, int>> added_at_;                // per added op, in the order made
 };
 
 }  // namespace
@@ -549,9 +618,14 @@ void place_ops(Job& job) {
   }
 }
 
+void sbp_signatures(Job& job) {
+  if (!job.conf().global()) return;
+  Lowering(job).choose_signatures();
+}
+
 void sbp_lowering(Job& job) {
   if (!job.conf().global()) return;
-  Lowering(job).run();
+  Lowering(job).lower_for_rank();
 }
 
 }  // namespace rill::graph

@@ -1,0 +1,112 @@
+"""How nn.Graph's traced jobs become this rank's plan (Note [Separate compilation] in src/rill/graph/separate.cpp).
+
+A job of this process, or a global job in a world of one rank, is compiled here. A global job over several ranks
+is compiled as RILL_GRAPH_COMPILE_MODE says (read at each compile):
+
+- ``separate`` (the default): the master (rank 0) runs the logical passes and the task table, and sends the
+  logical job to every rank; each rank compiles its own part. A rank's compile time stays that of its plan.
+- ``naive``: the master compiles every rank's part and sends each its job and plan; its time and bytes grow
+  with the world. It stays as the reference, and for ``python -m rill.graph.compile_bench``.
+
+Every rank still traces build() itself: the trace binds its variables. The master's bytes go by
+rill.distributed.send; an error compiling on the master reaches every rank as an exception, not a hang.
+"""
+import os
+import time
+
+import numpy as np
+
+import rill
+from rill import _C
+
+MODES = ("naive", "separate")
+_TAG = 0x5e9a  # the compile's messages, apart from the program's own sends
+_OK, _FAILED = 0, 1
+
+
+def compile_mode(world):
+    """The compile mode for a global job over world ranks: RILL_GRAPH_COMPILE_MODE, else separate."""
+    mode = os.environ.get("RILL_GRAPH_COMPILE_MODE", "separate")
+    if mode not in MODES:
+        raise ValueError(f"[nn.Graph] RILL_GRAPH_COMPILE_MODE must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+def compile_job(job):
+    """This rank's part of the traced job (an _C._GraphJob), and what compiling it cost here:
+    (part, {"compile_mode", "compile_cpu_s", "master_bytes_sent"}). compile_cpu_s is this thread's CPU seconds
+    spent compiling (waiting for the master's bytes excluded); master_bytes_sent is what the master sent to the
+    other ranks (0 on the others)."""
+    import rill.distributed as dist
+    world = dist.get_world_size() if job.is_global and dist.is_initialized() else 1
+    if world == 1:
+        part = job.compile()
+        return part, {"compile_mode": "local", "compile_cpu_s": part.compile_cpu_s, "master_bytes_sent": 0}
+    mode = compile_mode(world)
+    rank = dist.get_rank()
+    info = {"compile_mode": mode, "master_bytes_sent": 0}
+    if rank == 0:
+        start = time.thread_time()
+        try:
+            job.make_logical()
+            if mode == "separate":
+                logical = job.to_bytes()
+                for r in range(1, world):
+                    info["master_bytes_sent"] += _send(r, [logical])
+                part = job.compile_rank(0)
+            else:
+                part = None
+                for r in range(world):
+                    p = job.compile_rank(r)
+                    if r == 0:
+                        part = p
+                    else:
+                        info["master_bytes_sent"] += _send(r, [p.job_bytes(), p.plan_bytes()])
+        except Exception as e:  # every rank waits for the master's bytes: tell them why none come
+            for r in range(1, world):
+                _send_error(r, f"{type(e).__name__}: {e}")
+            raise
+        info["compile_cpu_s"] = time.thread_time() - start
+        return part, info
+    payloads = _recv(0)
+    start = time.thread_time()
+    if mode == "separate":
+        part = _C._GraphJob.parse(payloads[0]).compile_rank(rank)
+    else:
+        part = _C._GraphPart.parse(payloads[0], payloads[1])
+    info["compile_cpu_s"] = time.thread_time() - start
+    return part, info
+
+
+def _send(dst, payloads):
+    """Send payloads (bytes) to rank dst: a header (status, lengths), then their concatenation. Returns the bytes
+    sent."""
+    lengths = [len(p) for p in payloads]
+    header = rill.tensor([_OK, len(payloads)] + lengths + [0] * (2 - len(payloads)), dtype=rill.int64)
+    body = rill.from_numpy(np.frombuffer(b"".join(payloads), dtype=np.uint8).copy())
+    rill.distributed.send(header, dst, tag=_TAG)
+    rill.distributed.send(body, dst, tag=_TAG + 1)
+    return header.numel() * 8 + body.numel()
+
+
+def _send_error(dst, message):
+    text = message.encode()
+    header = rill.tensor([_FAILED, 1, len(text), 0], dtype=rill.int64)
+    rill.distributed.send(header, dst, tag=_TAG)
+    rill.distributed.send(rill.from_numpy(np.frombuffer(text, dtype=np.uint8).copy()), dst, tag=_TAG + 1)
+
+
+def _recv(src):
+    header = rill.empty(4, dtype=rill.int64)
+    rill.distributed.recv(header, src, tag=_TAG)
+    status, count, *lengths = header.tolist()
+    body = rill.empty(sum(lengths), dtype=rill.uint8)
+    rill.distributed.recv(body, src, tag=_TAG + 1)
+    data = body.numpy().tobytes()
+    if status == _FAILED:
+        raise RuntimeError(f"[nn.Graph] rank {src} (the master) failed to compile the graph: {data.decode()}")
+    out, at = [], 0
+    for n in lengths[:count]:
+        out.append(data[at:at + n])
+        at += n
+    return out
