@@ -42,6 +42,8 @@ class placement:
     def _group(self):
         """The process group of these ranks (the world's, or one made once per placement: every rank of the world
         makes it at the same point of the program, as the SPMD program makes its placements)."""
+        if _simulated_world is not None:
+            return _simulated_group(self._ranks)
         import rill.distributed as dist
         if not dist.is_initialized():
             raise RuntimeError("[rill.placement] global tensors communicate through rill.distributed: call "
@@ -69,6 +71,36 @@ class placement:
 
 
 _groups = {}  # ranks -> its ProcessGroup (the world's is None)
+
+# Note [A simulated world]
+# rill.graph.compile_bench compiles rank r's plan for a world of N ranks in one process, without starting N (N up
+# to 256 on a laptop): inside rill.graph.simulated_world(N) this process traces as rank 0 of N. Placements may name
+# any rank below N, their groups are numbers, and to_global communicates nothing (a split tensor's local part is
+# the one given, a broadcast one's is the tensor itself). The trace is the same logical job every rank would make;
+# graphs traced so are compiled for the ranks by the bench, never launched.
+_simulated_world = None
+_simulated_groups = {}
+
+
+class _SimulatedGroup:
+    def __init__(self, group_id):
+        self._id = group_id
+
+
+def _simulated_group(ranks):
+    for r in ranks:
+        if r >= _simulated_world:
+            raise ValueError(f"[rill.placement] rank {r} is not in the simulated world of {_simulated_world} ranks")
+    if ranks == tuple(range(_simulated_world)):
+        return None
+    if ranks not in _simulated_groups:
+        _simulated_groups[ranks] = _SimulatedGroup(len(_simulated_groups) + 1)
+    return _simulated_groups[ranks]
+
+
+def _this_rank():
+    import rill.distributed as dist
+    return 0 if _simulated_world is not None else dist.get_rank()
 
 
 def _one_sbp(sbp, what):
@@ -112,13 +144,14 @@ def to_global(self, placement=None, sbp=None):
     shape = list(self.shape)
     with rill.no_grad():
         local = self.detach().contiguous()
-        if dist.get_rank() not in placement._ranks:  # a rank outside the placement holds nothing of it
+        if _this_rank() not in placement._ranks:  # a rank outside the placement holds nothing of it
             local = rill.empty(0, dtype=self.dtype)
             if s._kind == "S" and s.dim < len(shape):
                 shape[s.dim] *= n
         elif s == _sbp_module.broadcast:
             local = local.clone()
-            dist.broadcast(local, src=placement._ranks[0], group=group)
+            if _simulated_world is None:
+                dist.broadcast(local, src=placement._ranks[0], group=group)
         elif s._kind == "S":
             if s.dim >= len(shape):
                 raise ValueError(f"[to_global] split({s.dim}) of a tensor of {len(shape)} dims")

@@ -19,6 +19,8 @@ void init_distributed(nb::module_& m) {
     return std::make_pair(comm::world_rank(), comm::world_size());
   });
   m.def("_dist_initialized", &comm::initialized);
+  m.def("_dist_register_kernels", &comm::register_kernels,
+        "Register the comm ops' kernels without starting MPI: a graph compiled for a simulated world names them.");
   m.def("_dist_finalize", [] { wait_readable(comm::finalize()); });
   m.def("_dist_abort", [](int code) { comm::abort_job(code); });
   m.def("_dist_new_group", [](int64_t group, const std::vector<int64_t>& ranks) {

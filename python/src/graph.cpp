@@ -50,7 +50,7 @@ nb::dict desc_dict(const plan::TensorDesc& d) {
 
 // (ranks, group) of a placement.
 nb::tuple placement_tuple(const graph::Placement& p) {
-  return nb::make_tuple(std::vector<int64_t>(p.ranks().begin(), p.ranks().end()), p.group());
+  return nb::make_tuple(graph::placement_ranks(p), p.group());
 }
 
 // The job as Python data: what rill.onnx.export maps to ONNX nodes.
@@ -75,8 +75,7 @@ nb::dict job_dict(const graph::Job& job) {
       op["in_sbps"] = std::vector<std::string>(c.in_sbps().begin(), c.in_sbps().end());
       op["out_sbps"] = std::vector<std::string>(c.out_sbps().begin(), c.out_sbps().end());
     }
-    if (c.has_placement()) op["placement"] = std::vector<int64_t>(c.placement().ranks().begin(),
-                                                                  c.placement().ranks().end());
+    if (c.has_placement()) op["placement"] = graph::placement_ranks(c.placement());
     if (c.stage() > 0) op["stage"] = c.stage() - 1;
     ops.append(op);
   }
@@ -219,9 +218,15 @@ void init_graph(nb::module_& m) {
         graph::make_logical(j.get());
         return graph::thread_cpu_seconds() - start;
       }, "The logical passes and the task table, in place; returns the CPU seconds they took.")
-      .def("compile_rank", [](const JobHandle& j, int64_t rank) {
-        return std::make_unique<PartHandle>(graph::compile_rank(j.get(), rank));
-      }, nb::arg("rank"), "Rank rank's part of this logical job (its passes, inference, plan).")
+      .def("compile_rank", [](JobHandle& j, int64_t rank, bool take) {
+        if (!take) return std::make_unique<PartHandle>(graph::compile_rank(j.get(), rank));
+        j.get();
+        graph::ArenaJob job = std::move(*j.job);
+        j.job.reset();
+        return std::make_unique<PartHandle>(graph::compile_rank(std::move(job), rank));
+      }, nb::arg("rank"), nb::arg("take") = false,
+         "Rank rank's part of this logical job (its passes, inference, plan); take: compile the job itself, not a "
+         "copy (the handle is empty after).")
       .def("compile", [](JobHandle& j) {
         j.get();
         graph::ArenaJob job = std::move(*j.job);

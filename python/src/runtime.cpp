@@ -29,6 +29,8 @@ void init_runtime(nb::module_& m) {
     RILL_CHECK(name.rfind("RILL_", 0) == 0, Value, "[set_env_override] knob names start with RILL_, got ", name);
     env::set_override(name, value);
   }, nb::arg("name"), nb::arg("value").none(), "Override a RILL_* knob at run time (None removes the override).");
+  m.def("_env_string", [](const std::string& name) { return env::get_string(name.c_str()); }, nb::arg("name"),
+        "A RILL_* knob's text (override, else environment), or None.");
   m.def("env_knobs", []() {
     nb::list out;
     for (const env::Knob& k : env::knobs()) out.append(nb::make_tuple(k.name, k.default_value, k.help));

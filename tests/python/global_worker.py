@@ -290,8 +290,7 @@ def case_compile_modes():
             loss.backward()
             return loss
 
-    def run(mode):
-        os.environ["RILL_GRAPH_COMPILE_MODE"] = mode
+    def hybrid():
         rill.manual_seed(11)
         m = nn.Sequential(nn.Linear(8, 24), nn.ReLU(), nn.Linear(24, 24), nn.Tanh(), nn.Linear(24, 4))
         m[0].to_global(pl, B)
@@ -300,10 +299,17 @@ def case_compile_modes():
         m[2].weight = nn.Parameter(m[2].weight.to_local()[r * k:(r + 1) * k].clone().to_global(pl, S0))
         m[2].bias = nn.Parameter(m[2].bias.detach()[r * k:(r + 1) * k].clone().to_global(pl, S0))
         m[4].to_global(last, B)
-        g = Hybrid(m, rill.optim.Adam(m.parameters(), lr=0.01))
+        return m, Hybrid(m, rill.optim.Adam(m.parameters(), lr=0.01))
+
+    def inputs(x, y):
+        return rill.tensor(x[2 * r:2 * r + 2]).to_global(pl, S0), rill.tensor(y).to_global(last, B)
+
+    def run(mode):
+        os.environ["RILL_GRAPH_COMPILE_MODE"] = mode
+        m, g = hybrid()
         losses = []
         for x, y in data(10, 2 * n):
-            loss = g(rill.tensor(x[2 * r:2 * r + 2]).to_global(pl, S0), rill.tensor(y).to_global(last, B))
+            loss = g(*inputs(x, y))
             losses.append(loss.to_local().item() if r == n - 1 else None)
         return g.plan(), losses, g.stats()
 
@@ -324,6 +330,15 @@ def case_compile_modes():
     # the master does every rank's compile in naive mode: it sends plans, the separate master one job per rank
     if r == 0:
         assert naive_stats["compile_cpu_s"] > 0 and sep_stats["compile_cpu_s"] > 0
+    # a simulated world (one process, no communication) compiles this rank's plan as the real one did
+    from rill.graph import simulated_world
+    with simulated_world(n):
+        pl, last = world(), rill.placement("cpu", ranks=[n - 1])
+        _, g = hybrid()
+        job = g._traced_job(*inputs(*data(1, 2 * n)[0]))
+    job.make_logical()
+    assert canonical_plan(job.compile_rank(r).plan_dict()) == canonical_plan(sep_plan)
+    pl, last = world(), rill.placement("cpu", ranks=[n - 1])
 
     class Uneven(nn.Graph):
         def build(self, x):

@@ -30,6 +30,41 @@ def test_global_graphs_on_every_rank(nproc):
             assert f"PASS {case} rank {rank}" in p.stdout, (case, rank, out[-4000:])
 
 
+@pytest.mark.distributed
+def test_compile_modes_on_four_ranks():
+    """Issue 21's bar at N = 4 (N = 2 runs above): naive and separate give the same plans and losses."""
+    p = launch(4, "compile_modes")
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    for rank in range(4):
+        assert f"PASS compile_modes rank {rank}" in p.stdout, p.stdout[-4000:]
+
+
+@pytest.mark.distributed
+def test_compile_bench(tmp_path):
+    """python -m rill.graph.compile_bench: rows for real and simulated worlds, the ratios, and the plot."""
+    import json
+    plot = tmp_path / "compile.png"
+    cmd = [sys.executable, "-m", "rill.graph.compile_bench", "--ranks", "1", "2", "--simulate", "4",
+           "--workloads", "data_parallel", "hybrid", "--repeats", "1", "--json", "--plot", str(plot)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    keys = {"workload", "mode", "ranks", "simulated", "per_rank_cpu_s", "master_cpu_s", "master_bytes_sent",
+            "plan_bytes"}
+    assert rows and all(set(r) == keys for r in rows)
+    got = {(r["workload"], r["mode"], r["ranks"], r["simulated"]) for r in rows}
+    for w in ("data_parallel", "hybrid"):
+        for m in ("naive", "separate"):
+            assert {(w, m, 1, False), (w, m, 2, False), (w, m, 1, True), (w, m, 4, True)} <= got
+    for r in rows:
+        assert r["per_rank_cpu_s"] > 0 and r["master_cpu_s"] > 0 and r["plan_bytes"] > 0
+        assert (r["master_bytes_sent"] > 0) == (r["ranks"] > 1), r
+    # the naive master sends every rank its plan, the separate one the job: both grow with the ranks
+    sent = {(r["workload"], r["mode"], r["ranks"]): r["master_bytes_sent"] for r in rows if r["simulated"]}
+    assert sent[("hybrid", "naive", 4)] > 0 and sent[("hybrid", "separate", 4)] > 0
+    assert plot.exists() and plot.stat().st_size > 10000
+
+
 def test_sbp_objects():
     assert rill.sbp.split(1) == rill.sbp.split(1) != rill.sbp.split(0)
     assert rill.sbp.broadcast != rill.sbp.partial_sum

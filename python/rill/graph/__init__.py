@@ -11,7 +11,7 @@ is compiled as RILL_GRAPH_COMPILE_MODE says (read at each compile):
 Every rank still traces build() itself: the trace binds its variables. The master's bytes go by
 rill.distributed.send; an error compiling on the master reaches every rank as an exception, not a hang.
 """
-import os
+import contextlib
 import time
 
 import numpy as np
@@ -26,17 +26,18 @@ _OK, _FAILED = 0, 1
 
 def compile_mode(world):
     """The compile mode for a global job over world ranks: RILL_GRAPH_COMPILE_MODE, else separate."""
-    mode = os.environ.get("RILL_GRAPH_COMPILE_MODE", "separate")
+    mode = _C._env_string("RILL_GRAPH_COMPILE_MODE") or "separate"
     if mode not in MODES:
         raise ValueError(f"[nn.Graph] RILL_GRAPH_COMPILE_MODE must be one of {', '.join(MODES)}, got {mode!r}")
     return mode
 
 
-def compile_job(job):
+def compile_job(job, one_at_a_time=False):
     """This rank's part of the traced job (an _C._GraphJob), and what compiling it cost here:
     (part, {"compile_mode", "compile_cpu_s", "master_bytes_sent"}). compile_cpu_s is this thread's CPU seconds
     spent compiling (waiting for the master's bytes excluded); master_bytes_sent is what the master sent to the
-    other ranks (0 on the others)."""
+    other ranks (0 on the others). one_at_a_time (rill.graph.compile_bench's): the ranks compile one after the
+    other, the master first, so that on a machine with fewer cores than ranks each one's CPU time is its own."""
     import rill.distributed as dist
     world = dist.get_world_size() if job.is_global and dist.is_initialized() else 1
     if world == 1:
@@ -44,46 +45,68 @@ def compile_job(job):
         return part, {"compile_mode": "local", "compile_cpu_s": part.compile_cpu_s, "master_bytes_sent": 0}
     mode = compile_mode(world)
     rank = dist.get_rank()
-    info = {"compile_mode": mode, "master_bytes_sent": 0}
     if rank == 0:
-        start = time.thread_time()
-        try:
-            job.make_logical()
-            if mode == "separate":
-                logical = job.to_bytes()
-                for r in range(1, world):
-                    info["master_bytes_sent"] += _send(r, [logical])
-                part = job.compile_rank(0)
-            else:
-                part = None
-                for r in range(world):
-                    p = job.compile_rank(r)
-                    if r == 0:
-                        part = p
-                    else:
-                        info["master_bytes_sent"] += _send(r, [p.job_bytes(), p.plan_bytes()])
-        except Exception as e:  # every rank waits for the master's bytes: tell them why none come
-            for r in range(1, world):
-                _send_error(r, f"{type(e).__name__}: {e}")
-            raise
-        info["compile_cpu_s"] = time.thread_time() - start
-        return part, info
+        return _in_turn(0, world, one_at_a_time, lambda: _master(job, mode, world))
     payloads = _recv(0)
+    return _in_turn(rank, world, one_at_a_time, lambda: _worker(payloads, mode, rank))
+
+
+def _in_turn(rank, world, one_at_a_time, fn):
+    """fn() on this rank; with one_at_a_time, in rank order, each rank after the one before it has finished."""
+    if not one_at_a_time:
+        return fn()
+    for turn in range(world):
+        if turn == rank:
+            out = fn()
+        rill.distributed.barrier()
+    return out
+
+
+def _worker(payloads, mode, rank):
     start = time.thread_time()
     if mode == "separate":
         part = _C._GraphJob.parse(payloads[0]).compile_rank(rank)
     else:
         part = _C._GraphPart.parse(payloads[0], payloads[1])
+    return part, {"compile_mode": mode, "master_bytes_sent": 0, "compile_cpu_s": time.thread_time() - start}
+
+
+def _master(job, mode, world):
+    info = {"compile_mode": mode, "master_bytes_sent": 0}
+    start = time.thread_time()
+    try:
+        job.make_logical()
+        if mode == "separate":
+            message = _message([job.to_bytes()])  # the same for every rank
+            for r in range(1, world):
+                info["master_bytes_sent"] += _post(r, message)
+            part = job.compile_rank(0, take=True)
+        else:
+            for r in range(world):
+                p = job.compile_rank(r)
+                if r == 0:
+                    part = p
+                else:
+                    info["master_bytes_sent"] += _post(r, _message([p.job_bytes(), p.plan_bytes()]))
+    except Exception as e:  # every rank waits for the master's bytes: tell them why none come
+        for r in range(1, world):
+            _send_error(r, f"{type(e).__name__}: {e}")
+        raise
     info["compile_cpu_s"] = time.thread_time() - start
     return part, info
 
 
-def _send(dst, payloads):
-    """Send payloads (bytes) to rank dst: a header (status, lengths), then their concatenation. Returns the bytes
-    sent."""
+def _message(payloads):
+    """payloads (one or two bytes objects) as a message: a header (status, count, lengths), and their
+    concatenation."""
     lengths = [len(p) for p in payloads]
     header = rill.tensor([_OK, len(payloads)] + lengths + [0] * (2 - len(payloads)), dtype=rill.int64)
-    body = rill.from_numpy(np.frombuffer(b"".join(payloads), dtype=np.uint8).copy())
+    return header, rill.from_numpy(np.frombuffer(b"".join(payloads), dtype=np.uint8).copy())
+
+
+def _post(dst, message):
+    """Send message to rank dst; returns the bytes sent."""
+    header, body = message
     rill.distributed.send(header, dst, tag=_TAG)
     rill.distributed.send(body, dst, tag=_TAG + 1)
     return header.numel() * 8 + body.numel()
@@ -110,3 +133,24 @@ def _recv(src):
         out.append(data[at:at + n])
         at += n
     return out
+
+
+@contextlib.contextmanager
+def simulated_world(world):
+    """Inside it, this process traces global graphs as rank 0 of a world of `world` ranks, without rill.distributed
+    (Note [A simulated world] in rill/_global.py): what python -m rill.graph.compile_bench compiles for ranks it
+    does not start. Take the jobs with Graph._traced_job; a graph traced so cannot be run."""
+    from rill import _global
+    if not isinstance(world, int) or world < 1:
+        raise ValueError(f"[rill.graph] a simulated world has at least one rank, got {world!r}")
+    if _global._simulated_world is not None:
+        raise RuntimeError("[rill.graph] simulated worlds do not nest")
+    _C._dist_register_kernels()  # the boxing ops the plans name (compiled, never run here)
+    _global._simulated_world = world
+    _global._simulated_groups.clear()
+    try:
+        yield
+    finally:
+        _global._simulated_world = None
+        _global._simulated_groups.clear()
+

@@ -340,6 +340,27 @@ class Graph:
                 gc.enable()
 
     def _trace_and_compile(self, args, tensors):
+        tracer, job, rebuild, shapes = self._trace(args, tensors)
+        part, info = rill.graph.compile_job(job)  # here, or over the ranks (rill/graph/__init__.py)
+        compiled = tracer.load(part)
+        self._compiles += 1
+        return compiled, rebuild, shapes, info
+
+    def _traced_job(self, *args):
+        """Trace build on args into the job nn.Graph would compile (an _C._GraphJob), without compiling it: what
+        rill.graph.compile_bench compiles for the ranks of a simulated world."""
+        tensors, _ = _flatten(list(args), "graph inputs")
+        tensors = [t if t.is_global else t.contiguous() for t in tensors]
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            return self._trace(args, tensors)[1]
+        finally:
+            if paused:
+                gc.enable()
+
+    def _trace(self, args, tensors):
+        """Trace build on tensors (args' tensors): (tracer, the finished job, rebuild, the results' shapes)."""
         # Inputs are bound by identity: the contiguous copies stand for the user's tensors inside build.
         _, rebuild_args = _flatten(list(args), "graph inputs")
         pieces = self.config.gradient_accumulation_steps
@@ -386,15 +407,12 @@ class Graph:
             job = tracer.finish_compile(train=train,
                                         gradient_accumulation_steps=self.config.gradient_accumulation_steps,
                                         disabled_passes=self.config.disabled_passes)
-            part, info = rill.graph.compile_job(job)  # here, or over the ranks (rill/graph/__init__.py)
-            compiled = tracer.load(part)
         finally:
             random_ops.__exit__(None, None, None)
             tracer.stop()
             for p, grad in saved.values():
                 p.grad = grad
-        self._compiles += 1
-        return compiled, rebuild, shapes, info
+        return tracer, job, rebuild, shapes
 
     def _stages(self, tracer):
         """The pipeline stages of the graph's modules (GraphModule.set_stage): their placements told to the

@@ -432,4 +432,26 @@ void remove_ops(Job& job, const std::vector<bool>& keep) {
   ops.DeleteSubrange(kept, n - kept);
 }
 
+std::vector<int64_t> placement_ranks(const Placement& p) {
+  if (p.count() == 0) return {p.ranks().begin(), p.ranks().end()};
+  std::vector<int64_t> ranks(static_cast<size_t>(p.count()));
+  for (int64_t k = 0; k < p.count(); ++k) ranks[static_cast<size_t>(k)] = p.first() + k;
+  return ranks;
+}
+
+int64_t placement_size(const Placement& p) { return p.count() > 0 ? p.count() : p.ranks_size(); }
+
+void set_placement_ranks(Placement& p, const std::vector<int64_t>& ranks) {
+  p.clear_ranks();
+  p.clear_first();
+  p.clear_count();
+  const bool range = !ranks.empty() && ranks.back() - ranks.front() + 1 == static_cast<int64_t>(ranks.size());
+  if (range) {
+    p.set_first(ranks.front());
+    p.set_count(static_cast<int64_t>(ranks.size()));
+  } else {
+    for (int64_t r : ranks) p.add_ranks(r);
+  }
+}
+
 }  // namespace rill::graph

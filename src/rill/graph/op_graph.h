@@ -225,4 +225,11 @@ void redirect(OpConf& op, const std::unordered_map<std::string, std::string>& lb
 /** Remove the ops whose keep flag is false (indices into job.ops). */
 void remove_ops(Job& job, const std::vector<bool>& keep);
 
+/** The ranks of a placement, in order (none: on every rank that needs it). */
+std::vector<int64_t> placement_ranks(const Placement& p);
+/** How many ranks p has. */
+int64_t placement_size(const Placement& p);
+/** p's ranks become ranks (increasing), written as a range when they are contiguous; its group is left. */
+void set_placement_ranks(Placement& p, const std::vector<int64_t>& ranks);
+
 }  // namespace rill::graph

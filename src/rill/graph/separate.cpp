@@ -63,6 +63,12 @@ RankPart compile_rank(const Job& logical, int64_t rank, const CompileOptions& op
   return compile_logical(ArenaJob(logical), rank, options, start_cpu, start);
 }
 
+RankPart compile_rank(ArenaJob logical, int64_t rank, const CompileOptions& options) {
+  const auto start = Clock::now();
+  const double start_cpu = thread_cpu_seconds();
+  return compile_logical(std::move(logical), rank, options, start_cpu, start);
+}
+
 RankPart compile_job(ArenaJob traced, const CompileOptions& options) {
   const auto start = Clock::now();
   const double start_cpu = thread_cpu_seconds();

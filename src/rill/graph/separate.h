@@ -25,6 +25,9 @@ void make_logical(Job& traced);
 /** Rank rank's part of a logical job (make_logical's), compiled on a copy of it: the rank's passes, inference and
  * the compiler. */
 RankPart compile_rank(const Job& logical, int64_t rank, const CompileOptions& options = {});
+/** The same on the logical job itself, which becomes the part's (the master's own part, once the others have
+ * theirs). */
+RankPart compile_rank(ArenaJob logical, int64_t rank, const CompileOptions& options = {});
 /** Both halves in place, for rank options.rank: what one process compiling its own job does. */
 RankPart compile_job(ArenaJob traced, const CompileOptions& options = {});
 /** Raises RuntimeError unless every id of plan is its rank's: task ids carry plan.rank, register, mem-block and

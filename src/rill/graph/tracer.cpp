@@ -4,6 +4,7 @@
 
 #include "rill/eager/functional.h"
 #include "rill/graph/attrs.h"
+#include "rill/graph/op_graph.h"
 #include "rill/util/error.h"
 #include "rill/vm/instruction.h"
 
@@ -151,10 +152,9 @@ void Tracer::mark_global(OpConf& c, const Tensor& t) {
   RILL_CHECK(g != nullptr, Value, "[nn.Graph] '", c.name(), "' is a view of a global tensor made outside build(): "
              "pass the global tensor itself, and view it inside build()");
   job_->mutable_conf()->set_global(true);
-  auto& attrs = *c.mutable_attrs();
-  attrs["sbp"].set_s(g->sbp[0].str());
-  for (int64_t r : g->ranks) attrs["placement"].mutable_ints()->add_v(r);
-  attrs["group"].set_i(g->group);
+  (*c.mutable_attrs())["sbp"].set_s(g->sbp[0].str());
+  set_placement_ranks(*c.mutable_placement(), g->ranks);
+  c.mutable_placement()->set_group(g->group);
 }
 
 void Tracer::set_stage_placement(int32_t stage, const std::vector<int64_t>& ranks, int64_t group) {
@@ -162,8 +162,7 @@ void Tracer::set_stage_placement(int32_t stage, const std::vector<int64_t>& rank
   conf.set_global(true);
   while (conf.stages_size() <= stage) conf.add_stages();
   Placement& p = *conf.mutable_stages(stage);
-  p.clear_ranks();
-  for (int64_t r : ranks) p.add_ranks(r);
+  set_placement_ranks(p, ranks);
   p.set_group(group);
 }
 

@@ -90,7 +90,8 @@ class Tracer final : public eager::TraceSink {
   std::string output_lbn(OpConf& conf);
   /** The op's stage, the op it is a gradient of, and its number (Note [Stages of a trace] in eager/trace.h). */
   void tag(OpConf& conf);
-  /** When t is global: its SBP and placement as conf's attrs "sbp", "placement" and "group"; the job is global. */
+  /** When t is global: its SBP as conf's attr "sbp", its ranks and group as conf's placement; the job is
+   * global. */
   void mark_global(OpConf& conf, const Tensor& t);
 
   ArenaJob job_;

@@ -7,6 +7,7 @@
 #include "job_builder.h"
 #include "rill/graph/attrs.h"
 #include "rill/graph/infer.h"
+#include "rill/graph/op_graph.h"
 #include "rill/graph/passes/pass.h"
 #include "rill/util/error.h"
 
@@ -32,10 +33,9 @@ void lower(Job& job) {
 
 std::string global_input(JobBuilder& b, const std::string& name, std::vector<int64_t> shape, const char* sbp) {
   std::string lbn = b.input(name, std::move(shape));
-  auto& attrs = *b.job.mutable_ops(b.job.ops_size() - 1)->mutable_attrs();
-  attrs["sbp"] = S(sbp);
-  attrs["placement"] = Ints({0, 1});
-  attrs["group"] = I(0);
+  OpConf& op = *b.job.mutable_ops(b.job.ops_size() - 1);
+  (*op.mutable_attrs())["sbp"] = S(sbp);
+  set_placement_ranks(*op.mutable_placement(), {0, 1});
   return lbn;
 }
 
@@ -192,10 +192,8 @@ TEST(GraphSbp, LayerNormAndEmbeddingSplitTheirRowsAndSumTheirTablesGradients) {
 Job two_stages(int rank) {
   JobBuilder b("Stages");
   std::string x = b.input("x", {4, 2});
-  auto& attrs = *b.job.mutable_ops(0)->mutable_attrs();
-  attrs["sbp"] = S("B");
-  attrs["placement"] = Ints({0});
-  attrs["group"] = I(0);
+  (*b.job.mutable_ops(0)->mutable_attrs())["sbp"] = S("B");
+  set_placement_ranks(*b.job.mutable_ops(0)->mutable_placement(), {0});
   std::string h = b.op("h", "relu", {x});
   std::string y = b.op("y", "neg", {h});
   b.output("out", y);

@@ -41,8 +41,7 @@ bool same_shape(const plan::TensorDesc& a, const plan::TensorDesc& b) {
 
 // A chain runs where its ops do: in a global job, only ops of one placement fuse (place_ops, in sbp.cpp).
 bool same_placement(const OpConf& a, const OpConf& b) {
-  return a.placement().ranks_size() == b.placement().ranks_size() &&
-         std::equal(a.placement().ranks().begin(), a.placement().ranks().end(), b.placement().ranks().begin());
+  return placement_ranks(a.placement()) == placement_ranks(b.placement());
 }
 
 struct Chain {

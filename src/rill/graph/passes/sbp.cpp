@@ -86,7 +86,7 @@ struct Place {
   }
 };
 
-Place place_of(const Placement& p) { return {std::vector<int64_t>(p.ranks().begin(), p.ranks().end()), p.group()}; }
+Place place_of(const Placement& p) { return {placement_ranks(p), p.group()}; }
 
 // The placement of op i's input computed last (the activation it continues), or none.
 template <typename Places>
@@ -107,9 +107,7 @@ std::vector<Place> placements(const Job& job, const OpGraph& g) {
     Place& p = places[i];
     const auto ranks_attr = op.attrs().find("placement");
     if (is_binding_op(op)) {
-      if (ranks_attr != op.attrs().end())
-        p = {std::vector<int64_t>(ranks_attr->second.ints().v().begin(), ranks_attr->second.ints().v().end()),
-             int_attr(op, "group")};
+      p = place_of(op.placement());  // its global tensor's (none: a tensor of this process)
     } else if (op.op_type() == kToGlobal && !ranks_attr->second.ints().v().empty()) {
       p = {std::vector<int64_t>(ranks_attr->second.ints().v().begin(), ranks_attr->second.ints().v().end()),
            op.attrs().at("group").i()};
@@ -196,13 +194,13 @@ class Lowering {
   void place(int i) {
     const OpConf& op = job_.ops(i);
     Place& p = places_[i];
-    if (op.placement().ranks_size() > 0) {
+    if (placement_size(op.placement()) > 0) {
       p = place_of(op.placement());
       return;
     }
     p = Place{placed_input(graph_, places_, i)};
     auto& placement = *job_.mutable_ops(i)->mutable_placement();
-    for (int64_t r : p.ranks) placement.add_ranks(r);
+    set_placement_ranks(placement, p.ranks);
     placement.set_group(p.group);
   }
 
@@ -571,7 +569,7 @@ class Lowering {
 
   void check_local_descs() {
     for (const OpConf& op : job_.ops()) {
-      const int64_t n = std::max(1, op.placement().ranks_size());
+      const int64_t n = std::max<int64_t>(1, placement_size(op.placement()));
       for (int k = 0; k < op.out_sbps_size(); ++k) {
         auto it = logical_shapes_.find(op.outputs(k));
         if (it == logical_shapes_.end()) continue;
@@ -612,8 +610,7 @@ void place_ops(Job& job) {
   const std::vector<Place> places = placements(job, g);
   for (int i = 0; i < g.size(); ++i) {
     Placement& p = *job.mutable_ops(i)->mutable_placement();
-    p.clear_ranks();
-    for (int64_t r : places[i].ranks) p.add_ranks(r);
+    set_placement_ranks(p, places[i].ranks);
     p.set_group(places[i].group);
   }
 }
