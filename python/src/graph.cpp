@@ -166,6 +166,13 @@ struct JobHandle {
     RILL_CHECK(job.has_value(), Value, "[nn.Graph] this job was compiled in place already");
     return **job;
   }
+  /** The job itself, for a compile in place: the handle is empty after. */
+  graph::ArenaJob take() {
+    get();
+    graph::ArenaJob out = std::move(*job);
+    job.reset();
+    return out;
+  }
   std::optional<graph::ArenaJob> job;
 };
 
@@ -219,20 +226,12 @@ void init_graph(nb::module_& m) {
         return graph::thread_cpu_seconds() - start;
       }, "The logical passes and the task table, in place; returns the CPU seconds they took.")
       .def("compile_rank", [](JobHandle& j, int64_t rank, bool take) {
-        if (!take) return std::make_unique<PartHandle>(graph::compile_rank(j.get(), rank));
-        j.get();
-        graph::ArenaJob job = std::move(*j.job);
-        j.job.reset();
-        return std::make_unique<PartHandle>(graph::compile_rank(std::move(job), rank));
+        return std::make_unique<PartHandle>(take ? graph::compile_rank(j.take(), rank)
+                                                 : graph::compile_rank(j.get(), rank));
       }, nb::arg("rank"), nb::arg("take") = false,
          "Rank rank's part of this logical job (its passes, inference, plan); take: compile the job itself, not a "
          "copy (the handle is empty after).")
-      .def("compile", [](JobHandle& j) {
-        j.get();
-        graph::ArenaJob job = std::move(*j.job);
-        j.job.reset();
-        return std::make_unique<PartHandle>(graph::compile_job(std::move(job)));
-      }, "Both halves in place, for rank 0 (the job is taken).")
+      .def("compile", [](JobHandle& j) { return std::make_unique<PartHandle>(graph::compile_job(j.take())); }, "Both halves in place, for rank 0 (the job is taken).")
       .def("to_bytes", [](const JobHandle& j) { return serialized(j.get()); })
       .def_static("parse", [](nb::bytes data) { return std::make_unique<JobHandle>(parsed<graph::Job>(data, "job")); });
   nb::class_<PartHandle>(m, "_GraphPart", "One rank's part of a job: its job and plan (src/rill/graph/separate.h).")

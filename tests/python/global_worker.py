@@ -26,6 +26,28 @@ class Step(nn.Graph):
         return loss
 
 
+class MovedStep(nn.Graph):
+    """Runs m[:-1] where its inputs are (gathered first with gather_input), moves the activation to placement `to`
+    (broadcast), and runs m[-1] and the loss there: OneFlow's way of writing a pipeline by hand."""
+
+    def __init__(self, m, optimizer, to, gather_input=False):
+        super().__init__()
+        self.m = m
+        self.to_placement = to
+        self.gather_input = gather_input
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(optimizer)
+
+    def build(self, x, y):
+        h = x.to_global(sbp=B) if self.gather_input else x
+        for layer in list(self.m)[:-1]:
+            h = layer(h)
+        h = h.to_global(placement=self.to_placement, sbp=B)
+        loss = self.loss_fn(self.m[-1](h), y)
+        loss.backward()
+        return loss
+
+
 def data(steps, n, features=8, classes=4):
     rng = np.random.default_rng(7)
     return [(rng.standard_normal((n, features)).astype(np.float32), rng.integers(0, classes, n))
@@ -211,26 +233,12 @@ def case_to_global_in_build():
     n = dist.get_world_size()
     first, last = rill.placement("cpu", ranks=[0]), rill.placement("cpu", ranks=[n - 1])
 
-    class Moved(nn.Graph):
-        def __init__(self, m, opt):
-            super().__init__()
-            self.m = m
-            self.loss_fn = nn.CrossEntropyLoss()
-            self.add_optimizer(opt)
-
-        def build(self, x, y):
-            h = self.m[1](self.m[0](x.to_global(sbp=B)))  # gathered: every rank computes the whole batch
-            h = h.to_global(placement=last, sbp=B)  # then moved to the last rank, where the rest runs
-            loss = self.loss_fn(self.m[2](h), y)
-            loss.backward()
-            return loss
-
     ref = mlp()
     ref_step = Step(ref, rill.optim.SGD(ref.parameters(), lr=0.1))
     m = mlp()
     m[0].to_global(world(), B)
     m[2].to_global(last, B)
-    g = Moved(m, rill.optim.SGD(m.parameters(), lr=0.1))
+    g = MovedStep(m, rill.optim.SGD(m.parameters(), lr=0.1), last, gather_input=True)
     r = dist.get_rank()
     for x, y in data(5, 2 * n):
         want = ref_step(rill.tensor(x), rill.tensor(y)).item()
@@ -276,20 +284,6 @@ def case_compile_modes():
     n, r = dist.get_world_size(), dist.get_rank()
     pl, last = world(), rill.placement("cpu", ranks=[n - 1])
 
-    class Hybrid(nn.Graph):
-        def __init__(self, m, opt):
-            super().__init__()
-            self.m = m
-            self.loss_fn = nn.CrossEntropyLoss()
-            self.add_optimizer(opt)
-
-        def build(self, x, y):
-            h = self.m[3](self.m[2](self.m[1](self.m[0](x))))
-            h = h.to_global(placement=last, sbp=B)
-            loss = self.loss_fn(self.m[4](h), y)
-            loss.backward()
-            return loss
-
     def hybrid():
         rill.manual_seed(11)
         m = nn.Sequential(nn.Linear(8, 24), nn.ReLU(), nn.Linear(24, 24), nn.Tanh(), nn.Linear(24, 4))
@@ -299,7 +293,7 @@ def case_compile_modes():
         m[2].weight = nn.Parameter(m[2].weight.to_local()[r * k:(r + 1) * k].clone().to_global(pl, S0))
         m[2].bias = nn.Parameter(m[2].bias.detach()[r * k:(r + 1) * k].clone().to_global(pl, S0))
         m[4].to_global(last, B)
-        return m, Hybrid(m, rill.optim.Adam(m.parameters(), lr=0.01))
+        return m, MovedStep(m, rill.optim.Adam(m.parameters(), lr=0.01), last)
 
     def inputs(x, y):
         return rill.tensor(x[2 * r:2 * r + 2]).to_global(pl, S0), rill.tensor(y).to_global(last, B)

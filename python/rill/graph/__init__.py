@@ -96,11 +96,11 @@ def _master(job, mode, world):
     return part, info
 
 
-def _message(payloads):
+def _message(payloads, status=_OK):
     """payloads (one or two bytes objects) as a message: a header (status, count, lengths), and their
     concatenation."""
     lengths = [len(p) for p in payloads]
-    header = rill.tensor([_OK, len(payloads)] + lengths + [0] * (2 - len(payloads)), dtype=rill.int64)
+    header = rill.tensor([status, len(payloads)] + lengths + [0] * (2 - len(payloads)), dtype=rill.int64)
     return header, rill.from_numpy(np.frombuffer(b"".join(payloads), dtype=np.uint8).copy())
 
 
@@ -112,11 +112,8 @@ def _post(dst, message):
     return header.numel() * 8 + body.numel()
 
 
-def _send_error(dst, message):
-    text = message.encode()
-    header = rill.tensor([_FAILED, 1, len(text), 0], dtype=rill.int64)
-    rill.distributed.send(header, dst, tag=_TAG)
-    rill.distributed.send(rill.from_numpy(np.frombuffer(text, dtype=np.uint8).copy()), dst, tag=_TAG + 1)
+def _send_error(dst, text):
+    _post(dst, _message([text.encode()], status=_FAILED))
 
 
 def _recv(src):
