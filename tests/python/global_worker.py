@@ -344,6 +344,24 @@ def case_compile_modes():
     except (RuntimeError, ValueError) as e:
         want = "cannot be split" if r == 0 else "rank 0 (the master) failed to compile the graph"
         assert want in str(e), e
+    # a rank that fails alone: every other rank raises too, rather than wait for it in the first launch
+    from rill import graph as graph_compile
+    compile_own_part = graph_compile._worker
+    if r == n - 1:
+        def broken(*args):
+            raise RuntimeError("this rank's part cannot be compiled")
+        graph_compile._worker = broken
+    try:
+        os.environ["RILL_GRAPH_COMPILE_MODE"] = "separate"
+        _, g = hybrid()
+        g(*inputs(*data(1, 2 * n)[0]))
+        raise AssertionError("a graph one rank could not compile ran")
+    except RuntimeError as e:
+        want = "this rank's part cannot be compiled" if r == n - 1 else f"rank {n - 1} failed to compile its part"
+        assert want in str(e), e
+    finally:
+        graph_compile._worker = compile_own_part
+        os.environ.pop("RILL_GRAPH_COMPILE_MODE", None)
 
 
 if __name__ == "__main__":

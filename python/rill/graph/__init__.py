@@ -45,20 +45,42 @@ def compile_job(job, one_at_a_time=False):
         return part, {"compile_mode": "local", "compile_cpu_s": part.compile_cpu_s, "master_bytes_sent": 0}
     mode = compile_mode(world)
     rank = dist.get_rank()
-    if rank == 0:
-        return _in_turn(0, world, one_at_a_time, lambda: _master(job, mode, world))
-    payloads = _recv(0)
-    return _in_turn(rank, world, one_at_a_time, lambda: _worker(payloads, mode, rank))
+    result, error = None, None
+    try:
+        if rank == 0:
+            result = _in_turn(0, world, one_at_a_time, lambda: _master(job, mode, world))
+        else:
+            payloads = _recv(0)  # raises the master's error, if it had one
+            result = _in_turn(rank, world, one_at_a_time, lambda: _worker(payloads, mode, rank))
+    except Exception as e:
+        error = e
+    # Every rank learns whether all have their plans: one that failed alone would leave the others waiting for it
+    # in the first launch's collectives.
+    failed = rill.tensor([0 if error is None else rank + 1], dtype=rill.int64)
+    dist.all_reduce(failed, op=dist.ReduceOp.MAX)
+    if error is not None:
+        raise error
+    if failed.item():
+        raise RuntimeError(f"[nn.Graph] rank {failed.item() - 1} failed to compile its part of the graph (its "
+                           "error is raised there); no rank runs it")
+    return result
 
 
 def _in_turn(rank, world, one_at_a_time, fn):
-    """fn() on this rank; with one_at_a_time, in rank order, each rank after the one before it has finished."""
+    """fn() on this rank; with one_at_a_time, in rank order, each rank after the one before it has finished (a
+    rank whose fn raises still takes part in the turns, then raises)."""
     if not one_at_a_time:
         return fn()
+    out, error = None, None
     for turn in range(world):
         if turn == rank:
-            out = fn()
+            try:
+                out = fn()
+            except Exception as e:
+                error = e
         rill.distributed.barrier()
+    if error is not None:
+        raise error
     return out
 
 
