@@ -10,15 +10,17 @@ compiles the step's job for every rank:
   master's work as in that mode, and the parts of the first, middle and last ranks.
 Each row: per_rank_cpu_s (the most CPU seconds a rank other than the master spent compiling its part; with one
 rank, that rank's whole compile), master_cpu_s (rank 0's: its part and, by the mode, the logical job or every
-rank's part), master_bytes_sent (what rank 0 sent the others), plan_bytes (rank 0's plan), medians of --repeats
-compiles after one to warm the caches up. Simulated ratios are against a simulated world of one rank (added to --simulate). The ranks of a real world compile one at a time (compile_job's
-one_at_a_time): with more ranks than cores, ranks compiling at once would slow each other's CPU time down. It prints a table (or, with --json, one JSON object per row), the ratios the separate mode should keep
-flat, and writes a log-log plot of the three figures against the ranks (matplotlib).
+rank's part), master_bytes_sent (what rank 0 sent the others), plan_bytes (rank 0's plan): the least of
+--repeats compiles after one that warms the caches up (noise on a shared machine only adds CPU time).
+The ranks of a real world compile one at a time (compile_job's one_at_a_time): with more ranks than cores, ranks
+compiling at once would slow each other's CPU time down. Each simulated world runs in a fresh process, which also
+compiles for one rank, alternating with it compile by compile: the simulated ratios are against the one-rank
+world of the largest world's process. It prints a table (or, with --json, one JSON object per row), the ratios
+the separate mode should keep flat, and writes a log-log plot of the three figures against the ranks.
 """
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -95,9 +97,10 @@ def build(workload, world, rank):
     raise ValueError(f"unknown workload {workload!r}; the workloads are {', '.join(WORKLOADS)}")
 
 
-def _medians(cols):
-    """Each column's median: CPU seconds as they are, byte counts as ints."""
-    return [statistics.median(c) if k < 2 else int(statistics.median(c)) for k, c in enumerate(cols)]
+def _least(cols):
+    """Each column's least value: CPU seconds (noise on a shared machine only adds to them), byte counts (the same
+    each time) as ints."""
+    return [min(c) if k < 2 else int(min(c)) for k, c in enumerate(cols)]
 
 
 def _row(workload, mode, ranks, simulated, per_rank, master, sent, plan_bytes):
@@ -132,7 +135,7 @@ def worker(workloads, repeats):
             if rank == 0:
                 cols = list(zip(*samples))
                 print("ROW " + json.dumps(_row(workload, mode if world > 1 else "local", world, False,
-                                               *_medians(cols))), flush=True)
+                                               *_least(cols))), flush=True)
     dist.destroy_process_group()
 
 
@@ -164,45 +167,73 @@ def _cpu(fn):
 
 
 def simulated_rows(worlds, workloads, repeats):
+    """Each simulated world in a fresh process, as each real one is: the heap a world of 256 naive compiles leaves
+    behind would slow the next world's compiles down."""
+    rows = []
+    largest = max(worlds, default=1)
+    for n in worlds:
+        cmd = [sys.executable, os.path.abspath(__file__), "--simulated-worker", str(n), "--workloads", *workloads,
+               "--repeats", str(repeats)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"[compile_bench] the simulated world of {n} ranks failed:\n{(p.stdout + p.stderr)[-4000:]}")
+        for line in p.stdout.splitlines():
+            row = json.loads(line[4:]) if line.startswith("ROW ") else None
+            # each process also compiles for one rank; the rows of one rank kept are the largest world's process's
+            if row is not None and (row["ranks"] == n or n == largest):
+                rows.append(row)
+    return rows
+
+
+def simulated_worker(n, workloads, repeats):
+    """Compile each workload for simulated worlds of 1 and n ranks in this process, the two alternating compile by
+    compile (so the baseline of n's ratios ran under the same conditions); print their rows (ROW <json>)."""
     import rill.graph
     from rill import _C
-    rows = []
-    for n in worlds:
-        for workload in workloads:
-            with rill.graph.simulated_world(n):
-                g, args = build(workload, n, 0)
-                traced = g._traced_job(*args).to_bytes()
-            sample_ranks = sorted({0, n // 2, n - 1})
-            for mode in reversed(MODES):  # separate first: naive's hundreds of parts leave a larger heap behind
-                samples = []
-                for k in range(repeats + 1):  # the first warms the caches up, untimed
-                    job = _C._GraphJob.parse(traced)  # what the master traced
-                    start = time.thread_time()
-                    job.make_logical()
-                    if mode == "separate":
-                        logical = job.to_bytes()
-                        sent = (n - 1) * (HEADER + len(logical))
-                        own = job.compile_rank(0, take=True)
-                        master = time.thread_time() - start
-                        others = [_cpu(lambda r=r: _C._GraphJob.parse(logical).compile_rank(r))[0]
-                                  for r in sample_ranks if r != 0]
-                    else:
-                        sent, own = 0, None
-                        for r in range(n):
-                            p = job.compile_rank(r)
-                            if r == 0:
-                                own = p
-                            else:
-                                sent += HEADER + len(p.job_bytes()) + len(p.plan_bytes())
-                                if r == n - 1:
-                                    last = (p.job_bytes(), p.plan_bytes())
-                        master = time.thread_time() - start
-                        others = [_cpu(lambda: _C._GraphPart.parse(*last))[0]] if n > 1 else []
+    worlds = sorted({1, n})
+    for workload in workloads:
+        traced = {}
+        for w in worlds:
+            with rill.graph.simulated_world(w):
+                g, args = build(workload, w, 0)
+                traced[w] = g._traced_job(*args).to_bytes()
+        for mode in reversed(MODES):  # separate first: naive's hundreds of parts leave a larger heap behind
+            samples = {w: [] for w in worlds}
+            for k in range(repeats + 1):  # the first warms the caches up, untimed
+                for w in worlds:
+                    sample = _simulated_compile(_C, traced[w], w, mode)
                     if k > 0:
-                        samples.append((max(others or [master]), master, sent, len(own.plan_bytes())))
-                cols = list(zip(*samples))
-                rows.append(_row(workload, mode, n, True, *_medians(cols)))
-    return rows
+                        samples[w].append(sample)
+            for w in worlds:
+                print("ROW " + json.dumps(_row(workload, mode, w, True, *_least(list(zip(*samples[w]))))),
+                      flush=True)
+
+
+def _simulated_compile(_C, traced, n, mode):
+    """One compile of the traced job for a simulated world of n ranks in mode: (per-rank CPU s, master CPU s,
+    master bytes sent, rank 0's plan bytes)."""
+    job = _C._GraphJob.parse(traced)  # what the master traced
+    start = time.thread_time()
+    job.make_logical()
+    if mode == "separate":
+        logical = job.to_bytes()
+        sent = (n - 1) * (HEADER + len(logical))
+        own = job.compile_rank(0, take=True)
+        master = time.thread_time() - start
+        others = [_cpu(lambda r=r: _C._GraphJob.parse(logical).compile_rank(r))[0]
+                  for r in sorted({n // 2, n - 1}) if r != 0]
+    else:
+        sent, own, last = 0, None, None
+        for r in range(n):
+            p = job.compile_rank(r)
+            if r == 0:
+                own = p
+            else:
+                sent += HEADER + len(p.job_bytes()) + len(p.plan_bytes())
+                last = (p.job_bytes(), p.plan_bytes())
+        master = time.thread_time() - start
+        others = [_cpu(lambda: _C._GraphPart.parse(*last))[0]] if n > 1 else []
+    return max(others or [master]), master, sent, len(own.plan_bytes())
 
 
 # --- report --------------------------------------------------------------------------------------------------
@@ -250,16 +281,19 @@ def plot(rows, path):
     keys = [("per_rank_cpu_s", "per-rank compile CPU (s)"), ("master_cpu_s", "master CPU (s)"),
             ("master_bytes_sent", "master bytes sent")]
     fig, axes = plt.subplots(1, 3, figsize=(16, 5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (key, title) in zip(axes, keys):
-        for w in WORKLOADS:
-            for mode, style in (("naive", "--"), ("separate", "-")):
+        for c, (w, mode) in enumerate((w, m) for w in WORKLOADS for m in MODES):
+            for simulated in (False, True):  # real worlds: filled markers; simulated: hollow
                 pts = sorted((r["ranks"], r[key]) for r in rows if r["workload"] == w and r["mode"] == mode
-                             and r[key] > 0)
+                             and r["simulated"] == simulated and r[key] > 0)
                 if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=f"{w} {mode}")
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "--" if mode == "naive" else "-",
+                            color=colors[c % len(colors)], marker="o", mfc="none" if simulated else None,
+                            label=None if simulated else f"{w} {mode}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("ranks (above 8: simulated)")
+        ax.set_xlabel("ranks (hollow: simulated in one process)")
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=7)
@@ -274,17 +308,21 @@ def main(argv=None):
     ap.add_argument("--ranks", type=int, nargs="*", default=[1, 2, 4, 8], help="real worlds (processes)")
     ap.add_argument("--simulate", type=int, nargs="*", default=[16, 64, 256], help="simulated worlds")
     ap.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=WORKLOADS)
-    ap.add_argument("--repeats", type=int, default=5, help="compiles per figure (their median)")
+    ap.add_argument("--repeats", type=int, default=7, help="compiles per figure (the least CPU time is kept)")
     ap.add_argument("--json", action="store_true", help="one JSON object per row instead of the table")
     ap.add_argument("--plot", default="compile_bench.png", help="the plot's path ('' for none)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--simulated-worker", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
         worker(a.workloads, a.repeats)
         return
-    # A simulated world of one rank is the simulated rows' baseline: the same process, the same conditions.
-    simulate = sorted(set(a.simulate) | ({1} if a.simulate else set()))
+    if a.simulated_worker:
+        simulated_worker(a.simulated_worker, a.workloads, a.repeats)
+        return
+    simulate = sorted(set(a.simulate))
     rows = real_rows(a.ranks, a.workloads, a.repeats) + simulated_rows(simulate, a.workloads, a.repeats)
+    rows.sort(key=lambda r: (r["simulated"], WORKLOADS.index(r["workload"]), r["mode"], r["ranks"]))
     if a.json:
         for r in rows:
             print(json.dumps(r))
