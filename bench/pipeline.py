@@ -1,4 +1,5 @@
-"""A pipeline's bubble and speedup (issue 20's bars), measured from the actors' trace with kernels of a fixed
+"""A pipeline's bubble against (p - 1)/(m + p - 1), and its speedup over one stage against p·m/(m + p - 1),
+measured from the actors' trace with kernels of a fixed
 duration (rill.experimental.sleep), so that the two cores of a small machine do not confound it.
 
     python3 bench/pipeline.py                          # p = 2 and 4 stages, m = 8, 16, 32 micro-batches

@@ -32,7 +32,7 @@ def test_global_graphs_on_every_rank(nproc):
 
 @pytest.mark.distributed
 def test_compile_modes_on_four_ranks():
-    """Issue 21's bar at N = 4 (N = 2 runs above): naive and separate give the same plans and losses."""
+    """At 4 ranks too (2 and 3 run above): naive and separate give the same plans and losses."""
     p = launch(4, "compile_modes")
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
     for rank in range(4):
