@@ -14,6 +14,7 @@ an actor runtime on every later call (DESIGN.md §6, src/rill/graph/).
 
     g = TrainGraph(); loss = g(x, y)                # an eager tensor, returned at once
 """
+import contextlib
 import gc
 import logging
 from collections import OrderedDict
@@ -242,6 +243,20 @@ def _flatten(obj, what):
                     f"{type(obj).__name__}")
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cyclic GC off while a graph traces and compiles: it would rescan the trace's thousands of new tensors
+    again and again (a 48-block model then compiles in superlinear time); nothing made while tracing is garbage in
+    a cycle worth collecting."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 class Graph:
     """Subclass it, assign the modules it uses, define build(), and call it like the eager step it replaces."""
 
@@ -329,15 +344,8 @@ class Graph:
                         yield value, f"optimizer{i}.param{k}.{key}"
 
     def _compile(self, args, tensors):
-        # Python's cyclic GC would rescan the trace's thousands of new tensors again and again (a 48-block model
-        # then compiles in superlinear time); nothing made while tracing is garbage in a cycle worth collecting.
-        paused = gc.isenabled()
-        gc.disable()
-        try:
+        with _gc_paused():
             return self._trace_and_compile(args, tensors)
-        finally:
-            if paused:
-                gc.enable()
 
     def _trace_and_compile(self, args, tensors):
         tracer, job, rebuild, shapes = self._trace(args, tensors)
@@ -351,13 +359,8 @@ class Graph:
         rill.graph.compile_bench compiles for the ranks of a simulated world."""
         tensors, _ = _flatten(list(args), "graph inputs")
         tensors = [t if t.is_global else t.contiguous() for t in tensors]
-        paused = gc.isenabled()
-        gc.disable()
-        try:
+        with _gc_paused():
             return self._trace(args, tensors)[1]
-        finally:
-            if paused:
-                gc.enable()
 
     def _trace(self, args, tensors):
         """Trace build on tensors (args' tensors): (tracer, the finished job, rebuild, the results' shapes)."""
