@@ -85,15 +85,19 @@ def _in_turn(rank, world, one_at_a_time, fn):
 
 
 def _worker(payloads, mode, rank):
+    """A rank other than the master: its part, from the master's payloads."""
     start = time.thread_time()
     if mode == "separate":
-        part = _C._GraphJob.parse(payloads[0]).compile_rank(rank)
+        part = _C._GraphJob.parse(payloads[0]).compile_rank(rank, take=True)
     else:
         part = _C._GraphPart.parse(payloads[0], payloads[1])
     return part, {"compile_mode": mode, "master_bytes_sent": 0, "compile_cpu_s": time.thread_time() - start}
 
 
-def _master(job, mode, world):
+def _master(job, mode, world, post=None):
+    """The master: the logical half, every rank's payload posted to it, and its own part. post(dst, message)
+    sends a message and returns its bytes (rill.graph.compile_bench's simulated worlds count them instead)."""
+    post = post or _post
     info = {"compile_mode": mode, "master_bytes_sent": 0}
     start = time.thread_time()
     try:
@@ -101,7 +105,7 @@ def _master(job, mode, world):
         if mode == "separate":
             message = _message([job.to_bytes()])  # the same for every rank
             for r in range(1, world):
-                info["master_bytes_sent"] += _post(r, message)
+                info["master_bytes_sent"] += post(r, message)
             part = job.compile_rank(0, take=True)
         else:
             for r in range(world):
@@ -109,10 +113,10 @@ def _master(job, mode, world):
                 if r == 0:
                     part = p
                 else:
-                    info["master_bytes_sent"] += _post(r, _message([p.job_bytes(), p.plan_bytes()]))
+                    info["master_bytes_sent"] += post(r, _message([p.job_bytes(), p.plan_bytes()]))
     except Exception as e:  # every rank waits for the master's bytes: tell them why none come
         for r in range(1, world):
-            _send_error(r, f"{type(e).__name__}: {e}")
+            post(r, _message([f"{type(e).__name__}: {e}".encode()], status=_FAILED))
         raise
     info["compile_cpu_s"] = time.thread_time() - start
     return part, info
@@ -134,16 +138,18 @@ def _post(dst, message):
     return header.numel() * 8 + body.numel()
 
 
-def _send_error(dst, text):
-    _post(dst, _message([text.encode()], status=_FAILED))
-
-
 def _recv(src):
     header = rill.empty(4, dtype=rill.int64)
     rill.distributed.recv(header, src, tag=_TAG)
-    status, count, *lengths = header.tolist()
-    body = rill.empty(sum(lengths), dtype=rill.uint8)
+    body = rill.empty(sum(header.tolist()[2:]), dtype=rill.uint8)
     rill.distributed.recv(body, src, tag=_TAG + 1)
+    return _payloads((header, body), src)
+
+
+def _payloads(message, src):
+    """The payloads (bytes) of a message from rank src; raises the error it carries."""
+    header, body = message
+    status, count, *lengths = header.tolist()
     data = body.numpy().tobytes()
     if status == _FAILED:
         raise RuntimeError(f"[nn.Graph] rank {src} (the master) failed to compile the graph: {data.decode()}")
