@@ -201,11 +201,14 @@ void init_graph(nb::module_& m) {
       .def("set_stage_placement", &Tracer::set_stage_placement, nb::arg("stage"), nb::arg("ranks"), nb::arg("group"))
       .def("add_output", &Tracer::add_output)
       .def("variables", &Tracer::variables)
-      .def("finish_compile", [](Tracer& t, bool train, int32_t accumulation, const std::vector<std::string>& disabled) {
+      .def("finish_compile", [](Tracer& t, bool train, int32_t accumulation, const std::vector<std::string>& disabled,
+                                bool ssp) {
         graph::ArenaJob job = t.finish(train, accumulation);
         for (const std::string& d : disabled) job->mutable_conf()->add_disabled_passes(d);
+        job->mutable_conf()->set_ssp(ssp);
         return std::make_unique<JobHandle>(std::move(job));
       }, nb::arg("train"), nb::arg("gradient_accumulation_steps"), nb::arg("disabled_passes") = std::vector<std::string>{},
+         nb::arg("ssp") = false,
          "Finish the trace into the job to compile (rill.graph compiles it, in this process or over the ranks).")
       .def("load", [](Tracer& t, PartHandle& part) {
         RILL_CHECK(part.part.has_value(), Value, "[nn.Graph] this part was loaded already");
@@ -283,7 +286,20 @@ void init_graph(nb::module_& m) {
         d["actor_acts"] = r.acts;
         d["actor_messages"] = r.messages;
         return d;
-      });
+      })
+      .def("ssp", [](const CompiledGraph& g) {
+        nb::list out;
+        for (const runtime::SspRecord& r : g.runtime().ssp()) {
+          nb::dict d;
+          d["variable"] = r.variable;
+          d["stage"] = r.stage;
+          d["bound"] = r.bound;
+          d["staleness"] = r.staleness;
+          d["max_staleness"] = r.max_staleness;
+          out.append(d);
+        }
+        return out;
+      }, "The SSP proxies' records (runtime.h: SspRecord); call it after a sync point.");
   m.def("_make_global", [](const Tensor& local, const std::vector<int64_t>& shape, const std::vector<int64_t>& ranks,
                            int64_t group, const std::string& sbp) {
     GlobalInfo info{ranks, group, {Sbp::parse(sbp)}, {}, local};

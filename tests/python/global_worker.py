@@ -168,38 +168,56 @@ def case_tensor_parallel():
     assert state["exp_avg"].sbp == (S0,) and tuple(state["exp_avg"].to_local().shape) == (k, 8)
 
 
+def two_stage_mlp():
+    rill.manual_seed(5)
+    return nn.Sequential(nn.Sequential(nn.Linear(8, 16), nn.ReLU()),
+                         nn.Sequential(nn.Linear(16, 12), nn.Tanh(), nn.Linear(12, 4)))
+
+
+def two_stages():
+    n = dist.get_world_size()
+    return rill.placement("cpu", ranks=[0]), rill.placement("cpu", ranks=list(range(1, n)))
+
+
+class Pipeline(nn.Graph):
+    """m[0] as stage 0 on `first`, m[1] as stage 1 on `second`, `micro` micro-batches per call (each a step of its
+    own under SSP)."""
+
+    def __init__(self, m, opt, micro, ssp=False):
+        from rill.nn.graph import GraphModule
+        super().__init__()
+        first, second = two_stages()
+        self.m = m
+        self.m[0].to(GraphModule).set_stage(0, first)
+        self.m[1].to(GraphModule).set_stage(1, second)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(opt)
+        self.config.set_gradient_accumulation_steps(micro)
+        self.config.enable_ssp(ssp)
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.m(x), y)
+        loss.backward()
+        return loss
+
+
+def check_own_parameters(m, ref):
+    mine = [p for p in m.parameters() if dist.get_rank() in p.placement.ranks]
+    theirs = [q for p, q in zip(m.parameters(), ref.parameters()) if dist.get_rank() in p.placement.ranks]
+    assert mine
+    for p, q in zip(mine, theirs):
+        assert np.abs(p.to_local().numpy() - q.detach().numpy()).max() <= 1e-5
+
+
 def case_pipeline():
     """Two stages on two ranks (rank 1 and 2 of 3 take the second), 4 micro-batches: each step's loss equals
     one process running the same micro-batches eagerly."""
-    from rill.nn.graph import GraphModule
-    n = dist.get_world_size()
-    first, second = rill.placement("cpu", ranks=[0]), rill.placement("cpu", ranks=list(range(1, n)))
+    first, second = two_stages()
     micro, steps = 4, 8
-
-    def model():
-        rill.manual_seed(5)
-        return nn.Sequential(nn.Sequential(nn.Linear(8, 16), nn.ReLU()),
-                             nn.Sequential(nn.Linear(16, 12), nn.Tanh(), nn.Linear(12, 4)))
-
-    class Pipeline(nn.Graph):
-        def __init__(self, m, opt):
-            super().__init__()
-            self.m = m
-            self.m[0].to(GraphModule).set_stage(0, first)
-            self.m[1].to(GraphModule).set_stage(1, second)
-            self.loss_fn = nn.CrossEntropyLoss()
-            self.add_optimizer(opt)
-            self.config.set_gradient_accumulation_steps(micro)
-
-        def build(self, x, y):
-            loss = self.loss_fn(self.m(x), y)
-            loss.backward()
-            return loss
-
-    ref = model()
+    ref = two_stage_mlp()
     ref_opt = rill.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
-    m = model()
-    g = Pipeline(m, rill.optim.SGD(m.parameters(), lr=0.1, momentum=0.9))
+    m = two_stage_mlp()
+    g = Pipeline(m, rill.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), micro)
     assert m[0][0].weight.placement == first and m[1][0].weight.placement == second
     for x, y in data(steps, 4 * micro):
         want = 0.0
@@ -216,15 +234,57 @@ def case_pipeline():
             assert got.to_local().numel() == 0  # the loss is the last stage's
         else:
             assert abs(got.to_local().item() - want) <= 1e-5, (got.to_local().item(), want)
-    mine = [p for p in m.parameters() if dist.get_rank() in p.placement.ranks]
-    theirs = [q for p, q in zip(m.parameters(), ref.parameters()) if dist.get_rank() in p.placement.ranks]
-    assert mine
-    for p, q in zip(mine, theirs):
-        assert np.abs(p.to_local().numpy() - q.detach().numpy()).max() <= 1e-5
+    check_own_parameters(m, ref)
     types = [op["op_type"] for op in g.job()["ops"]]
     # the activations go to the second stage, the gradients come back (a rank of the second stage past the
     # first one's size receives only)
     assert "_boxing_recv" in types and ("_boxing_send" in types or dist.get_rank() > 1), types
+
+
+def case_ssp_pipeline():
+    """SSP over two stages, 8 micro-batches per call, each an SGD-momentum step of its own: stage 0 runs ahead on
+    weights up to 1 update old, stage 1 on current ones. Each call's loss and the weights equal one process
+    replaying the same steps eagerly, each micro-batch on the weight versions g.stats()["ssp"] reports."""
+    first, second = two_stages()
+    micro, steps = 8, 4
+    ref = two_stage_mlp()
+    ref_opt = rill.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    m = two_stage_mlp()
+    g = Pipeline(m, rill.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), micro, ssp=True)
+    stage_of = [0, 0, 1, 1, 1, 1]  # of each parameter, in order
+    history = [[p.detach().clone() for p in ref.parameters()]]  # the weights after k steps
+    replica = two_stage_mlp()
+    for x, y in data(steps, 4 * micro):
+        got = g(rill.tensor(x).to_global(first, B), rill.tensor(y).to_global(second, B))
+        ssp = g.stats()["ssp"]
+        stale = rill.zeros(2, micro, dtype=rill.int64)  # every stage's, from the ranks that run it
+        for stage, per_piece in ssp["staleness"].items():
+            assert max(per_piece) <= ssp["bound"][stage] == 1 - stage, ssp
+            stale[stage] = rill.tensor(per_piece)
+        dist.all_reduce(stale, op=dist.ReduceOp.MAX)
+        want = 0.0
+        for k in range(micro):
+            with rill.no_grad():
+                for j, q in enumerate(replica.parameters()):
+                    q.copy_(history[len(history) - 1 - int(stale[stage_of[j], k])][j])
+            replica.zero_grad()
+            rows = slice(4 * k, 4 * k + 4)
+            loss = nn.functional.cross_entropy(replica(rill.tensor(x[rows])), rill.tensor(y[rows]))
+            loss.backward()
+            want += loss.item() / micro
+            for p, q in zip(ref.parameters(), replica.parameters()):
+                p.grad = q.grad.clone()
+            ref_opt.step()
+            history.append([p.detach().clone() for p in ref.parameters()])
+        if dist.get_rank() > 0:
+            assert abs(got.to_local().item() - want) <= 1e-5, (got.to_local().item(), want)
+    check_own_parameters(m, ref)
+    ssp = g.stats()["ssp"]
+    if dist.get_rank() == 0:  # stage 0 starts micro-batch 1 before micro-batch 0's update: it does run ahead
+        assert ssp["max_staleness"] == {0: 1} and ssp["staleness"][0][1] == 1, ssp
+    else:
+        assert ssp["max_staleness"] == {1: 0}, ssp
+    assert ssp["variables"] and all(len(v) == micro for v in ssp["variables"].values()), ssp
 
 
 def case_to_global_in_build():

@@ -11,7 +11,7 @@ import rill
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "global_worker.py")
 CASES = ["tensors", "data_parallel", "data_parallel_norm_embedding", "tensor_parallel", "pipeline",
-         "to_global_in_build", "compile_modes"]
+         "ssp_pipeline", "to_global_in_build", "compile_modes"]
 
 
 def launch(nproc, *args, timeout=240):

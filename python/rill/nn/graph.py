@@ -33,6 +33,7 @@ class GraphConfig:
 
     def __init__(self):
         self._accumulation = 1
+        self._ssp = False
         self._disabled = set()
         self._disabled_key = ()  # disabled_passes as a tuple, for each call's plan key
 
@@ -67,6 +68,19 @@ class GraphConfig:
     def gradient_accumulation_steps(self):
         return self._accumulation
 
+    def enable_ssp(self, mode=True):
+        """Stale synchronous pipelining (Note [SSP] in src/rill/graph/passes/ssp.cpp): each of a call's
+        `gradient_accumulation_steps` micro-batches becomes a training step of its own (the optimizer and its
+        scheduler step after each, on that micro-batch's gradient, and the call returns the mean loss), and
+        pipeline stage s of p runs its forward and backward on weights that may lack the last p - s - 1 updates,
+        so the stages do not wait for each other's updates. Give each call many micro-batches: the pipeline
+        fills and drains once per call. `stats()["ssp"]` reports how stale each step's weights were."""
+        self._ssp = bool(mode)
+
+    @property
+    def ssp(self):
+        return self._ssp
+
 
 class GraphModule:
     """A module's settings inside an nn.Graph: `self.block.to(rill.nn.graph.GraphModule).set_stage(stage_id,
@@ -99,6 +113,22 @@ class GraphModule:
     def stage_id(self):
         stage = getattr(self._module, "_graph_stage", None)
         return None if stage is None else stage[0]
+
+
+def _ssp_stats(compiled):
+    """stats()["ssp"]: per pipeline stage of this rank, the bound on the staleness of its weights (the updates a
+    step's copy may lack), the most any step's copy lacked since the compile, and for each step (micro-batch) of
+    the last call the most its copies lacked; and per variable, each step's."""
+    _C.synchronize()  # the records are the last launch's
+    out = {"bound": {}, "max_staleness": {}, "staleness": {}, "variables": {}}
+    for r in compiled.ssp():
+        s = r["stage"]
+        out["bound"][s] = r["bound"]
+        out["max_staleness"][s] = max(out["max_staleness"].get(s, 0), r["max_staleness"])
+        last = out["staleness"].setdefault(s, [0] * len(r["staleness"]))
+        out["staleness"][s] = [max(a, b) for a, b in zip(last, r["staleness"])]
+        out["variables"][r["variable"]] = r["staleness"]
+    return out
 
 
 class _OptimizerSlot:
@@ -137,11 +167,12 @@ class _OptimizerSlot:
             self.epoch.fill_(float(self.scheduler.last_epoch))
             self.graph_epoch = self.scheduler.last_epoch
 
-    def after_call(self):
-        if self.scheduler is not None:
+    def after_call(self, steps):
+        """The call ran `steps` optimizer steps (one, or one per micro-batch under SSP)."""
+        for _ in range(steps if self.scheduler is not None else 0):
             self.scheduler.step()  # the host object's state follows the graph's
         if self.graph_lr is not None:
-            self.graph_epoch += 1
+            self.graph_epoch += steps
 
     def trace_step(self):
         """Trace the update (and the schedule's step) of this optimizer into the job's optimizer scope."""
@@ -299,7 +330,7 @@ class Graph:
         modes = tuple(m.training for m in self._module_list)
         schedules = tuple(slot.key() for slot in self._optimizers)
         return (shapes, modes, self.config.gradient_accumulation_steps, self.config._disabled_key, len(args),
-                schedules)
+                schedules, self.config.ssp)
 
     def __call__(self, *args):
         tensors, _ = _flatten(list(args), "graph inputs")
@@ -320,8 +351,9 @@ class Graph:
         outputs = compiled.launch(tensors)
         if global_outputs is not None:
             outputs = global_outputs.wrap(outputs)
+        steps = self.config.gradient_accumulation_steps if self.config.ssp else 1
         for slot in self._optimizers:
-            slot.after_call()
+            slot.after_call(steps)
         self._last = compiled
         self._last_info = info
         return rebuild(outputs)
@@ -354,6 +386,17 @@ class Graph:
         self._compiles += 1
         return compiled, rebuild, shapes, info
 
+    def _check_ssp(self, pieces):
+        if not self._optimizers or pieces < 2:
+            raise ValueError(f"[nn.Graph] SSP runs each micro-batch of a call as a training step of its own: give "
+                             f"{type(self).__name__} an optimizer (add_optimizer) and several micro-batches per call "
+                             f"(config.set_gradient_accumulation_steps(m), m > 1; it is {pieces})")
+        for slot in self._optimizers:
+            if slot.scheduler is not None and slot.graph_lr is None:
+                raise ValueError(f"[nn.Graph] under SSP the lr scheduler steps inside the graph, after each "
+                                 f"micro-batch, and {type(slot.scheduler).__name__} has no closed form the graph can "
+                                 f"compute; use one that has (add_optimizer's doc lists them) or turn SSP off")
+
     def _traced_job(self, *args):
         """Trace build on args into the job nn.Graph would compile (an _C._GraphJob), without compiling it: what
         rill.graph.compile_bench compiles for the ranks of a simulated world."""
@@ -367,6 +410,8 @@ class Graph:
         # Inputs are bound by identity: the contiguous copies stand for the user's tensors inside build.
         _, rebuild_args = _flatten(list(args), "graph inputs")
         pieces = self.config.gradient_accumulation_steps
+        if self.config.ssp:
+            self._check_ssp(pieces)
         if pieces > 1:
             # build() is traced on one micro-batch: the job's shapes are a piece's, the plan splits each input.
             for i, t in enumerate(tensors):
@@ -409,7 +454,7 @@ class Graph:
             train = bool(self._optimizers)
             job = tracer.finish_compile(train=train,
                                         gradient_accumulation_steps=self.config.gradient_accumulation_steps,
-                                        disabled_passes=self.config.disabled_passes)
+                                        disabled_passes=self.config.disabled_passes, ssp=self.config.ssp)
         finally:
             random_ops.__exit__(None, None, None)
             tracer.stop()
@@ -444,11 +489,13 @@ class Graph:
         chains fuse_elementwise made one op each), fused_ops (the ops inside them), launches; and how the plan was
         compiled (rill.graph): compile_mode ("local", or over the ranks "naive" or "separate"), compile_cpu_s (this
         rank's CPU seconds spent compiling), plan_bytes (its plan, serialized), master_bytes_sent (on rank 0, what
-        it sent the other ranks)."""
+        it sent the other ranks); under SSP (config.enable_ssp), ssp: how stale each stage's weights were."""
         out = {"compiles": self._compiles, "fused_kernels": 0, "fused_ops": 0}
         if self._last is not None:
             out.update(self._last.stats())
             out.update(self._last_info)
+            if self.config.ssp:
+                out["ssp"] = _ssp_stats(self._last)
         return out
 
     def plan(self):

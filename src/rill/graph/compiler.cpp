@@ -34,13 +34,18 @@ namespace rill::graph {
 //                 [Updates in place] in passes/write_in_place.cpp) a TASK_TICK after the value's
 //                 producer, whose output is the variable's register itself;
 //   tick          TASK_SOURCE_TICK / TASK_SINK_TICK / TASK_TICK by its kind;
+//   _ssp_variable_proxy  TASK_SSP_PROXY, its output a ring of buffer_size buffers
+//                 (Note [SSP] in passes/ssp.cpp);
 //   acc / repeat  TASK_ACC / TASK_REPEAT (a repeat's output is a view of its input;
 //                 an acc of a ctrl input counts pieces and produces a ctrl register);
 //                 each acts once per iteration, taking or giving `repeat` pieces.
 // Task indices count from 1, so that no task id is 0, the producer of the
 // registers that are ready from the start. A task some op names in its
 // ctrl_inputs gets one REGST_CTRL register, after its data outputs, read by all
-// of them. Registers produced in the piece part hold
+// of them; a carried ctrl input (Note [Orders carried from piece to piece] in
+// passes/auto_tick.cpp) reads that register with the edge's lag (Task.in_lags),
+// and gets at least lag buffers, so the producer may run as far ahead as the
+// lag lets its consumer fall behind. Registers produced in the piece part hold
 // options.register_count buffers (producers run that many pieces ahead), the
 // others one, as do the bindings (Note [Pieces and the once part] in op_graph.cpp). Last, the
 // memory plan gives each owned register a mem block in one chunk, sized for its
@@ -89,6 +94,8 @@ class Compiler {
       else if (count_for(p) == 1) output_in_place_[slot] = static_cast<int>(int_attr(a, "index"));
     }
     for (int i = 0; i < g_.size(); ++i) add_op(i);
+    for (int i = 0; i < g_.size(); ++i)
+      if (g_.op(i).carried_ctrl_inputs_size()) add_carried(i);
     if (!delays_.empty()) make_room_for_delays();
     plan_.set_pieces(pieces_);
     plan_.set_rank(options_.rank);
@@ -312,7 +319,8 @@ class Compiler {
   void add_compute(int i, const OpSchema& schema) {
     const OpConf& op = g_.op(i);
     if (op.op_type() == kDelayTick) return add_delay(i);
-    plan::Task& t = new_task(i, schema.flags.view ? plan::TASK_VIEW : plan::TASK_COMPUTE);
+    const bool proxy = op.op_type() == kSspProxy;
+    plan::Task& t = new_task(i, schema.flags.view ? plan::TASK_VIEW : proxy ? plan::TASK_SSP_PROXY : plan::TASK_COMPUTE);
     t.set_op(op.op_type());
     *t.mutable_attrs() = op.attrs();
     *t.mutable_scalars() = op.scalars();
@@ -328,6 +336,30 @@ class Compiler {
                schema.composite() ? "is a composite (computed by other ops) and " : "", "has no CPU kernel, so "
                "graph mode cannot run it", at(op));
     own_outputs(i, t);
+    if (proxy) {  // the ring: a buffer for each piece that may read a copy while the update runs ahead
+      plan::Regst& ring = *plan_.mutable_regsts(regst_of_output_[g_.output_number({i, 0})]);
+      ring.set_count(std::max<int32_t>(ring.count(), static_cast<int32_t>(int_attr(op, "buffer_size"))));
+    }
+  }
+
+  // The carried ctrl inputs of op i: its task reads each producer's ctrl register lag pieces late.
+  void add_carried(int i) {
+    const OpConf& op = g_.op(i);
+    plan::Task& t = *plan_.mutable_tasks(task_of_[i]);
+    for (const CarriedCtrl& c : op.carried_ctrl_inputs()) {
+      const int p = g_.find(c.op());
+      RILL_CHECK(p >= 0 && task_of_[p] >= 0 && c.lag() >= 1 && parts_[p] == Part::kPiece &&
+                     parts_[i] == Part::kPiece,
+                 Runtime, "[", op.name(), "] waits for '", c.op(), "' ", c.lag(), " pieces back, which is not a "
+                 "per-piece task of the job with a lag of at least 1", at(op));
+      ctrl_regst(p);
+      plan::Regst& r = *plan_.mutable_regsts(ctrl_regst_of_[p]);
+      r.set_count(std::max(r.count(), c.lag()));
+      r.add_consumers(t.id());
+      t.add_in_regsts(r.id());
+      while (t.in_lags_size() < t.in_regsts_size()) t.add_in_lags(0);
+      t.set_in_lags(t.in_regsts_size() - 1, c.lag());
+    }
   }
 
   void add_delay(int i) {
@@ -538,6 +570,7 @@ const char* task_kind_name(plan::TaskKind k) {
     case plan::TASK_REPEAT: return "repeat";
     case plan::TASK_ACC: return "acc";
     case plan::TASK_DELAY: return "delay";
+    case plan::TASK_SSP_PROXY: return "ssp_proxy";
     default: return "?";
   }
 }
@@ -568,6 +601,8 @@ std::string job_str(const Job& job) {
       if (!part.empty()) args += (args.empty() ? "" : ", ") + part;
     os << "  " << op.name() << " = " << op.op_type() << "(" << args << ")";
     if (op.ctrl_inputs_size()) os << " after(" << list_str(op.ctrl_inputs()) << ")";
+    for (const CarriedCtrl& c : op.carried_ctrl_inputs())
+      os << " after(" << c.op() << ", " << c.lag() << " piece" << (c.lag() > 1 ? "s" : "") << " back)";
     if (op.outputs_size()) {
       os << " ->";
       for (int k = 0; k < op.outputs_size(); ++k) {
@@ -592,7 +627,13 @@ std::string plan_str(const plan::Plan& p) {
     if (!t.op().empty()) os << " = " << t.op() << "(" << attrs_str(t.attrs()) << ")";
     if (t.scalars_size()) os << " scalars(" << scalars_str(t.scalars()) << ")";
     if (t.repeat()) os << " repeat " << t.repeat();
-    os << " in(" << ids_str(t.in_regsts(), false) << ") out(" << ids_str(t.out_regsts(), false) << ") acts "
+    os << " in(" << ids_str(t.in_regsts(), false) << ")";
+    if (t.in_lags_size()) {
+      os << " lags(";
+      for (int k = 0; k < t.in_lags_size(); ++k) os << (k ? ", " : "") << t.in_lags(k);
+      os << ")";
+    }
+    os << " out(" << ids_str(t.out_regsts(), false) << ") acts "
        << t.acts_per_iteration() << (t.random() ? " random" : "") << "  [" << graph::task_id_str(t.id()) << "]\n";
   }
   for (const plan::Regst& r : p.regsts()) {

@@ -20,8 +20,8 @@ namespace rill::graph {
 //   piece:   input ops, repeat ops, the source tick, and what reads a piece;
 //   once:    acc ops, and what reads a once value; an op reading nothing
 //            produced per piece or once is once by its role (once_by_role:
-//            optimizer ops, outputs, assigns into trainable variables) and
-//            per piece otherwise.
+//            optimizer ops, outputs, assigns into trainable variables; under
+//            SSP the outputs only) and per piece otherwise.
 // An op reading both parts is "mixed": gradient_accumulation inserts acc ops on
 // the piece -> once edges and repeat ops on the once -> piece edges so that none
 // is left, and the compiler refuses one. With one piece, every task is in the
@@ -251,7 +251,9 @@ int OpGraph::assign_target(int i) const {
 
 bool once_by_role(const OpGraph& g, int i) {
   const OpConf& op = g.op(i);
-  if (op.scope() == kOptimizerScope || op.op_type() == kOutput) return true;
+  if (op.op_type() == kOutput) return true;
+  if (g.job().conf().ssp()) return false;  // each piece is a step of its own (Note [SSP] in passes/ssp.cpp)
+  if (op.scope() == kOptimizerScope) return true;
   int target = g.assign_target(i);
   return target >= 0 && g.trainable_variable(target);
 }

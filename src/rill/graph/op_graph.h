@@ -31,6 +31,8 @@ inline constexpr std::string_view kAcc = "acc";
 inline constexpr std::string_view kOptimizerScope = "optimizer";
 /** The schema op the compiler makes a TASK_DELAY of (rill.experimental.delay_tick). */
 inline constexpr std::string_view kDelayTick = "_delay_tick";
+/** The schema op the compiler makes a TASK_SSP_PROXY of (the ssp pass adds it). */
+inline constexpr std::string_view kSspProxy = "_ssp_variable_proxy";
 
 /** Whether op_type is one of the graph-only ops of job.proto (not an op schema). */
 bool is_graph_only(std::string_view op_type);

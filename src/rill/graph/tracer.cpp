@@ -1,6 +1,8 @@
 #include "rill/graph/tracer.h"
 
 #include <atomic>
+#include <string_view>
+#include <unordered_map>
 
 #include "rill/eager/functional.h"
 #include "rill/graph/attrs.h"
@@ -349,15 +351,22 @@ void Tracer::on_sync(const Tensor& t, const char* what) {
 
 ArenaJob Tracer::finish(bool train, int32_t gradient_accumulation_steps) {
   stop();
+  // An assign is in the scope of the op that wrote its value: the optimizer's updates run once per iteration
+  // under gradient accumulation, but a buffer the forward writes (BatchNorm's running mean) is written by each
+  // piece in turn, as eager's micro-batches write it (Note [Pieces and the once part] in op_graph.cpp).
+  std::unordered_map<std::string_view, std::string_view> scope_of;  // op name -> scope
+  for (const OpConf& op : job_->ops()) scope_of.emplace(op.name(), op.scope());
   for (size_t i = 0; i < variables_.size(); ++i) {
     const Memory& m = memory_.at(variables_[i].storage().get());
     if (m.version == 0) continue;
+    auto writer = scope_of.find(std::string_view(m.lbn).substr(0, m.lbn.rfind('/')));
     OpConf& c = *job_->add_ops();
     c.set_name("assign-" + std::to_string(i));
     c.set_op_type("assign");
     c.add_inputs(m.bound_lbn);
     c.add_inputs(m.lbn);
-    c.set_scope("optimizer");
+    c.set_scope(writer != scope_of.end() && writer->second != kOptimizerScope ? std::string(writer->second)
+                                                                               : std::string(kOptimizerScope));
   }
   JobConf& conf = *job_->mutable_conf();
   conf.set_train(train);

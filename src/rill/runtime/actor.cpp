@@ -38,7 +38,16 @@ char* fixed_data(const std::vector<RegstInfo>& regsts, int32_t regst, const Bind
 Actor::Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::vector<int32_t> ins,
              std::vector<int32_t> outs, int64_t acts)
     : task_(&task), kind_(task.kind()), regsts_(&regsts), acts_per_iteration_(acts) {
-  for (int32_t r : ins) ins_.push_back(InSlot{r, regsts[r].producer < 0, {}, 0});
+  if (task.in_lags_size() != 0 && task.in_lags_size() != static_cast<int>(ins.size()))
+    fail_plan(std::to_string(task.in_lags_size()) + " in_lags for " + std::to_string(ins.size()) + " in_regsts");
+  for (size_t k = 0; k < ins.size(); ++k) {
+    const int32_t r = ins[k];
+    const int32_t lag = task.in_lags_size() ? task.in_lags(static_cast<int>(k)) : 0;
+    if (lag < 0 || (lag > 0 && (regsts[r].kind != plan::REGST_CTRL || regsts[r].producer < 0)))
+      fail_plan("in_regst " + std::to_string(k) + " has lag " + std::to_string(lag) +
+                "; only a produced control register may be read late, and by at least 0 pieces");
+    ins_.push_back(InSlot{r, regsts[r].producer < 0, lag, {}, 0});
+  }
   for (int32_t r : outs) {
     OutSlot o;
     o.regst = r;
@@ -59,6 +68,7 @@ Actor::Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::
   prepare_outputs();
   switch (task.kind()) {
     case plan::TASK_COMPUTE: prepare_compute(); break;
+    case plan::TASK_SSP_PROXY: prepare_ssp_proxy(); break;
     case plan::TASK_COPY: prepare_copy(); break;
     case plan::TASK_ACC:
       if (!data_ins_.empty() || !data_outs_.empty()) prepare_copy();  // else it counts pieces of a tick
@@ -164,6 +174,14 @@ void Actor::prepare_compute() {
                 op_->name + "' computes on " + std::string(dtype_name(r.input_dtypes[i])));
 }
 
+void Actor::prepare_ssp_proxy() {
+  prepare_compute();
+  for (size_t i = 0; i < ins_.size(); ++i)
+    if (ins_[i].lag > 0) updates_slot_ = static_cast<int32_t>(i);
+  if (data_ins_.size() != 1 || regst(ins_[data_ins_[0]].regst).kind != plan::REGST_VARIABLE || updates_slot_ < 0)
+    fail_plan("an SSP proxy reads one variable and, some pieces late, the task that updates it");
+}
+
 void Actor::prepare_copy() {
   if (data_ins_.size() != 1 || data_outs_.size() != 1) fail_plan("it needs one data input and one data output");
   prepare_args();
@@ -209,6 +227,7 @@ void Actor::reset() {
   for (InSlot& in : ins_) {
     in.ready.clear();
     in.taken = 0;
+    for (int32_t k = in.lag; k > 0; --k) in.ready.push_back(Piece{-k, nullptr});
   }
   for (OutSlot& out : outs_) {
     out.produced = 0;
@@ -219,7 +238,8 @@ void Actor::reset() {
   acts_ = 0;
   sub_ = 0;
   repeat_data_ = nullptr;
-  waiting_ins_ = std::count_if(ins_.begin(), ins_.end(), [](const InSlot& in) { return !in.fixed; });
+  waiting_ins_ = std::count_if(ins_.begin(), ins_.end(), [](const InSlot& in) { return !in.fixed && !in.lag; });
+  staleness_.clear();
 }
 
 void Actor::handle(const Message& m, ActorEnv& env) {
@@ -227,8 +247,13 @@ void Actor::handle(const Message& m, ActorEnv& env) {
     case Message::Kind::kStart: break;
     case Message::Kind::kReady: {
       InSlot& in = ins_[m.slot];
-      RILL_ASSERT(!in.fixed && m.seq == in.taken + static_cast<int64_t>(in.ready.size()), "task '", task_->name(),
-                  "' got piece ", m.seq, " out of order");
+      const int64_t position = m.seq + in.lag;  // in the slot's order, the pieces of none first
+      if (position >= pieces_in() && in.lag > 0) {  // one of the last lag pieces, which no act takes: free it
+        free_piece(in, m.seq, env);
+        break;
+      }
+      RILL_ASSERT(!in.fixed && position == in.taken + static_cast<int64_t>(in.ready.size()), "task '",
+                  task_->name(), "' got piece ", m.seq, " out of order");
       if (in.ready.empty()) --waiting_ins_;
       in.ready.push_back(Piece{m.seq, m.data});
       break;
@@ -302,6 +327,7 @@ void Actor::take_inputs(ActorEnv& env, int64_t hold_pieces) {
     int64_t seq = in.ready.front().seq;
     in.ready.pop_front();
     if (in.ready.empty()) ++waiting_ins_;
+    if (seq < 0) continue;  // a piece of none, before a lagged register's first
     OutSlot* holder = nullptr;
     for (OutSlot& out : outs_)
       if (out.holds && out.views == static_cast<int32_t>(i)) holder = &out;
@@ -358,12 +384,22 @@ bool Actor::step(ActorEnv& env) {
   if (kind_ == plan::TASK_ACC) return step_acc(env);
   if (acts_ >= acts_per_iteration_ || !inputs_ready() || !outputs_free() || delaying()) return false;
   gather(env);
+  if (kind_ == plan::TASK_SSP_PROXY) record_staleness(env);
   if (kernel_ && env.computing()) compute(env);
   take_inputs(env, 1);
   for (size_t i = 0; i < outs_.size(); ++i) produce(outs_[i], cur_out_[i], env);
   ++acts_;
   env.count_act();
   return true;
+}
+
+// The updates the variable has had this iteration are those its updating task has made (on this thread, so the
+// count is exact when the copy is made); every earlier piece's update is applied by the end of the last launch.
+void Actor::record_staleness(ActorEnv& env) {
+  if (!env.computing()) return;
+  const int64_t missed = acts_ - env.pieces_made(ins_[updates_slot_].regst);
+  staleness_.push_back(missed);
+  max_staleness_ = std::max(max_staleness_, missed);
 }
 
 // Note [The delay tick]
@@ -432,7 +468,7 @@ std::string Actor::waiting_on() const {
   if (acts_ < acts_per_iteration_ || sub_ != 0) {
     for (const InSlot& in : ins_)
       if (!in.fixed && in.ready.empty()) {
-        os << sep << "piece " << in.taken << " of " << regst(in.regst).name();
+        os << sep << "piece " << in.taken - in.lag << " of " << regst(in.regst).name();
         sep = ", ";
       }
   }

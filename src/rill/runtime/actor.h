@@ -67,6 +67,8 @@ class ActorEnv {
   virtual bool tracing() const = 0;
   /** Record that the acting actor ran its kernel on piece from start_ns (vm::now_ns()) until now. */
   virtual void record_kernel(int64_t piece, int64_t start_ns) = 0;
+  /** How many pieces of register regst its producer has made this iteration (a producer on the same thread). */
+  virtual int64_t pieces_made(int32_t regst) const = 0;
 
  protected:
   ~ActorEnv() = default;
@@ -96,6 +98,12 @@ class Actor {
   /** Pieces of each out-register made / each in-register taken per iteration (for the plan's rate check). */
   int64_t pieces_out() const;
   int64_t pieces_in() const;
+  /** Pieces of out-register slot made this iteration. */
+  int64_t pieces_made(int32_t slot) const { return outs_[slot].produced; }
+  /** TASK_SSP_PROXY: per piece of the last iteration, how many earlier pieces' updates its copy lacked; and the
+   * most since the runtime was made (Note [SSP] in graph/passes/ssp.cpp). */
+  const std::vector<int64_t>& staleness() const { return staleness_; }
+  int64_t max_staleness() const { return max_staleness_; }
 
  private:
   struct Piece {
@@ -105,8 +113,9 @@ class Actor {
   struct InSlot {
     int32_t regst;
     bool fixed;                // ready from the start: no messages
+    int32_t lag = 0;           // act k takes piece k - lag (Task.in_lags): ready starts with lag pieces of none
     Fifo<Piece> ready;   // pieces announced and not yet taken
-    int64_t taken = 0;         // pieces taken this iteration
+    int64_t taken = 0;         // pieces taken this iteration (those of none included)
   };
   struct Held {
     int32_t in_slot;
@@ -147,6 +156,8 @@ class Actor {
   void prepare_compute();
   void prepare_copy();
   void prepare_args();
+  void prepare_ssp_proxy();
+  void record_staleness(ActorEnv& env);
   Error task_error(const std::exception& e, ErrorKind kind) const;
   [[noreturn]] void fail_plan(const std::string& why) const;
 
@@ -176,6 +187,10 @@ class Actor {
                                // inputs_ready() keeps this count rather than looking at each
   int64_t sub_ = 0;            // TASK_REPEAT: pieces still to produce from the held input; TASK_ACC: pieces summed
   char* repeat_data_ = nullptr;
+  // TASK_SSP_PROXY.
+  int32_t updates_slot_ = -1;  // the in-slot of the variable's update, read buffer_size pieces late
+  std::vector<int64_t> staleness_;
+  int64_t max_staleness_ = 0;
 };
 
 }  // namespace rill::runtime::detail

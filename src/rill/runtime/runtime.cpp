@@ -209,6 +209,11 @@ class Runtime::Impl::Dispatch final : public detail::ActorEnv {
   void record_kernel(int64_t piece, int64_t start_ns) override {
     self_.events.push_back(trace::KernelEvent{actor_, piece, start_ns, vm::now_ns(), trace::this_thread_id()});
   }
+  // The producer is on this thread (make_actors checks it for the one reader, the SSP proxy).
+  int64_t pieces_made(int32_t regst) const override {
+    const RegstInfo& r = rt_.regsts_[regst];
+    return rt_.actors_[r.producer]->pieces_made(r.producer_slot);
+  }
 
   /** Handle m, then everything this thread's actors sent each other meanwhile. */
   void process(const Message& m) {
@@ -464,6 +469,13 @@ void Runtime::Impl::make_actors() {
     worker_of_.push_back(it->second);
   }
   for (size_t i = 0; i < worker_of_stream.size(); ++i) workers_.push_back(std::make_unique<Worker>());
+  for (size_t i = 0; i < actors_.size(); ++i) {
+    const plan::Task& t = plan_.tasks(static_cast<int>(i));
+    if (t.kind() != plan::TASK_SSP_PROXY) continue;
+    for (int k = 0; k < t.in_lags_size(); ++k)
+      if (t.in_lags(k) > 0 && worker_of_[regsts_[regst_index_.find(t.in_regsts(k))].producer] != worker_of_[i])
+        bad_plan("SSP proxy '" + t.name() + "' and the task updating its variable run on different threads");
+  }
   // Every consumer of a register must take as many pieces per iteration as its producer makes.
   for (const RegstInfo& r : regsts_) {
     if (r.producer < 0) continue;
@@ -594,6 +606,24 @@ RuntimeStats Runtime::stats() const {
   const Impl& rt = *impl_;
   return RuntimeStats{rt.iterations_.load(std::memory_order_relaxed), rt.acts_.load(std::memory_order_relaxed),
                       rt.messages_.load(std::memory_order_relaxed), rt.owned_bytes_};
+}
+
+std::vector<SspRecord> Runtime::ssp() const {
+  const Impl& rt = *impl_;
+  std::vector<SspRecord> out;
+  for (const auto& a : rt.actors_) {
+    const plan::Task& t = a->task();
+    if (t.kind() != plan::TASK_SSP_PROXY) continue;
+    const RegstInfo& var = rt.regsts_[rt.regst_index_.find(t.in_regsts(0))];
+    SspRecord r;
+    r.variable = rt.plan_.variables(var.proto->binding()).name();
+    r.stage = t.attrs().at("stage").i();
+    r.bound = t.attrs().at("buffer_size").i() - 1;
+    r.staleness = a->staleness();
+    r.max_staleness = a->max_staleness();
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace rill::runtime

@@ -35,6 +35,16 @@ struct RuntimeStats {
   int64_t owned_bytes = 0;   // the plan's chunks
 };
 
+/** What one SSP proxy saw (Note [SSP] in graph/passes/ssp.cpp): for each piece of the last launch, how many
+ * earlier pieces' updates the copy its forward and backward read lacked, never more than bound. */
+struct SspRecord {
+  std::string variable;
+  int64_t stage = 0;
+  int64_t bound = 0;
+  std::vector<int64_t> staleness;
+  int64_t max_staleness = 0;  // since the runtime was made
+};
+
 class Runtime {
  public:
   /** Build the actors of plan and allocate its chunks; raises rill::Error (RuntimeError) for an inconsistent plan
@@ -51,6 +61,8 @@ class Runtime {
   void run(const Bindings& bindings);
   const plan::Plan& plan() const;
   RuntimeStats stats() const;
+  /** The SSP proxies' records, in plan order (none without SSP); read between launches. */
+  std::vector<SspRecord> ssp() const;
 
  private:
   struct Impl;

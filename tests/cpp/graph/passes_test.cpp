@@ -437,7 +437,7 @@ TEST(GraphPasses, WriteInPlaceLeavesTheGraphTheJobWouldBuild) {
 
 TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   const std::vector<std::string> expected = {"place_ops", "dead_op_elimination", "common_subexpression_elimination",
-                                             "gradient_accumulation", "redundant_cast_elimination",
+                                             "ssp", "gradient_accumulation", "redundant_cast_elimination",
                                              "fuse_elementwise", "sbp_signatures", "sbp_lowering",
                                              "write_in_place", "auto_tick"};
   EXPECT_EQ(pass_order(), expected);
@@ -449,7 +449,8 @@ TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   InferStats stats;
   infer_job(job, stats);
   const std::string text = job_str(job);
-  EXPECT_NE(text.find("passes: place_ops, dead_op_elimination, common_subexpression_elimination, gradient_accumulation, "
+  EXPECT_NE(text.find("passes: place_ops, dead_op_elimination, common_subexpression_elimination, ssp, "
+                      "gradient_accumulation, "
                       "redundant_cast_elimination, fuse_elementwise, sbp_signatures, sbp_lowering, write_in_place, auto_tick"),
             std::string::npos)
       << text;

@@ -5,6 +5,8 @@
 //   - An assign waits for every other reader of its variable that is not already before it (an ancestor has
 //     read by the time the assign acts), through an acc'd join tick when it runs once and the readers per piece.
 //   - A sink tick waits for every op nothing else waits for, the per-piece ones through an acc'd join tick.
+//   - A variable written per piece is read by the next piece only after that write (Note [Orders carried from
+//     piece to piece]).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -124,6 +126,30 @@ void add_war_edges(Ticks& t, const OpGraph& g, const std::vector<Part>& parts, i
   }
 }
 
+// Note [Orders carried from piece to piece]
+// An assign that runs per piece (a buffer such as BatchNorm's running mean under gradient accumulation, or under
+// SSP every update) writes a variable the next piece reads: the readers of piece i + 1 must wait for the write
+// of piece i, or a producer running pieces ahead reads the value from before it, and each piece updates the
+// same old value. That edge points back, from a later op of the job to an earlier one, so it is no ctrl input
+// (the job stays a DAG) but a carried one: reader r waits for assign a with lag 1 (r's piece i + 1 after a's
+// piece i; r's piece 0 waits for nothing), which the runtime keeps as a register read lag pieces late. With
+// the write-after-read edges of the same piece (a waits for r) the pieces take turns on the variable. An SSP
+// proxy (Note [SSP] in ssp.cpp) waits for the update lag = its buffer_size pieces back instead: its copy may
+// miss the last buffer_size - 1 updates. A reader in the once part reads the last write and needs no edge.
+void add_carried_edges(Job& job, const OpGraph& g, const std::vector<Part>& parts) {
+  for (int a = 0; a < g.size(); ++a) {
+    const int v = g.assign_target(a);
+    if (v < 0 || parts[a] != Part::kPiece) continue;
+    for (int r : memory_readers(g, v, a)) {
+      if (parts[r] != Part::kPiece || is_view(g.op(r))) continue;  // a view reads nothing; its readers do
+      OpConf& reader = *job.mutable_ops(r);
+      CarriedCtrl& c = *reader.add_carried_ctrl_inputs();
+      c.set_op(g.op(a).name());
+      c.set_lag(reader.op_type() == kSspProxy ? static_cast<int32_t>(int_attr(reader, "buffer_size")) : 1);
+    }
+  }
+}
+
 // The sink: it waits for every op nothing else waits for (the per-piece ones through an acc'd join tick).
 void add_sink(Ticks& t, const OpGraph& g, int64_t pieces) {
   const std::vector<Part> parts = op_parts(g, t.added);  // the added ticks' edges too
@@ -163,6 +189,7 @@ void auto_tick(Job& job, std::optional<OpGraph>& graph) {
   std::vector<bool> needs_tick(original, false);
   for (int i = 0; i < original; ++i) needs_tick[i] = !is_binding_op(g.op(i)) && !waits_for_a_task(g, i);
   add_war_edges(t, g, parts, pieces);
+  if (pieces > 1) add_carried_edges(job, g, parts);
   const int source = t.add_tick("tick-source", "source");
   int once_tick = -1;  // the acc of the source tick, made when an op of the once part needs it
   for (int i = 0; i < original; ++i) {

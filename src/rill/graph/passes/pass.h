@@ -16,6 +16,9 @@ namespace rill::graph {
 void dead_op_elimination(Job& job);
 /** Merge ops with the same op type, attrs, scalars and inputs (random ops excepted). */
 void common_subexpression_elimination(Job& job);
+/** With conf.ssp and N > 1 pieces: every trainable variable the optimizer updates is read through an
+ * _ssp_variable_proxy by all but the optimizer (Note [SSP] in ssp.cpp). */
+void ssp(Job& job);
 /** With conf.gradient_accumulation_steps = N > 1: the forward and backward run N pieces per iteration on
  * micro-batches (input ops split along dim 0), gradients and the loss are accumulated (acc ops), and the
  * optimizer's ops and the assigns run once. */

@@ -29,13 +29,14 @@ struct PassEntry {
 
 // The logical passes are the first kLogicalPasses of the list: they make the job every rank's plan comes from
 // (Note [Separate compilation] in graph/separate.cpp); the rest make it one rank's.
-constexpr size_t kLogicalPasses = 7;
+constexpr size_t kLogicalPasses = 8;
 
 const std::vector<PassEntry>& passes() {
   static const std::vector<PassEntry> list = {
       {"place_ops", place_ops, false},  // a global job's: on the traced job, whose gradients name their ops
       {"dead_op_elimination", dead_op_elimination, false},
       {"common_subexpression_elimination", common_subexpression_elimination, true},
+      {"ssp", ssp, false},  // before gradient_accumulation: under SSP the optimizer runs per piece
       {"gradient_accumulation", gradient_accumulation, false},
       // The fusion passes: on the job's final ops, before the ticks order them.
       {"redundant_cast_elimination", redundant_cast_elimination, true},
