@@ -198,6 +198,93 @@ def test_gradient_accumulation_4_equals_eager_batch_64():
     assert "gradient_accumulation" in graph.job()["pass_order"]
 
 
+def _bn_mlp(seed):
+    rill.manual_seed(seed)
+    return nn.Sequential(nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 10))
+
+
+def test_buffers_written_per_micro_batch_equal_eager_micro_batches():
+    # BatchNorm's running stats are written by each micro-batch in turn, as eager's micro-batches write them, not
+    # once from the mean of their writes (Note [Orders carried from piece to piece] in passes/auto_tick.cpp).
+    eager, graph_model = _bn_mlp(6), _bn_mlp(6)
+    batches = [_data(32, seed=200 + s) for s in range(5)]
+    opt = rill.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    e = []
+    for x, y in batches:
+        opt.zero_grad()
+        total = 0.0
+        for xp, yp in zip(x.chunk(4), y.chunk(4)):
+            loss = loss_fn(eager(xp), yp) / 4
+            loss.backward()
+            total += loss.item()
+        opt.step()
+        e.append(total)
+    graph = _TrainGraph(graph_model, rill.optim.SGD(graph_model.parameters(), lr=0.1, momentum=0.9), accumulation=4)
+    g = _graph_losses(graph, batches)
+    _assert_same_training(eager, graph_model, e, g)
+    for name, b in eager.named_buffers():
+        np.testing.assert_allclose(dict(graph_model.named_buffers())[name].numpy(), b.numpy(), rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
+    assert graph_model[1].num_batches_tracked.item() == 4 * len(batches)
+    assert "lags(" in graph.plan_str()  # the readers of the running stats wait for the last micro-batch's write
+
+
+class _SspGraph(_TrainGraph):
+    def __init__(self, model, opt, sched=None, micro=4):
+        super().__init__(model, opt, sched, micro)
+        self.config.enable_ssp(True)
+
+
+def test_ssp_without_stages_is_a_step_per_micro_batch():
+    # Note [SSP] in passes/ssp.cpp: each micro-batch is an optimizer and scheduler step; with one stage every
+    # step's weights are current, so it equals eager stepping on each micro-batch.
+    eager, graph_model = _bn_mlp(7), _bn_mlp(7)
+    batches = [_data(32, seed=300 + s) for s in range(4)]
+    e_opt = rill.optim.Adam(eager.parameters(), lr=1e-2)
+    g_opt = rill.optim.Adam(graph_model.parameters(), lr=1e-2)
+    e_sched = rill.optim.lr_scheduler.StepLR(e_opt, step_size=3, gamma=0.5)
+    g_sched = rill.optim.lr_scheduler.StepLR(g_opt, step_size=3, gamma=0.5)
+    e = _eager_losses(eager, e_opt, [(xp, yp) for x, y in batches for xp, yp in zip(x.chunk(4), y.chunk(4))],
+                      e_sched)
+    graph = _SspGraph(graph_model, g_opt, g_sched)
+    g = _graph_losses(graph, batches)
+    np.testing.assert_allclose(g, np.mean(np.reshape(e, (len(batches), 4)), axis=1), rtol=1e-5)
+    _assert_same_training(eager, graph_model, [], [])
+    assert g_opt.param_groups[0]["lr"] == e_opt.param_groups[0]["lr"] == 1e-2 * 0.5 ** 5
+    ssp = graph.stats()["ssp"]
+    assert ssp["bound"] == {0: 0} and ssp["max_staleness"] == {0: 0} and ssp["staleness"] == {0: [0] * 4}
+    assert sorted(ssp["variables"]) == ["model.0.bias", "model.0.weight", "model.1.bias", "model.1.weight",
+                                        "model.3.bias", "model.3.weight"]
+    assert sum(op["op_type"] == "_ssp_variable_proxy" for op in graph.job()["ops"]) == 6
+
+
+def test_ssp_needs_an_optimizer_micro_batches_and_a_schedule_in_the_graph():
+    class Forward(nn.Graph):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+            self.config.set_gradient_accumulation_steps(2)
+            self.config.enable_ssp(True)
+
+        def build(self, x):
+            return self.model(x)
+
+    x, y = _data(8)
+    with pytest.raises(ValueError, match="add_optimizer"):
+        Forward(_mlp())(x)
+    model = _mlp()
+    with pytest.raises(ValueError, match="it is 1"):
+        _SspGraph(model, rill.optim.SGD(model.parameters(), lr=0.1), micro=1)(x, y)
+    class HostSchedule(rill.optim.lr_scheduler.LambdaLR):  # its own class: nn.Graph logs each class once
+        pass
+
+    opt = rill.optim.SGD(model.parameters(), lr=0.1)
+    sched = HostSchedule(opt, lambda e: 0.9 ** e)
+    with pytest.raises(ValueError, match="HostSchedule has no closed form"):
+        _SspGraph(model, opt, sched)(x, y)
+
+
 def test_config_turns_an_optional_pass_off_and_compiles_a_new_plan():
     class G(rill.nn.Graph):
         def build(self, x):

@@ -269,6 +269,38 @@ TEST(RuntimePieces, ActsPerIterationZeroMeansPieces) {
   EXPECT_EQ(rt.stats().acts, 3 + 1);
 }
 
+// v += x[piece] for each of 4 pieces: the read of piece i + 1 waits for the write of piece i through a ctrl
+// register it reads one piece late (Task.in_lags); its piece 0 waits for nothing.
+TEST(RuntimePieces, ALaggedInputTakesTheWriteOfThePieceBefore) {
+  for (int count : {1, 2, 4}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    Tensor v = ramp({3}, 1.0, 1.0), x = ramp({4, 3}, 0.5, 0.25);
+    std::vector<float> vv = values<float>(v), xv = values<float>(x);
+    PlanBuilder b(4);
+    int64_t rv = b.variable({3}), rx = b.input({3}, DType::kFloat32, 3 * sizeof(float)), start = b.ctrl(count);
+    int64_t sum = b.owned({3}, count), written = b.ctrl(count), assigned = b.assigned(0);
+    b.task(plan::TASK_SOURCE_TICK, "source", {}, {start}, 4);
+    plan::Task& read = b.compute("add", "read", {rv, rx, start, written}, {sum}, {}, 4);
+    for (int32_t lag : {0, 0, 0, 1}) read.add_in_lags(lag);
+    b.task(plan::TASK_COPY, "assign", {sum}, {assigned, written}, 4);
+    Runtime rt(b.p);
+    for (int launches = 1; launches <= 2; ++launches) {
+      launch(rt, {&vv}, {&xv}, {});
+      Tensor want = binary("add", v, eager::reduce(eager::op("sum"), x, {0}, false));
+      if (launches == 2) want = binary("add", want, eager::reduce(eager::op("sum"), x, {0}, false));
+      expect_near(vv, values<float>(want));
+    }
+  }
+  {  // only a produced ctrl register may be read late
+    PlanBuilder b(2);
+    int64_t rv = b.variable({3}), r = b.owned({3}, 2), ro = b.output({3});
+    b.compute("relu", "relu", {rv}, {r}, {}, 2).add_in_lags(1);
+    b.task(plan::TASK_ACC, "acc", {r}, {ro}, 1).set_repeat(2);
+    EXPECT_NE(plan_error(b.p).find("only a produced control register may be read late"), std::string::npos)
+        << plan_error(b.p);
+  }
+}
+
 TEST(RuntimeAssign, CopyIntoAVariableAfterItsReaders) {
   Tensor v = ramp({4}, 1.0, 1.0), x = ramp({4}, 10.0, 10.0), y = ramp({4}, -3.0, 0.5);
   std::vector<float> vv = values<float>(v), xv = values<float>(x), yv = values<float>(y), out(4);
