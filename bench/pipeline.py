@@ -4,6 +4,7 @@ duration (rill.experimental.sleep), so that the two cores of a small machine do 
 
     python3 bench/pipeline.py                          # p = 2 and 4 stages, m = 8, 16, 32 micro-batches
     python3 bench/pipeline.py --stages 2 --micro 8 --sleep 0.005
+    python3 bench/pipeline.py --ssp                    # SSP's throughput against the synchronous 1F1B at m = p
 
 Each stage is one rank running one block whose forward and backward each sleep --sleep seconds. For every (p, m)
 it runs the pipeline over p processes (python -m rill.distributed.run) with RILL_GRAPH_TRACE set, and the same p
@@ -11,6 +12,10 @@ blocks as one stage in one process, and reads each rank's trace (tools/merge_gra
 iteration's span is its first fixed-duration kernel's start to its last one's end over all ranks, a rank's busy
 time the sum of its fixed-duration kernels, the bubble 1 - mean busy / span, against the ideal
 (p - 1) / (m + p - 1); the speedup is the one stage's span over the pipeline's, against p * m / (m + p - 1).
+
+--ssp compares throughput, time per micro-batch: the synchronous pipeline at m = p (one SGD step per call, on p
+micro-batches) against SSP (config.enable_ssp: each micro-batch a step, early stages on stale weights) at each m,
+against the ideal ratio ((2p - 1) / p) / ((m + p - 1) / m): both fill and drain the pipeline once per call.
 """
 import argparse
 import glob
@@ -53,6 +58,7 @@ def worker(args):
                 block.to(GraphModule).set_stage(0 if args.one_stage else k, rill.placement("cpu", ranks=ranks))
             self.add_optimizer(rill.optim.SGD(model.parameters(), lr=1e-3))
             self.config.set_gradient_accumulation_steps(args.micro)
+            self.config.enable_ssp(args.ssp)
 
         def build(self, x):
             loss = (self.model(x) ** 2).sum()  # the gradient depends on the forward: backward waits for it
@@ -84,16 +90,28 @@ def measure(files):
     return span, list(busy.values())
 
 
-def run(stages, micro, sleep, iters, one_stage):
+def run(stages, micro, sleep, iters, one_stage, ssp=False):
     with tempfile.TemporaryDirectory() as tmp:
         nproc = 1 if one_stage else stages
         cmd = [sys.executable, "-m", "rill.distributed.run", "--nproc", str(nproc), __file__, "--worker",
                "--stages", str(stages), "--micro", str(micro), "--sleep", str(sleep), "--iters", str(iters),
-               "--trace", tmp] + (["--one-stage"] if one_stage else [])
+               "--trace", tmp] + (["--one-stage"] if one_stage else []) + (["--ssp"] if ssp else [])
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
             raise SystemExit(p.stdout[-3000:] + p.stderr[-3000:])
         return measure(sorted(glob.glob(os.path.join(tmp, "trace.rank*.json"))))
+
+
+def compare_ssp(args):
+    print(f"{'p':>2} {'m':>3} | {'sync m=p ms':>11} {'ssp ms':>7} (per micro-batch) | {'ratio':>6} {'ideal':>6} "
+          f"(bar 1.2)")
+    for p in args.stages:
+        sync, _ = run(p, p, args.sleep, args.iters, False)
+        for m in args.micro:
+            ssp, _ = run(p, m, args.sleep, args.iters, False, ssp=True)
+            ratio, ideal = (sync / p) / (ssp / m), ((2 * p - 1) / p) / ((m + p - 1) / m)
+            print(f"{p:>2} {m:>3} | {sync / p / 1e3:11.2f} {ssp / m / 1e3:7.2f}                  | {ratio:6.2f} "
+                  f"{ideal:6.2f}", flush=True)
 
 
 def main():
@@ -103,6 +121,7 @@ def main():
     ap.add_argument("--sleep", type=float, default=0.01, help="seconds each block's forward (and backward) sleeps")
     ap.add_argument("--iters", type=int, default=2)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ssp", action="store_true", help="SSP's throughput against the synchronous pipeline's")
     ap.add_argument("--one-stage", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--trace", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -110,6 +129,8 @@ def main():
         args.stages = args.stages[0]
         args.micro = args.micro[0]
         return worker(args)
+    if args.ssp:
+        return compare_ssp(args)
     print(f"{'p':>2} {'m':>3} | {'bubble':>7} {'ideal':>7} {'diff pp':>7} (bar 3) | {'speedup':>7} {'ideal':>6} "
           f"{'ratio':>6} (bar 0.95) | span ms")
     rows = []

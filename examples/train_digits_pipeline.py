@@ -3,6 +3,8 @@
 
     python3 -m rill.distributed.run --nproc 2 examples/train_digits_pipeline.py           # 2 stages
     python3 -m rill.distributed.run --nproc 2 examples/train_digits_pipeline.py --check   # + the check
+    python3 -m rill.distributed.run --nproc 2 examples/train_digits_pipeline.py --ssp --micro-batches 8 \
+        --batch-size 256                                                                  # SSP
 
 The model is cut in two: stage 0 (the first Linear and ReLU) runs on rank 0, stage 1 (the rest and the loss) on
 the other ranks (docs/global.md, "Pipelines"). `block.to(GraphModule).set_stage(stage_id, placement)` in the
@@ -11,6 +13,11 @@ micro-batches, the activations go forward and their gradients back between the r
 next micro-batch while stage 1 works on the last one. --check first trains 20 SGD steps and compares each step's
 loss with one process running the same micro-batches eagerly (bar: within 1e-5). The last stage's rank prints
 the progress and the test accuracy (bar: >= 95%).
+
+--ssp turns on stale synchronous pipelining (config.enable_ssp, docs/global.md "SSP"): each micro-batch is an
+Adam step of its own, and stage 0 runs on weights up to one update old, so it never waits for stage 1's update;
+the last line then gives the staleness each stage saw. --json prints one JSON line of the results (accuracy,
+training samples per second from the median epoch, staleness), which bench/ssp.py reads.
 """
 import argparse
 import sys
@@ -30,7 +37,7 @@ def build():
 
 
 class PipelineStep(nn.Graph):
-    def __init__(self, model, optimizer, stages, micro_batches):
+    def __init__(self, model, optimizer, stages, micro_batches, ssp=False):
         super().__init__()
         self.model = model
         for k, (block, placement) in enumerate(zip(model, stages)):
@@ -38,6 +45,7 @@ class PipelineStep(nn.Graph):
         self.loss_fn = nn.CrossEntropyLoss()
         self.add_optimizer(optimizer)
         self.config.set_gradient_accumulation_steps(micro_batches)
+        self.config.enable_ssp(ssp)
 
     def build(self, x, y):
         loss = self.loss_fn(self.model(x), y)
@@ -88,6 +96,16 @@ def check(x, y, stages, micro, steps=20, batch=64):
     return ok
 
 
+def ssp_summary(step, stages):
+    """[(most updates any micro-batch's weights lacked, the bound)] per stage, gathered from the stages' ranks."""
+    ssp = step.stats()["ssp"]
+    seen = rill.zeros(len(stages), 2, dtype=rill.int64)
+    for stage, most in ssp["max_staleness"].items():
+        seen[stage] = rill.tensor([most, ssp["bound"][stage]])
+    dist.all_reduce(seen, op=dist.ReduceOp.MAX)
+    return [tuple(row) for row in seen.tolist()]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--epochs", type=int, default=20)
@@ -96,6 +114,8 @@ def main():
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="store_true", help="also check against one process (see above)")
+    p.add_argument("--ssp", action="store_true", help="stale synchronous pipelining (see above)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON line (bench/ssp.py)")
     args = p.parse_args()
 
     dist.init_process_group("mpi")
@@ -115,25 +135,30 @@ def main():
     steps = len(x_train) // args.batch_size
     if dist.get_rank() == stages[-1].ranks[0]:
         print(f"digits: {len(x_train)} train / {len(y_test)} test images, stage 0 on rank 0, stage 1 on ranks "
-              f"{stages[1].ranks}, batch {args.batch_size} as {args.micro_batches} micro-batches, {steps} steps "
-              f"per epoch", flush=True)
+              f"{stages[1].ranks}, batch {args.batch_size} as {args.micro_batches} micro-batches"
+              f"{' (SSP: each an Adam step)' if args.ssp else ''}, {steps} calls per epoch", flush=True)
     rill.manual_seed(args.seed)
     model = build()
-    step = PipelineStep(model, rill.optim.Adam(model.parameters(), lr=args.lr), stages, args.micro_batches)
+    step = PipelineStep(model, rill.optim.Adam(model.parameters(), lr=args.lr), stages, args.micro_batches,
+                        ssp=args.ssp)
     predict = Predict(model)
     x_test_g = rill.tensor(x_test).to_global(stages[0], rill.sbp.broadcast)
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
     acc = 0.0
+    epoch_seconds = []
     for epoch in range(args.epochs):
         order = rng.permutation(len(x_train))
         total = 0.0
+        began = time.perf_counter()
         for s in range(steps):
             r = order[s * args.batch_size:(s + 1) * args.batch_size]
             loss = step(rill.tensor(x_train[r]).to_global(stages[0], rill.sbp.broadcast),
                         rill.tensor(y_train[r]).to_global(stages[-1], rill.sbp.broadcast))
             if last:
                 total += loss.to_local().item()
+        rill.synchronize()  # the epoch's steps have run
+        epoch_seconds.append(time.perf_counter() - began)
         predicted = predict(x_test_g)
         if last:
             acc = (predicted.to_local() == rill.tensor(y_test)).float().mean().item()
@@ -148,6 +173,18 @@ def main():
     if dist.get_rank() == stages[-1].ranks[0]:
         print(f"pipeline mlp over {world} ranks: test accuracy {best.item():.4f} (bar 0.95) in {seconds:.1f} s -> "
               f"{'PASS' if passed else 'FAIL'}", flush=True)
+    staleness = ssp_summary(step, stages) if args.ssp else None
+    if dist.get_rank() == stages[-1].ranks[0]:
+        if staleness is not None:
+            print("ssp: " + ", ".join(f"stage {s} at most {m} updates stale (bound {b})"
+                                      for s, (m, b) in enumerate(staleness)), flush=True)
+        if args.json:
+            import json
+            per_epoch = sorted(epoch_seconds[1:] or epoch_seconds)[len(epoch_seconds[1:] or epoch_seconds) // 2]
+            print(json.dumps({"ssp": args.ssp, "micro_batches": args.micro_batches, "batch_size": args.batch_size,
+                              "epochs": args.epochs, "accuracy": best.item(),
+                              "samples_per_s": steps * args.batch_size / per_epoch,
+                              "staleness": staleness}), flush=True)
     dist.destroy_process_group()
     return 0 if ok else 1
 

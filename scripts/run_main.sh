@@ -14,3 +14,5 @@ python3 -m rill.distributed.run --nproc 2 examples/train_digits_ddp.py --check -
 python3 -m rill.distributed.run --nproc 2 examples/train_digits_graph_parallel.py --check
 # the same MLP as a 2-stage pipeline over 2 processes (4 micro-batches per step), checked against one process
 python3 -m rill.distributed.run --nproc 2 examples/train_digits_pipeline.py --check
+# the same pipeline with SSP: each of 8 micro-batches per call an Adam step, stage 0 on weights up to 1 update old
+python3 -m rill.distributed.run --nproc 2 examples/train_digits_pipeline.py --ssp --micro-batches 8 --batch-size 256
