@@ -49,8 +49,10 @@ nb::dict desc_dict(const plan::TensorDesc& d) {
 }
 
 // (ranks, group) of a placement.
+// (ranks, group, mesh, dim_groups): Note [Meshes] in core/sbp.h.
 nb::tuple placement_tuple(const graph::Placement& p) {
-  return nb::make_tuple(graph::placement_ranks(p), p.group());
+  return nb::make_tuple(graph::placement_ranks(p), p.group(), std::vector<int64_t>(p.mesh().begin(), p.mesh().end()),
+                        std::vector<int64_t>(p.dim_groups().begin(), p.dim_groups().end()));
 }
 
 // The job as Python data: what rill.onnx.export maps to ONNX nodes.
@@ -264,8 +266,8 @@ void init_graph(nb::module_& m) {
         for (int i = 0; i < conf.output_placements_size(); ++i)
           outputs.append(nb::make_tuple(placement_tuple(conf.output_placements(i)), conf.output_sbps(i)));
         return nb::make_tuple(outputs, std::vector<int32_t>(conf.bound_outputs().begin(), conf.bound_outputs().end()));
-      }, "A global graph's outputs ([((ranks, group), sbp)] by output index, and the indices this rank binds), or "
-         "None.")
+      }, "A global graph's outputs ([((ranks, group, mesh, dim_groups), sbp)] by output index, and the indices this "
+         "rank binds), or None.")
 
       .def("stats", [](const CompiledGraph& g) {
         runtime::GraphStats s = g.stats();
@@ -301,11 +303,17 @@ void init_graph(nb::module_& m) {
         return out;
       }, "The SSP proxies' records (runtime.h: SspRecord); call it after a sync point.");
   m.def("_make_global", [](const Tensor& local, const std::vector<int64_t>& shape, const std::vector<int64_t>& ranks,
-                           int64_t group, const std::string& sbp) {
-    GlobalInfo info{ranks, group, {Sbp::parse(sbp)}, {}, local};
+                           int64_t group, const std::string& sbp, const std::vector<int64_t>& mesh,
+                           const std::vector<int64_t>& dim_groups) {
+    GlobalInfo info{ranks, group, parse_nd(sbp), {}, local, mesh, dim_groups};
+    const size_t dims = std::max<size_t>(1, mesh.size());
+    RILL_CHECK(info.sbp.size() == dims, Value, "[to_global] a placement of ", dims, " dims needs ", dims,
+               " SBPs, got ", info.sbp.size(), " (", sbp, ")");
     return make_global(make_contiguous_meta(shape, local.dtype(), local.device()), std::move(info));
   }, nb::arg("local"), nb::arg("shape"), nb::arg("ranks"), nb::arg("group"), nb::arg("sbp"),
-        "A global tensor of logical shape over ranks whose local tensor on this rank is local (core/sbp.h).");
+        nb::arg("mesh") = std::vector<int64_t>{}, nb::arg("dim_groups") = std::vector<int64_t>{},
+        "A global tensor of logical shape over ranks (a mesh: Note [Meshes] in core/sbp.h) whose local tensor on "
+        "this rank is local.");
   m.def("_become", [](nb::handle dst, const Tensor& src) {
     RILL_CHECK(nb::isinstance<Tensor>(dst), Type, "[_become] expected a Tensor");
     *nb::inst_ptr<Tensor>(dst) = src;
@@ -314,8 +322,8 @@ void init_graph(nb::module_& m) {
   m.def("_global_info", [](const Tensor& t) -> nb::object {
     const GlobalInfo* g = global_info(t);
     if (g == nullptr) return nb::none();
-    return nb::make_tuple(g->ranks, g->group, g->sbp[0].str(), g->local);
-  }, "(ranks, group, sbp, local) of a global tensor, or None.");
+    return nb::make_tuple(g->ranks, g->group, nd_str(g->sbp), g->local, g->mesh, g->dim_groups);
+  }, "(ranks, group, sbp, local, mesh, dim_groups) of a global tensor, or None.");
   m.def("_is_global_storage", [](const Tensor& t) { return t.storage()->global() != nullptr; },
         "Whether t is a global tensor or a view of one.");
   m.def("_tracing", [] { return eager::trace_sink() != nullptr; }, "Whether this thread is tracing a graph's build().");

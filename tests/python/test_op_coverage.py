@@ -42,6 +42,8 @@ EXEMPT.update({
     "graph_launch": "one nn.Graph call: tests/python/test_graph.py",
     "_delay_tick": "rill.experimental.delay_tick, a view in eager mode: tests/python/test_graph_delay.py, in eager "
                    "and graph mode (the trace shows each piece read delay_num pieces late)",
+    "_ssp_variable_proxy": "graph mode's SSP copy of a variable, added by the ssp pass only: tests/python/"
+                           "test_graph.py (one stage) and test_graph_global.py (two, against an eager replay)",
     "_fused_elementwise": "graph mode's fused chains: tests/cpp/kernels/fused_test.cpp against the steps one by one, "
                           "tests/python/test_graph.py against the unfused graph and eager",
 })

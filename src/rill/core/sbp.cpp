@@ -20,9 +20,27 @@ Sbp Sbp::parse(const std::string& s) {
   RILL_FAIL(Value, "[sbp] '", s, "' is not an SBP: expected S(axis), B or P");
 }
 
-Shape local_shape(const Shape& logical, const Sbp& sbp, int64_t n) {
+std::string nd_str(const NdSbp& sbp) {
+  std::string out;
+  for (const Sbp& s : sbp) out += (out.empty() ? "" : ",") + s.str();
+  return out;
+}
+
+NdSbp parse_nd(const std::string& s) {
+  NdSbp out;
+  size_t start = 0;
+  for (size_t comma = s.find(','); ; comma = s.find(',', start)) {
+    out.push_back(Sbp::parse(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+Shape local_shape(const Shape& logical, const NdSbp& sbp, const std::vector<int64_t>& mesh) {
+  RILL_ASSERT(sbp.size() == mesh.size(), "an SBP of ", sbp.size(), " dims on a mesh of ", mesh.size());
   Shape out = logical;
-  if (sbp.is_split()) out[static_cast<size_t>(sbp.axis)] /= n;
+  for (size_t d = 0; d < sbp.size(); ++d)
+    if (sbp[d].is_split()) out[static_cast<size_t>(sbp[d].axis)] /= mesh[d];
   return out;
 }
 

@@ -32,17 +32,35 @@ struct Sbp {
   static Sbp parse(const std::string& s);
 };
 
-/** The shape of meta's slice on one rank of n under sbp (meta's own shape unless split). */
-Shape local_shape(const Shape& logical, const Sbp& sbp, int64_t n);
+/** One SBP per dim of a placement's mesh (Note [Meshes]): one for a list of ranks. */
+using NdSbp = std::vector<Sbp>;
+/** "S(0)" for one dim, "S(0),B" for two: the job's spelling. */
+std::string nd_str(const NdSbp& sbp);
+/** Parses nd_str's spelling; raises ValueError otherwise. */
+NdSbp parse_nd(const std::string& s);
+/** The shape of a rank's slice of a tensor of shape logical laid out as sbp over a mesh of shape mesh: each split
+ * axis divided by the size of its mesh dim. */
+Shape local_shape(const Shape& logical, const NdSbp& sbp, const std::vector<int64_t>& mesh);
 
-/** What makes a tensor global: its placement (ranks, and the process group the graph's collectives use), its SBP
- * (one per placement dim; rill's placements are 1-D) and this rank's local tensor. */
+// Note [Meshes]
+// A placement is a list of ranks (rill.placement("cpu", ranks=[0, 1, 2, 3])) or a mesh of them, a nested list
+// (ranks=[[0, 1], [2, 3]]: mesh [2, 2], its ranks listed row-major). A tensor on a mesh has an SBP per mesh dim,
+// applied dim after dim: (S(0), B) splits the rows over mesh dim 0 and broadcasts each half along dim 1; (S(0),
+// S(0)) splits each half again. The ranks of a mesh that differ only in their coordinate along dim d form a line
+// of dim d; each line has a process group of its own, in which the collectives that change that dim's SBP run.
+// A placement records, per dim d in order, the group of each of d's lines, in the row-major order of the other
+// coordinates (dim_groups); a list of ranks is a mesh of one dim, whose one line's group is the placement's.
+
+/** What makes a tensor global: its placement (ranks, and the process group the graph's collectives use; a mesh,
+ * Note [Meshes]), its SBP (one per mesh dim) and this rank's local tensor. */
 struct GlobalInfo {
   std::vector<int64_t> ranks;
   int64_t group = 0;
-  std::vector<Sbp> sbp;
+  NdSbp sbp;
   MetaSym logical;  // the global tensor's own meta: a view of it (another meta on the storage) is not global
   Tensor local;
+  std::vector<int64_t> mesh;        // the mesh's shape; empty: one dim, the ranks
+  std::vector<int64_t> dim_groups;  // per mesh dim, the group of each of its lines; empty for one dim
 };
 
 /** A global tensor of logical meta over info's placement (info.logical is set here). */

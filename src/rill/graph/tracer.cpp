@@ -154,9 +154,12 @@ void Tracer::mark_global(OpConf& c, const Tensor& t) {
   RILL_CHECK(g != nullptr, Value, "[nn.Graph] '", c.name(), "' is a view of a global tensor made outside build(): "
              "pass the global tensor itself, and view it inside build()");
   job_->mutable_conf()->set_global(true);
-  (*c.mutable_attrs())["sbp"].set_s(g->sbp[0].str());
-  set_placement_ranks(*c.mutable_placement(), g->ranks);
-  c.mutable_placement()->set_group(g->group);
+  (*c.mutable_attrs())["sbp"].set_s(nd_str(g->sbp));
+  Placement& p = *c.mutable_placement();
+  set_placement_ranks(p, g->ranks);
+  p.set_group(g->group);
+  p.mutable_mesh()->Assign(g->mesh.begin(), g->mesh.end());
+  p.mutable_dim_groups()->Assign(g->dim_groups.begin(), g->dim_groups.end());
 }
 
 void Tracer::set_stage_placement(int32_t stage, const std::vector<int64_t>& ranks, int64_t group) {

@@ -1,6 +1,7 @@
 // The boxing ops (and _to_global, the request for one inside a traced step): what graph mode inserts between a producer and a consumer whose SBPs differ (Note [Boxing] in
 // graph/passes/sbp.cpp). They exist only in lowered jobs, on one rank's shapes; comm/boxing.cpp gives them their
 // kernels, the collective ones calling the communicator of their group on the comm thread.
+#include "rill/core/sbp.h"
 #include "rill/ops/op_schema.h"
 #include "rill/util/error.h"
 
@@ -30,7 +31,7 @@ InferResult infer_resized(const InferContext& c) {
 
 // x itself (a view): the SBP and placement it asks for are the graph's to give it (Note [Boxing]).
 InferResult infer_to_global(const InferContext& c) {
-  Sbp::parse(c.attr<std::string>("sbp"));  // a ValueError for a bad spelling
+  parse_nd(c.attr<std::string>("sbp"));  // a ValueError for a bad spelling
   return {{c.inputs[0]}, {}, false, 0};
 }
 
@@ -56,10 +57,10 @@ void register_boxing_ops() {
               "P -> S(dim): this rank's slice along dim of the sum of every rank's self");
   ops::define("_boxing_partial(Tensor self, bool keep) -> Tensor", infer_same, local,
               "B -> P: self on the placement's first rank (keep), zeros on the others");
-  ops::define("_to_global(Tensor self, str sbp, int[] placement, int group) -> Tensor", infer_to_global,
-              {.strided_output = true, .function = true, .view = true},
+  ops::define("_to_global(Tensor self, str sbp, int[] placement, int group, int[] mesh=[], int[] dim_groups=[]) -> "
+              "Tensor", infer_to_global, {.strided_output = true, .function = true, .view = true},
               "x.to_global(placement, sbp) inside nn.Graph.build: self, boxed to sbp (on placement's ranks, group "
-              "group; none: where self is) by the graph");
+              "group, and mesh with its dim_groups; none: where self is) by the graph");
   OpFlags transfer = comm;
   transfer.collective = false;
   transfer.waits_for_peer = true;

@@ -39,6 +39,11 @@ namespace {
 //   P -> S(i)  _boxing_reduce_scatter(i)     B -> S(i)   slice: this rank's part
 //   B -> P     _boxing_partial (the placement's first rank keeps it, the others have zeros)
 //   S(i) -> S(j), S -> P: through B.
+// On a mesh (Note [Meshes] in core/sbp.h) a value's SBP changes one dim at a time, each in the lines of that dim
+// (their groups), as above on the shape the earlier dims leave each line: from the last dim down to the first dim
+// that changes, every dim not broadcast is made broadcast (the first changing dim straight to its new SBP), then
+// the later dims are made what the consumer asks, first to last. An op's signature on a mesh is one of its rule's
+// signatures per dim, chosen dim after dim on the shapes the earlier dims leave.
 // A value crossing placements is boxed to B on its own, sent by each of its ranks to the destination ranks it
 // serves (destination k from source k mod the source's size; Note [Graph transfers] in comm/boxing.cpp) and
 // boxed from B on the destination. On a placement of one rank every SBP is the whole tensor: nothing is boxed.
@@ -49,6 +54,20 @@ namespace {
 // gives every blob its local desc, which is checked against its SBP: a rule that gets an op wrong stops here.
 
 using Sig = SbpSignature;
+
+// An op's signature on a mesh: an SBP per mesh dim for each input and output.
+struct NdSig {
+  std::vector<NdSbp> in, out;
+  // The 1-D signature of dim d.
+  Sig dim(size_t d) const {
+    Sig s;
+    for (const NdSbp& x : in) s.in.push_back(x[d]);
+    for (const NdSbp& x : out) s.out.push_back(x[d]);
+    return s;
+  }
+};
+
+NdSbp all_broadcast(int dims) { return NdSbp(static_cast<size_t>(dims), Sbp::broadcast()); }
 
 // x.to_global(placement, sbp) traced inside build (ops/boxing.cpp): its input is boxed (or sent) to what it asks.
 constexpr std::string_view kToGlobal = "_to_global";
@@ -68,25 +87,81 @@ int64_t boxing_cost(const Sbp& from, const Sbp& to, int64_t bytes) {
   return to.is_broadcast() ? bytes : bytes + 1;                         // all-gather (then a slice, or a partial)
 }
 
-bool splits_evenly(const Sbp& s, const plan::TensorDesc& d, int64_t n) {
+bool splits_evenly(const Sbp& s, const Shape& shape, int64_t n) {
   if (!s.is_split()) return true;
-  return s.axis < d.shape_size() && d.shape(s.axis) % n == 0;
+  return s.axis < static_cast<int32_t>(shape.size()) && shape[static_cast<size_t>(s.axis)] % n == 0;
 }
 
-// Where an op runs: its ranks (none: every rank that needs it) and their process group.
+// Where an op runs: its ranks (none: every rank that needs it) and their process group, and on a mesh its shape
+// and the groups of its lines (Note [Meshes] in core/sbp.h).
 struct Place {
   std::vector<int64_t> ranks;
   int64_t group = 0;
+  std::vector<int64_t> mesh;        // empty: one dim
+  std::vector<int64_t> dim_groups;  // per dim, its lines' groups; empty: one dim
   int64_t size() const { return std::max<int64_t>(1, static_cast<int64_t>(ranks.size())); }
   bool anywhere() const { return ranks.empty(); }
+  int dims() const { return mesh.empty() ? 1 : static_cast<int>(mesh.size()); }
+  int64_t dim_size(int d) const { return mesh.empty() ? size() : mesh[static_cast<size_t>(d)]; }
+  std::vector<int64_t> shape() const { return mesh.empty() ? std::vector<int64_t>{size()} : mesh; }
   /** rank's position in ranks, or -1. */
   int64_t position(int64_t rank) const {
     auto it = std::find(ranks.begin(), ranks.end(), rank);
     return it == ranks.end() ? -1 : it - ranks.begin();
   }
+  /** The line of dim d through rank (one of ranks): its ranks in order along d, and its group. */
+  Place line(int d, int64_t rank) const {
+    if (mesh.empty()) return Place{ranks, group};
+    std::vector<int64_t> coord(mesh.size());
+    for (int64_t p = position(rank), e = static_cast<int64_t>(mesh.size()) - 1; e >= 0; --e) {
+      coord[static_cast<size_t>(e)] = p % mesh[static_cast<size_t>(e)];
+      p /= mesh[static_cast<size_t>(e)];
+    }
+    Place out;
+    int64_t line = 0, groups_before = 0;  // the line's number among dim d's; the groups of dims before d
+    for (size_t e = 0; e < mesh.size(); ++e) {
+      if (static_cast<int>(e) != d) line = line * mesh[e] + coord[e];
+      if (static_cast<int>(e) < d) groups_before += size() / mesh[e];
+    }
+    for (int64_t c = 0; c < mesh[static_cast<size_t>(d)]; ++c) {
+      coord[static_cast<size_t>(d)] = c;
+      int64_t flat = 0;
+      for (size_t e = 0; e < mesh.size(); ++e) flat = flat * mesh[e] + coord[e];
+      out.ranks.push_back(ranks[static_cast<size_t>(flat)]);
+    }
+    out.group = dim_groups.at(static_cast<size_t>(groups_before + line));
+    return out;
+  }
 };
 
-Place place_of(const Placement& p) { return {placement_ranks(p), p.group()}; }
+Place place_of(const Placement& p) {
+  return {placement_ranks(p), p.group(), {p.mesh().begin(), p.mesh().end()},
+          {p.dim_groups().begin(), p.dim_groups().end()}};
+}
+
+void write_place(Placement& p, const Place& place) {
+  set_placement_ranks(p, place.ranks);
+  p.set_group(place.group);
+  p.mutable_mesh()->Assign(place.mesh.begin(), place.mesh.end());
+  p.mutable_dim_groups()->Assign(place.dim_groups.begin(), place.dim_groups.end());
+}
+
+// shape with each split axis of sbp's first `dims` dims divided by that mesh dim's size: what a line of dim `dims`
+// holds of a value of that shape.
+Shape split_shape(Shape shape, const NdSbp& sbp, const Place& place, size_t dims) {
+  for (size_t d = 0; d < dims; ++d)
+    if (sbp[d].is_split()) shape[static_cast<size_t>(sbp[d].axis)] /= place.dim_size(static_cast<int>(d));
+  return shape;
+}
+
+bool splits_evenly(const NdSbp& sbp, const plan::TensorDesc& desc, const Place& place) {
+  Shape shape = meta_from_proto(desc)->shape;
+  for (size_t d = 0; d < sbp.size(); ++d) {
+    if (!splits_evenly(sbp[d], shape, place.dim_size(static_cast<int>(d)))) return false;
+    shape = split_shape(shape, sbp, place, d + 1);
+  }
+  return true;
+}
 
 // The placement of op i's input computed last (the activation it continues), or none.
 template <typename Places>
@@ -109,8 +184,12 @@ std::vector<Place> placements(const Job& job, const OpGraph& g) {
     if (is_binding_op(op)) {
       p = place_of(op.placement());  // its global tensor's (none: a tensor of this process)
     } else if (op.op_type() == kToGlobal && !ranks_attr->second.ints().v().empty()) {
-      p = {std::vector<int64_t>(ranks_attr->second.ints().v().begin(), ranks_attr->second.ints().v().end()),
-           op.attrs().at("group").i()};
+      auto ints = [&](const char* name) -> std::vector<int64_t> {
+        auto it = op.attrs().find(name);
+        if (it == op.attrs().end()) return {};
+        return {it->second.ints().v().begin(), it->second.ints().v().end()};
+      };
+      p = {ints("placement"), op.attrs().at("group").i(), ints("mesh"), ints("dim_groups")};
     } else if (op.stage() > 0) {
       RILL_CHECK(op.stage() <= job.conf().stages_size(), Runtime, "[", op.name(), "] stage ", op.stage() - 1,
                  " has no placement", at(op));
@@ -181,12 +260,16 @@ class Lowering {
   // Whether op i's input k comes from another placement (a transfer).
   bool crosses(int i, int k) const {
     const BlobRef p = graph_.input_producer(i, k);
-    return p.op >= 0 && !places_[p.op].anywhere() && !places_[i].anywhere() &&
-           places_[p.op].ranks != places_[i].ranks;
+    if (p.op < 0 || places_[p.op].anywhere() || places_[i].anywhere()) return false;
+    const Place &from = places_[p.op], &to = places_[i];
+    RILL_CHECK(from.ranks != to.ranks || from.mesh == to.mesh, Value, "[", job_.ops(i).name(), "] reads a value "
+               "made on the same ranks arranged as another mesh (", shape_str(from.shape()), " and ",
+               shape_str(to.shape()), "); keep one mesh for these ranks", at(job_.ops(i)));
+    return from.ranks != to.ranks;
   }
   // The SBP op i's input k has where op i runs: a transfer arrives broadcast.
-  Sbp arriving(int i, int k) {
-    return crosses(i, k) ? Sbp::broadcast() : sbp_[job_.ops(i).inputs(k)];
+  NdSbp arriving(int i, int k) {
+    return crosses(i, k) ? all_broadcast(places_[i].dims()) : sbp_[job_.ops(i).inputs(k)];
   }
 
   // The placement place_ops gave op i, or for an op a later pass added (an acc, a mean), that of its input
@@ -199,9 +282,7 @@ class Lowering {
       return;
     }
     p = Place{placed_input(graph_, places_, i)};
-    auto& placement = *job_.mutable_ops(i)->mutable_placement();
-    set_placement_ranks(placement, p.ranks);
-    placement.set_group(p.group);
+    write_place(*job_.mutable_ops(i)->mutable_placement(), p);
   }
 
   // Op i's placement and signature as sbp_signatures recorded them.
@@ -210,9 +291,9 @@ class Lowering {
     RILL_CHECK(op.in_sbps_size() == op.inputs_size() && op.out_sbps_size() <= op.outputs_size(), Runtime, "[",
                op.name(), "] has no SBP signature: run sbp_signatures on the global job before sbp_lowering", at(op));
     places_[i] = place_of(op.placement());
-    Sig sig;
-    for (const std::string& s : op.in_sbps()) sig.in.push_back(Sbp::parse(s));
-    for (const std::string& s : op.out_sbps()) sig.out.push_back(Sbp::parse(s));
+    NdSig sig;
+    for (const std::string& s : op.in_sbps()) sig.in.push_back(parse_nd(s));
+    for (const std::string& s : op.out_sbps()) sig.out.push_back(parse_nd(s));
     for (size_t k = 0; k < sig.out.size(); ++k) sbp_[op.outputs(static_cast<int>(k))] = sig.out[k];
     chosen_.emplace(i, std::move(sig));
   }
@@ -220,31 +301,35 @@ class Lowering {
   void choose(int i) {
     OpConf& op = *job_.mutable_ops(i);
     const std::string& type = op.op_type();
-    const int64_t n = places_[i].size();
-    Sig sig;
+    const Place& here = places_[i];
+    NdSig sig;
     if (is_binding_op(op)) {
       auto it = op.attrs().find("sbp");
-      sig.out.push_back(it == op.attrs().end() ? Sbp::broadcast() : Sbp::parse(it->second.s()));
-      RILL_CHECK(splits_evenly(sig.out[0], op.output_descs(0), n), Value, "[", op.name(), "] a tensor of shape ",
-                 shape_str(meta_from_proto(op.output_descs(0))->shape), " cannot be split as ", sig.out[0].str(),
-                 " over ", n, " ranks: make the dim a multiple of the ranks", at(op));
+      sig.out.push_back(it == op.attrs().end() ? all_broadcast(here.dims()) : parse_nd(it->second.s()));
+      RILL_CHECK(splits_evenly(sig.out[0], op.output_descs(0), here), Value, "[", op.name(), "] a tensor of shape ",
+                 shape_str(meta_from_proto(op.output_descs(0))->shape), " cannot be split as ", nd_str(sig.out[0]),
+                 " over ", shape_str(here.shape()), " ranks: make the dim a multiple of the ranks", at(op));
     } else if (type == kOutput) {
-      const Sbp from = arriving(i, 0);
-      sig.in.push_back(from.is_partial() ? Sbp::broadcast() : from);
+      NdSbp from = arriving(i, 0);
+      for (Sbp& s : from)
+        if (s.is_partial()) s = Sbp::broadcast();
+      sig.in.push_back(from);
       const auto index = static_cast<int>(int_attr(op, "index"));
       auto& conf = *job_.mutable_conf();
       while (conf.output_sbps_size() <= index) conf.add_output_sbps("B");
       while (conf.output_placements_size() <= index) conf.add_output_placements();
-      conf.set_output_sbps(index, sig.in[0].str());
+      conf.set_output_sbps(index, nd_str(sig.in[0]));
       *conf.mutable_output_placements(index) = op.placement();
     } else if (type == kAssign) {
-      const Sbp target = sbp_[op.inputs(0)];
+      const NdSbp target = sbp_[op.inputs(0)];
       sig.in = {target, target};
     } else if (type == kToGlobal) {  // what the user asked for
-      const Sbp target = Sbp::parse(op.attrs().at("sbp").s());
-      RILL_CHECK(splits_evenly(target, op.output_descs(0), n), Value, "[", op.name(), "] to_global: a tensor of shape ",
-                 shape_str(meta_from_proto(op.output_descs(0))->shape), " cannot be split as ", target.str(), " over ",
-                 n, " ranks", at(op));
+      const NdSbp target = parse_nd(op.attrs().at("sbp").s());
+      RILL_CHECK(static_cast<int>(target.size()) == here.dims(), Value, "[", op.name(), "] to_global: ",
+                 nd_str(target), " is not one SBP per dim of a mesh of ", here.dims(), " dims", at(op));
+      RILL_CHECK(splits_evenly(target, op.output_descs(0), here), Value, "[", op.name(), "] to_global: a tensor of "
+                 "shape ", shape_str(meta_from_proto(op.output_descs(0))->shape), " cannot be split as ",
+                 nd_str(target), " over ", shape_str(here.shape()), " ranks", at(op));
       sig.in = {target};
       sig.out = {target};
     } else if (type == kAcc || type == kRepeat) {  // a sum over pieces, a piece handed on: any SBP passes
@@ -257,56 +342,81 @@ class Lowering {
       sig = pick(i, *schema);
     }
     for (size_t k = 0; k < sig.out.size(); ++k) sbp_[op.outputs(static_cast<int>(k))] = sig.out[k];
-    for (const Sbp& s : sig.in) op.add_in_sbps(s.str());
-    for (const Sbp& s : sig.out) op.add_out_sbps(s.str());
+    for (const NdSbp& s : sig.in) op.add_in_sbps(nd_str(s));
+    for (const NdSbp& s : sig.out) op.add_out_sbps(nd_str(s));
     chosen_.emplace(i, std::move(sig));
   }
 
-  Sig pick(int i, const OpSchema& schema) {
+  // The signature of op i on its placement: of the rule's signatures, per mesh dim in order (on the shapes the
+  // earlier dims leave), the one whose inputs cost the fewest bytes to box from what arrives.
+  NdSig pick(int i, const OpSchema& schema) {
     const OpConf& op = job_.ops(i);
+    const Place& here = places_[i];
     std::vector<MetaSym> ins, outs;
     for (const std::string& lbn : op.inputs()) ins.push_back(meta_from_proto(desc_of(lbn)));
     for (const plan::TensorDesc& d : op.output_descs()) outs.push_back(meta_from_proto(d));
+    std::vector<NdSbp> arrived;
+    for (int k = 0; k < op.inputs_size(); ++k) arrived.push_back(arriving(i, k));
     AttrsSym attrs = attrs_from_proto(schema, op.attrs());
-    SbpContext ctx{schema, ins, outs, *attrs};
-    std::vector<Sig> candidates = ops::sbp_signatures(ctx);
-    const Sig* best = nullptr;
-    int64_t best_cost = 0;
-    for (const Sig& sig : candidates) {
-      if (!acceptable(i, schema, sig)) continue;
-      int64_t cost = 0;
-      for (int k = 0; k < op.inputs_size(); ++k)
-        cost += boxing_cost(arriving(i, k), sig.in[static_cast<size_t>(k)], desc_bytes(desc_of(op.inputs(k))));
-      if (best == nullptr || cost < best_cost) {
-        best = &sig;
-        best_cost = cost;
+    NdSig sig{std::vector<NdSbp>(ins.size()), std::vector<NdSbp>(outs.size())};
+    for (int d = 0; d < here.dims(); ++d) {
+      SbpContext ctx{schema, ins, outs, *attrs};
+      std::vector<Sig> candidates = ops::sbp_signatures(ctx);
+      const Sig* best = nullptr;
+      int64_t best_cost = 0;
+      for (const Sig& c : candidates) {
+        if (!acceptable(schema, c, ins, outs, here.dim_size(d), arrived, d)) continue;
+        int64_t cost = 0;
+        for (size_t k = 0; k < ins.size(); ++k)
+          cost += boxing_cost(arrived[k][static_cast<size_t>(d)], c.in[k],
+                              ins[k]->numel * static_cast<int64_t>(dtype_itemsize(ins[k]->dtype)));
+        if (best == nullptr || cost < best_cost) {
+          best = &c;
+          best_cost = cost;
+        }
+      }
+      RILL_CHECK(best != nullptr, Runtime, "[", op.name(), "] no SBP signature of '", op.op_type(),
+                 "' fits its inputs", here.dims() > 1 ? " along mesh dim " + std::to_string(d) : std::string(),
+                 at(op));
+      for (size_t k = 0; k < ins.size(); ++k) {
+        sig.in[k].push_back(best->in[k]);
+        ins[k] = split_meta(ins[k], best->in[k], here.dim_size(d));
+      }
+      for (size_t k = 0; k < outs.size(); ++k) {
+        sig.out[k].push_back(best->out[k]);
+        outs[k] = split_meta(outs[k], best->out[k], here.dim_size(d));
       }
     }
-    RILL_CHECK(best != nullptr, Runtime, "[", op.name(), "] no SBP signature of '", op.op_type(),
-               "' fits its inputs", at(op));
-    return *best;
+    return sig;
   }
 
-  bool acceptable(int i, const OpSchema& schema, const Sig& sig) {
-    const OpConf& op = job_.ops(i);
-    const int64_t n = places_[i].size();
-    if (sig.in.size() != static_cast<size_t>(op.inputs_size()) ||
-        sig.out.size() != static_cast<size_t>(op.outputs_size()))
-      return false;
+  // m as a line of n ranks holds it under s.
+  static MetaSym split_meta(const MetaSym& m, const Sbp& s, int64_t n) {
+    if (!s.is_split()) return m;
+    Shape shape = m->shape;
+    shape[static_cast<size_t>(s.axis)] /= n;
+    return make_contiguous_meta(shape, m->dtype, m->device);
+  }
+
+  // Whether sig, for mesh dim d of n ranks on these shapes, is one the op may take.
+  bool acceptable(const OpSchema& schema, const Sig& sig, const std::vector<MetaSym>& ins,
+                  const std::vector<MetaSym>& outs, int64_t n, const std::vector<NdSbp>& arrived, int d) {
+    if (sig.in.size() != ins.size() || sig.out.size() != outs.size()) return false;
     bool all_broadcast = true;
-    for (int k = 0; k < op.inputs_size(); ++k) {
-      all_broadcast &= sig.in[static_cast<size_t>(k)].is_broadcast();
-      if (!splits_evenly(sig.in[static_cast<size_t>(k)], desc_of(op.inputs(k)), n)) return false;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      all_broadcast &= sig.in[k].is_broadcast();
+      if (!splits_evenly(sig.in[k], ins[k]->shape, n)) return false;
     }
-    for (int k = 0; k < op.outputs_size(); ++k)
-      if (!splits_evenly(sig.out[static_cast<size_t>(k)], op.output_descs(k), n)) return false;
+    for (size_t k = 0; k < outs.size(); ++k)
+      if (!splits_evenly(sig.out[k], outs[k]->shape, n)) return false;
     // Every rank draws the same numbers: only the whole tensor on every rank gets the masks one process would.
     if (schema.flags.random && !all_broadcast && n > 1) return false;
     // An update writes its variable in place: it keeps the variable's SBP.
     if (schema.flags.updates_in_place)
-      for (int k = 0; k < op.outputs_size(); ++k) {
-        const int in = ops::updated_input(schema, k, op.inputs_size());
-        if (in >= 0 && arriving(i, in) != sig.in[static_cast<size_t>(in)]) return false;
+      for (size_t k = 0; k < outs.size(); ++k) {
+        const int in = ops::updated_input(schema, static_cast<int>(k), static_cast<int>(ins.size()));
+        if (in >= 0 && arrived[static_cast<size_t>(in)][static_cast<size_t>(d)] != sig.in[static_cast<size_t>(in)])
+          return false;
       }
     return true;
   }
@@ -335,37 +445,46 @@ class Lowering {
       keep_[static_cast<size_t>(i)] = false;
       return;
     }
-    const Sig& sig = chosen_.at(i);
+    const NdSig& sig = chosen_.at(i);
     const Place& here = places_[i];
     OpConf& op = *job_.mutable_ops(i);
     if (is_binding_op(op)) {
       auto& shape = *(*op.mutable_attrs())["shape"].mutable_ints()->mutable_v();
-      if (sig.out[0].is_split()) shape[sig.out[0].axis] /= here.size();
+      const Shape local = split_shape(Shape(shape.begin(), shape.end()), sig.out[0], here, sig.out[0].size());
+      shape.Assign(local.begin(), local.end());
       return;
     }
     for (int k = 0; k < op.inputs_size(); ++k) {
       const std::string lbn = op.inputs(k);
-      const Sbp to = sig.in[static_cast<size_t>(k)];
+      const NdSbp& to = sig.in[static_cast<size_t>(k)];
       std::string value = lbn;
       if (crosses(i, k)) value = received(lbn, places_[graph_.input_producer(i, k).op], here, op);
-      const Sbp from = arriving(i, k);
+      const NdSbp from = arriving(i, k);
       if (from != to) value = boxed(value, lbn, from, to, here, op);
       if (value != lbn) op.set_inputs(k, value);
     }
     const OpSchema* schema = schema_of(op);
     if (schema == nullptr || schema->local_attrs == nullptr) return;
-    bool split = false;
-    for (const Sbp& s : sig.out) split |= s.is_split();
-    for (const Sbp& s : sig.in) split |= s.is_split();
-    if (!split) return;
+    // The attrs that hold sizes, made a line's of each mesh dim in turn, on the shapes the dims before it leave.
     std::vector<MetaSym> ins, outs;
     for (const std::string& lbn : op.inputs()) ins.push_back(meta_from_proto(logical_desc(lbn)));
     for (const plan::TensorDesc& d : op.output_descs()) outs.push_back(meta_from_proto(d));
-    AttrsSym logical = attrs_from_proto(*schema, op.attrs());
-    SbpContext ctx{*schema, ins, outs, *logical};
-    AttrsSym local = schema->local_attrs(ctx, sig, here.size());
+    AttrsSym attrs = attrs_from_proto(*schema, op.attrs());
+    bool split = false;
+    for (int d = 0; d < here.dims(); ++d) {
+      const Sig dim = sig.dim(static_cast<size_t>(d));
+      bool here_split = false;
+      for (const Sbp& s : dim.in) here_split |= s.is_split();
+      for (const Sbp& s : dim.out) here_split |= s.is_split();
+      if (!here_split) continue;
+      split = true;
+      attrs = schema->local_attrs(SbpContext{*schema, ins, outs, *attrs}, dim, here.dim_size(d));
+      for (size_t k = 0; k < ins.size(); ++k) ins[k] = split_meta(ins[k], dim.in[k], here.dim_size(d));
+      for (size_t k = 0; k < outs.size(); ++k) outs[k] = split_meta(outs[k], dim.out[k], here.dim_size(d));
+    }
+    if (!split) return;
     op.mutable_attrs()->clear();
-    attrs_to_proto(*schema, *local, op.mutable_attrs());
+    attrs_to_proto(*schema, *attrs, op.mutable_attrs());
   }
 
   // The logical desc of lbn, which may be a boxed or received blob (made by an op this pass added).
@@ -374,30 +493,52 @@ class Lowering {
     return it == logical_of_.end() ? desc_of(lbn) : desc_of(it->second);
   }
 
-  // value (the blob lbn, of SBP from) as to inside `here`, for consumer: the boxing ops' last output, made once.
-  std::string boxed(const std::string& value, const std::string& lbn, const Sbp& from, const Sbp& to,
+  // value (the blob lbn, of SBP from) as to inside `here`, for consumer: the boxing ops' last output, made once
+  // (Note [Boxing], on a mesh).
+  std::string boxed(const std::string& value, const std::string& lbn, const NdSbp& from, const NdSbp& to,
                     const Place& here, const OpConf& consumer) {
-    const int64_t n = here.size(), position = std::max<int64_t>(0, here.position(rank_));
-    if (n == 1) return value;  // on one rank every SBP is the whole tensor
-    auto [it, fresh] = boxed_.emplace(value + "#" + to.str(), std::string());
+    auto [it, fresh] = boxed_.emplace(value + "#" + nd_str(to), std::string());
     if (!fresh) return it->second;
     const plan::TensorDesc& logical = desc_of(lbn);
+    const Shape shape = meta_from_proto(logical)->shape;
+    const size_t dims = from.size();
+    size_t first = 0;
+    while (first < dims && from[first] == to[first]) ++first;
+    NdSbp now = from;
     std::string out = value;
-    if (from.is_partial()) {
-      out = to.is_split() ? collective("_boxing_reduce_scatter", out, to.axis, n, here.group, consumer)
-                          : collective("_boxing_all_reduce", out, -1, n, here.group, consumer);
-    } else {
-      if (from.is_split()) out = collective("_boxing_all_gather", out, from.axis, n, here.group, consumer);
-      if (to.is_split()) {
-        out = slice(out, to.axis, logical.shape(to.axis) / n, position, logical.dtype(), consumer);
-      } else if (to.is_partial()) {
-        OpConf* p = added("_boxing_partial", out, consumer);
-        (*p->mutable_attrs())["keep"].set_b(position == 0);
-        out = p->outputs(0);
-      }
-    }
+    auto change = [&](size_t d, const Sbp& target) {
+      out = boxed_in_line(out, now[d], target, split_shape(shape, now, here, d), logical.dtype(),
+                          here.line(static_cast<int>(d), rank_), consumer);
+      now[d] = target;
+    };
+    for (size_t d = dims; d-- > first + 1;)
+      if (!now[d].is_broadcast()) change(d, Sbp::broadcast());
+    if (first < dims) change(first, to[first]);
+    for (size_t d = first + 1; d < dims; ++d)
+      if (!to[d].is_broadcast()) change(d, to[d]);
     logical_of_[out] = lbn;
     return it->second = out;
+  }
+
+  // value, of SBP from along `line` (of which each rank holds a part of a tensor of shape whole), as to.
+  std::string boxed_in_line(const std::string& value, const Sbp& from, const Sbp& to, const Shape& whole,
+                            const std::string& dtype, const Place& line, const OpConf& consumer) {
+    const int64_t n = line.size(), position = line.position(rank_);
+    if (n == 1 || from == to) return value;  // on one rank every SBP is the whole tensor
+    std::string out = value;
+    if (from.is_partial()) {
+      return to.is_split() ? collective("_boxing_reduce_scatter", out, to.axis, n, line.group, consumer)
+                           : collective("_boxing_all_reduce", out, -1, n, line.group, consumer);
+    }
+    if (from.is_split()) out = collective("_boxing_all_gather", out, from.axis, n, line.group, consumer);
+    if (to.is_split()) {
+      out = slice(out, to.axis, whole[static_cast<size_t>(to.axis)] / n, position, dtype, consumer);
+    } else if (to.is_partial()) {
+      OpConf* p = added("_boxing_partial", out, consumer);
+      (*p->mutable_attrs())["keep"].set_b(position == 0);
+      out = p->outputs(0);
+    }
+    return out;
   }
 
   // lbn, made on placement `from`, received on this rank of `to` (broadcast): a _boxing_recv, made once.
@@ -444,9 +585,9 @@ class Lowering {
       const std::string lbn = job_.ops(p.op).outputs(p.out);
       if (!sent_.emplace(transfer_key(lbn, to)).second) continue;
       std::string value = lbn;
-      const Sbp own = sbp_[lbn];
+      const NdSbp own = sbp_[lbn], whole = all_broadcast(from.dims());
       const OpConf& producer = job_.ops(p.op);
-      if (!own.is_broadcast()) value = boxed(value, lbn, own, Sbp::broadcast(), from, producer);
+      if (own != whole) value = boxed(value, lbn, own, whole, from, producer);
       for (int64_t d = 0; d < to.size(); ++d) {
         if (d % from.size() != position) continue;
         OpConf* send = added("_boxing_send", value, producer);
@@ -569,11 +710,11 @@ class Lowering {
 
   void check_local_descs() {
     for (const OpConf& op : job_.ops()) {
-      const int64_t n = std::max<int64_t>(1, placement_size(op.placement()));
+      const std::vector<int64_t> mesh = place_of(op.placement()).shape();
       for (int k = 0; k < op.out_sbps_size(); ++k) {
         auto it = logical_shapes_.find(op.outputs(k));
         if (it == logical_shapes_.end()) continue;
-        const Shape want = local_shape(it->second, Sbp::parse(op.out_sbps(k)), n);
+        const Shape want = local_shape(it->second, parse_nd(op.out_sbps(k)), mesh);
         const Shape got = meta_from_proto(op.output_descs(k))->shape;
         RILL_CHECK(got == want, Runtime, "[graph] the SBP rule of '", op.op_type(), "' is wrong: ", op.name(),
                    " output ", k, " as ", op.out_sbps(k), " should have shape ", shape_str(want),
@@ -588,8 +729,8 @@ class Lowering {
   int64_t rank_;
   std::vector<Place> places_;                           // by traced op index
   std::vector<bool> keep_;                              // by op index: false for another rank's op
-  std::unordered_map<std::string, Sbp> sbp_;            // the SBP of each blob of the job as traced
-  std::map<int, Sig> chosen_;                           // by op index
+  std::unordered_map<std::string, NdSbp> sbp_;          // the SBP of each blob of the job as traced
+  std::map<int, NdSig> chosen_;                         // by op index
   std::unordered_map<std::string, std::string> boxed_;  // "blob#sbp" (or a transfer) -> its boxed blob
   std::unordered_map<std::string, std::string> logical_of_;  // boxed blob -> the traced blob it stands for
   std::unordered_map<std::string, Shape> logical_shapes_;    // every traced blob's logical shape
@@ -608,11 +749,7 @@ void place_ops(Job& job) {
   if (!job.conf().global()) return;
   const OpGraph g(job);
   const std::vector<Place> places = placements(job, g);
-  for (int i = 0; i < g.size(); ++i) {
-    Placement& p = *job.mutable_ops(i)->mutable_placement();
-    set_placement_ranks(p, places[i].ranks);
-    p.set_group(places[i].group);
-  }
+  for (int i = 0; i < g.size(); ++i) write_place(*job.mutable_ops(i)->mutable_placement(), places[i]);
 }
 
 void sbp_signatures(Job& job) {
