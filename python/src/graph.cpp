@@ -200,7 +200,8 @@ void init_graph(nb::module_& m) {
       .def("add_input", &Tracer::add_input, nb::arg("t"), nb::arg("pieces") = 1)
       .def("name_variable", &Tracer::name_variable)
       .def("set_scope", &Tracer::set_scope)
-      .def("set_stage_placement", &Tracer::set_stage_placement, nb::arg("stage"), nb::arg("ranks"), nb::arg("group"))
+      .def("set_stage_placement", &Tracer::set_stage_placement, nb::arg("stage"), nb::arg("ranks"), nb::arg("group"),
+           nb::arg("mesh") = std::vector<int64_t>{}, nb::arg("dim_groups") = std::vector<int64_t>{})
       .def("add_output", &Tracer::add_output)
       .def("variables", &Tracer::variables)
       .def("finish_compile", [](Tracer& t, bool train, int32_t accumulation, const std::vector<std::string>& disabled,

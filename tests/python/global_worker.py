@@ -168,6 +168,62 @@ def case_tensor_parallel():
     assert state["exp_avg"].sbp == (S0,) and tuple(state["exp_avg"].to_local().shape) == (k, 8)
 
 
+def local_part(a, sbps, coord, mesh=(2, 2)):
+    """Rank `coord`'s part of the numpy array a laid out as sbps (no partial) over a mesh (Note [Meshes])."""
+    for sbp, c, n in zip(sbps, coord, mesh):
+        if sbp != B:
+            a = np.split(a, n, axis=sbp.dim)[c]
+    return a
+
+
+def case_mesh():
+    """A 2 x 2 mesh (4 ranks): global tensors with an SBP per mesh dim, every change of SBP boxed dim by dim, and
+    an MLP trained data-parallel along dim 0 and tensor-parallel along dim 1, equal to one process."""
+    mesh = rill.placement("cpu", ranks=[[0, 1], [2, 3]])
+    r = dist.get_rank()
+    coord = (r // 2, r % 2)
+    full = np.arange(64, dtype=np.float32).reshape(8, 8)
+    x = rill.tensor(local_part(full, (S0, S1), coord)).to_global(mesh, (S0, S1))
+    assert tuple(x.shape) == (8, 8) and x.sbp == (S0, S1) and x.placement == mesh
+    b = rill.tensor(full if r == 0 else np.zeros_like(full)).to_global(mesh, (B, B))  # from rank 0, along each line
+    assert np.array_equal(b.to_local().numpy(), full)
+
+    class Box(nn.Graph):
+        def build(self, x):
+            return (x.to_global(sbp=(B, B)), x.to_global(sbp=(S1, S0)), x.to_global(sbp=(S0, S0)),
+                    x.to_global(sbp=(B, S1)), (x * 2).sum(0), x.sum(1, keepdim=True).to_global(sbp=(S0, P)))
+
+    outs = Box()(x)
+    wants = [full, full, full, full, 2 * full.sum(0), full.sum(1, keepdims=True)]
+    for k, (out, want) in enumerate(zip(outs, wants)):
+        got = out.to_local().numpy()
+        sbps = out.sbp
+        if P in sbps:  # (S(0), P): the summands of a line sum to its part
+            parts = rill.tensor(got)
+            dist.all_reduce(parts, group=rill._global._group_of(mesh._line(1, r)))
+            got, sbps = parts.numpy(), tuple(B if s == P else s for s in sbps)
+        assert np.array_equal(got, local_part(want, sbps, coord)), (k, sbps, got)
+    assert [o.sbp for o in outs[:4]] == [(B, B), (S1, S0), (S0, S0), (B, S1)]
+
+    ref = mlp()
+    ref_step = Step(ref, rill.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9))
+    model = mlp()
+    layout = {"0.weight": (B, S0), "0.bias": (B, S0), "2.weight": (B, S1), "2.bias": (B, B)}
+    for name, p in model.named_parameters():
+        part = rill.tensor(local_part(p.detach().numpy(), layout[name], coord))
+        rill._C._become(p, nn.Parameter(part.to_global(mesh, layout[name])))
+    step = Step(model, rill.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    for xs, ys in data(10, 8):
+        want = ref_step(rill.tensor(xs), rill.tensor(ys)).item()
+        got = step(rill.tensor(local_part(xs, (S0, B), coord)).to_global(mesh, (S0, B)),
+                   rill.tensor(local_part(ys, (S0, B), coord)).to_global(mesh, (S0, B)))
+        assert got.sbp == (B, B) and abs(got.to_local().item() - want) <= 1e-5, (got.to_local().item(), want)
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        assert np.abs(p.to_local().numpy() - local_part(q.detach().numpy(), layout[name], coord)).max() <= 1e-5, name
+    linear = [op for op in step.job()["ops"] if op["op_type"] == "linear"]
+    assert [op["out_sbps"] for op in linear] == [["S(0),S(1)"], ["S(0),P"]], linear
+
+
 def two_stage_mlp():
     rill.manual_seed(5)
     return nn.Sequential(nn.Sequential(nn.Linear(8, 16), nn.ReLU()),

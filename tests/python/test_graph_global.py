@@ -40,6 +40,15 @@ def test_compile_modes_on_four_ranks():
 
 
 @pytest.mark.distributed
+def test_meshes_on_four_ranks():
+    """A 2 x 2 mesh: SBPs per mesh dim, boxing dim by dim, data x tensor parallel training equal to one process."""
+    p = launch(4, "mesh")
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    for rank in range(4):
+        assert f"PASS mesh rank {rank}" in p.stdout, p.stdout[-4000:]
+
+
+@pytest.mark.distributed
 def test_compile_bench(tmp_path):
     """python -m rill.graph.compile_bench: rows for real and simulated worlds, the ratios, and the plot."""
     import json
@@ -83,8 +92,17 @@ def test_placement_objects():
         rill.placement("cuda", ranks=[0])
     with pytest.raises(ValueError, match="increasing order"):
         rill.placement("cpu", ranks=[1, 0])
-    with pytest.raises(ValueError, match="2-D mesh"):
-        rill.placement("cpu", ranks=[[0, 1], [2, 3]])
+    mesh = rill.placement("cpu", ranks=[[0, 1, 2], [3, 4, 5]])  # Note [Meshes] in src/rill/core/sbp.h
+    assert mesh.ranks == [[0, 1, 2], [3, 4, 5]] and mesh.hierarchy == [2, 3] and mesh != rill.placement(
+        "cpu", ranks=list(range(6)))
+    assert repr(mesh) == 'rill.placement(type="cpu", ranks=[[0, 1, 2], [3, 4, 5]])'
+    from rill._global import _lines
+    assert _lines(mesh._ranks, mesh._mesh, 0) == [(0, 3), (1, 4), (2, 5)]
+    assert _lines(mesh._ranks, mesh._mesh, 1) == [(0, 1, 2), (3, 4, 5)]
+    with pytest.raises(ValueError, match="rectangular"):
+        rill.placement("cpu", ranks=[[0, 1], [2]])
+    with pytest.raises(ValueError, match="increasing order"):
+        rill.placement("cpu", ranks=[[0, 2], [1, 3]])
 
 
 def test_a_local_tensor_has_no_placement():

@@ -105,7 +105,7 @@ class GraphModule:
             if t.is_global and t.placement != placement:
                 raise ValueError(f"[GraphModule.set_stage] a tensor of the module is already global on "
                                  f"{t.placement}, not on stage {stage_id}'s {placement}")
-        _global.module_to_global(m, placement, rill.sbp.broadcast, keep_global=True)
+        _global.module_to_global(m, placement, (rill.sbp.broadcast,) * len(placement.hierarchy), keep_global=True)
         object.__setattr__(m, "_graph_stage", (stage_id, placement))
         return self
 
@@ -228,7 +228,7 @@ class _GlobalOutputs:
     broadcast); an output on other ranks only is a global tensor whose local tensor here is empty."""
 
     def __init__(self, outputs, bound, traced_shapes):
-        self.outputs = outputs  # per output: ((ranks, group), sbp)
+        self.outputs = outputs  # per output: ((ranks, group, mesh, dim_groups), sbp)
         self.bound = bound      # the traced indices of this rank's outputs, in the launch's order
         self.shapes = traced_shapes
 
@@ -240,12 +240,12 @@ class _GlobalOutputs:
     def wrap(self, local_outputs):
         mine = dict(zip(self.bound, local_outputs))
         out = []
-        for i, ((ranks, group), sbp) in enumerate(self.outputs):
+        for i, ((ranks, group, mesh, dim_groups), sbp) in enumerate(self.outputs):
             local = mine.get(i)
             if local is None:
                 local = rill.empty(0, dtype=self.shapes[i][1])
             ranks = ranks or list(range(_world_size()))  # on every rank
-            out.append(_C._make_global(local, list(self.shapes[i][0]), ranks, group, sbp))
+            out.append(_C._make_global(local, list(self.shapes[i][0]), ranks, group, sbp, mesh, dim_groups))
         return out
 
 
@@ -323,7 +323,7 @@ class Graph:
 
     # --- calling ---------------------------------------------------------------------------------------------
     def _signature(self, tensors, args, infos):
-        shapes = tuple((tuple(t.shape), str(t.dtype), info and (tuple(info[0]), info[2]))
+        shapes = tuple((tuple(t.shape), str(t.dtype), info and (tuple(info[0]), info[2], tuple(info[4])))
                        for t, info in zip(tensors, infos))
         if self._module_list is None:  # every module under the graph's, once (train()/eval() flip their flags)
             object.__setattr__(self, "_module_list", [m for root in self._modules.values() for m in root.modules()])
@@ -334,7 +334,7 @@ class Graph:
 
     def __call__(self, *args):
         tensors, _ = _flatten(list(args), "graph inputs")
-        infos = [_C._global_info(t) for t in tensors]  # (ranks, group, sbp, local) of a global input
+        infos = [_C._global_info(t) for t in tensors]  # (ranks, group, sbp, local, ...) of a global input
         tensors = [t if info else t.contiguous() for t, info in zip(tensors, infos)]
         key = self._signature(tensors, args, infos)
         compiled = self._plans.get(key)
@@ -469,8 +469,7 @@ class Graph:
         modules = [m for root in self._modules.values() for m in root.modules() if hasattr(m, "_graph_stage")]
         for m in modules:
             stage_id, placement = m._graph_stage
-            group = placement._group()
-            tracer.set_stage_placement(stage_id, placement.ranks, 0 if group is None else group._id)
+            tracer.set_stage_placement(stage_id, *_global._placement_args(placement))
         return _StageHooks(modules)
 
     # --- tools -----------------------------------------------------------------------------------------------

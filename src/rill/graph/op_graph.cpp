@@ -456,4 +456,12 @@ void set_placement_ranks(Placement& p, const std::vector<int64_t>& ranks) {
   }
 }
 
+void set_placement(Placement& p, const std::vector<int64_t>& ranks, int64_t group, const std::vector<int64_t>& mesh,
+                   const std::vector<int64_t>& dim_groups) {
+  set_placement_ranks(p, ranks);
+  p.set_group(group);
+  p.mutable_mesh()->Assign(mesh.begin(), mesh.end());
+  p.mutable_dim_groups()->Assign(dim_groups.begin(), dim_groups.end());
+}
+
 }  // namespace rill::graph

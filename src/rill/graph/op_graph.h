@@ -233,5 +233,8 @@ std::vector<int64_t> placement_ranks(const Placement& p);
 int64_t placement_size(const Placement& p);
 /** p's ranks become ranks (increasing), written as a range when they are contiguous; its group is left. */
 void set_placement_ranks(Placement& p, const std::vector<int64_t>& ranks);
+/** Set p's ranks, group, and mesh with its dim groups (Note [Meshes] in core/sbp.h). */
+void set_placement(Placement& p, const std::vector<int64_t>& ranks, int64_t group, const std::vector<int64_t>& mesh,
+                   const std::vector<int64_t>& dim_groups);
 
 }  // namespace rill::graph

@@ -155,20 +155,15 @@ void Tracer::mark_global(OpConf& c, const Tensor& t) {
              "pass the global tensor itself, and view it inside build()");
   job_->mutable_conf()->set_global(true);
   (*c.mutable_attrs())["sbp"].set_s(nd_str(g->sbp));
-  Placement& p = *c.mutable_placement();
-  set_placement_ranks(p, g->ranks);
-  p.set_group(g->group);
-  p.mutable_mesh()->Assign(g->mesh.begin(), g->mesh.end());
-  p.mutable_dim_groups()->Assign(g->dim_groups.begin(), g->dim_groups.end());
+  set_placement(*c.mutable_placement(), g->ranks, g->group, g->mesh, g->dim_groups);
 }
 
-void Tracer::set_stage_placement(int32_t stage, const std::vector<int64_t>& ranks, int64_t group) {
+void Tracer::set_stage_placement(int32_t stage, const std::vector<int64_t>& ranks, int64_t group,
+                                 const std::vector<int64_t>& mesh, const std::vector<int64_t>& dim_groups) {
   auto& conf = *job_->mutable_conf();
   conf.set_global(true);
   while (conf.stages_size() <= stage) conf.add_stages();
-  Placement& p = *conf.mutable_stages(stage);
-  set_placement_ranks(p, ranks);
-  p.set_group(group);
+  set_placement(*conf.mutable_stages(stage), ranks, group, mesh, dim_groups);
 }
 
 Tracer::Memory& Tracer::memory_of(const Tensor& t) {

@@ -36,7 +36,8 @@ class Tracer final : public eager::TraceSink {
   /** Ops traced from now on belong to scope ("forward", "backward", "optimizer"). */
   void set_scope(std::string scope);
   /** Pipeline stage `stage` runs on ranks (whose collectives use process group `group`). */
-  void set_stage_placement(int32_t stage, const std::vector<int64_t>& ranks, int64_t group);
+  void set_stage_placement(int32_t stage, const std::vector<int64_t>& ranks, int64_t group,
+                           const std::vector<int64_t>& mesh = {}, const std::vector<int64_t>& dim_groups = {});
   /** t is the graph's next output. */
   void add_output(const Tensor& t);
   /** The job: the traced ops (output descs as traced), then an assign for every variable build wrote. Stops

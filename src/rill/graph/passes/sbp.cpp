@@ -74,11 +74,6 @@ constexpr std::string_view kToGlobal = "_to_global";
 // Transfers per job: the tags of the k-th global graph of the program start at k times it.
 constexpr size_t kTagsPerJob = 1 << 16;
 
-int64_t desc_bytes(const plan::TensorDesc& d) {
-  MetaSym m = meta_from_proto(d);
-  return m->numel * static_cast<int64_t>(dtype_itemsize(m->dtype));
-}
-
 // Bytes each rank receives to change from into to (a tie-break of 1 per boxing op: a local slice is not free).
 int64_t boxing_cost(const Sbp& from, const Sbp& to, int64_t bytes) {
   if (from == to) return 0;
@@ -111,7 +106,7 @@ struct Place {
   }
   /** The line of dim d through rank (one of ranks): its ranks in order along d, and its group. */
   Place line(int d, int64_t rank) const {
-    if (mesh.empty()) return Place{ranks, group};
+    if (mesh.empty()) return Place{ranks, group, {}, {}};
     std::vector<int64_t> coord(mesh.size());
     for (int64_t p = position(rank), e = static_cast<int64_t>(mesh.size()) - 1; e >= 0; --e) {
       coord[static_cast<size_t>(e)] = p % mesh[static_cast<size_t>(e)];
@@ -140,10 +135,7 @@ Place place_of(const Placement& p) {
 }
 
 void write_place(Placement& p, const Place& place) {
-  set_placement_ranks(p, place.ranks);
-  p.set_group(place.group);
-  p.mutable_mesh()->Assign(place.mesh.begin(), place.mesh.end());
-  p.mutable_dim_groups()->Assign(place.dim_groups.begin(), place.dim_groups.end());
+  set_placement(p, place.ranks, place.group, place.mesh, place.dim_groups);
 }
 
 // shape with each split axis of sbp's first `dims` dims divided by that mesh dim's size: what a line of dim `dims`
@@ -267,9 +259,12 @@ class Lowering {
                shape_str(to.shape()), "); keep one mesh for these ranks", at(job_.ops(i)));
     return from.ranks != to.ranks;
   }
-  // The SBP op i's input k has where op i runs: a transfer arrives broadcast.
+  // The SBP op i's input k has where op i runs: a transfer arrives broadcast, and so does a value of this process
+  // (made anywhere: every rank has all of it).
   NdSbp arriving(int i, int k) {
-    return crosses(i, k) ? all_broadcast(places_[i].dims()) : sbp_[job_.ops(i).inputs(k)];
+    const BlobRef p = graph_.input_producer(i, k);
+    if (crosses(i, k) || (p.op >= 0 && places_[p.op].anywhere())) return all_broadcast(places_[i].dims());
+    return sbp_[job_.ops(i).inputs(k)];
   }
 
   // The placement place_ops gave op i, or for an op a later pass added (an acc, a mean), that of its input
@@ -321,7 +316,7 @@ class Lowering {
       conf.set_output_sbps(index, nd_str(sig.in[0]));
       *conf.mutable_output_placements(index) = op.placement();
     } else if (type == kAssign) {
-      const NdSbp target = sbp_[op.inputs(0)];
+      const NdSbp target = arriving(i, 0);  // the variable's (all broadcast: one of this process)
       sig.in = {target, target};
     } else if (type == kToGlobal) {  // what the user asked for
       const NdSbp target = parse_nd(op.attrs().at("sbp").s());
@@ -375,9 +370,12 @@ class Lowering {
           best_cost = cost;
         }
       }
-      RILL_CHECK(best != nullptr, Runtime, "[", op.name(), "] no SBP signature of '", op.op_type(),
-                 "' fits its inputs", here.dims() > 1 ? " along mesh dim " + std::to_string(d) : std::string(),
-                 at(op));
+      if (best == nullptr) {
+        std::string seen;
+        for (const NdSbp& a : arrived) seen += (seen.empty() ? "" : "; ") + nd_str(a);
+        RILL_FAIL(Runtime, "[", op.name(), "] no SBP signature of '", op.op_type(), "' fits its inputs (",
+                  seen, ")", here.dims() > 1 ? " along mesh dim " + std::to_string(d) : std::string(), at(op));
+      }
       for (size_t k = 0; k < ins.size(); ++k) {
         sig.in[k].push_back(best->in[k]);
         ins[k] = split_meta(ins[k], best->in[k], here.dim_size(d));
@@ -497,6 +495,9 @@ class Lowering {
   // (Note [Boxing], on a mesh).
   std::string boxed(const std::string& value, const std::string& lbn, const NdSbp& from, const NdSbp& to,
                     const Place& here, const OpConf& consumer) {
+    RILL_ASSERT(static_cast<int>(from.size()) == here.dims() && static_cast<int>(to.size()) == here.dims(), "[",
+                consumer.name(), "] boxes '", lbn, "' from ", nd_str(from), " to ", nd_str(to), " on a mesh of ",
+                here.dims(), " dims");
     auto [it, fresh] = boxed_.emplace(value + "#" + nd_str(to), std::string());
     if (!fresh) return it->second;
     const plan::TensorDesc& logical = desc_of(lbn);
