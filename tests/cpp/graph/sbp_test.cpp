@@ -132,6 +132,60 @@ TEST(GraphSbp, AViewOfASplitTensorGetsItsLocalSize) {
   EXPECT_EQ(shape_of(view), (std::vector<int64_t>{4, 2, 2}));
 }
 
+// A 2 x 3 mesh of ranks 0..5 (Note [Meshes] in core/sbp.h): dim 0's lines {0,3} {1,4} {2,5} have groups 10, 11,
+// 12; dim 1's lines {0,1,2} {3,4,5} have groups 20, 21.
+void on_mesh(OpConf& op) {
+  set_placement(*op.mutable_placement(), {0, 1, 2, 3, 4, 5}, 7, {2, 3}, {10, 11, 12, 20, 21});
+}
+
+TEST(GraphSbp, OnAMeshEachDimIsBoxedInItsLines) {
+  for (int rank : {0, 4}) {
+    JobBuilder b("Mesh");
+    std::string x = b.input("x", {12, 6});
+    OpConf& in = *b.job.mutable_ops(b.job.ops_size() - 1);
+    (*in.mutable_attrs())["sbp"] = S("S(0),S(1)");
+    on_mesh(in);
+    std::string v = b.op("v", "view", {x}, {{"size", Ints({12, 6, 1})}});  // S(0) x S(1): sizes halved, thirded
+    std::string whole = b.op("whole", "relu", {v});
+    b.output("out", whole);
+    place(b, rank);
+    sbp_signatures(b.job);
+    EXPECT_EQ(sbps(find_op(b.job, "v")->out_sbps()), std::vector<std::string>{"S(0),S(1)"});
+    sbp_lowering(b.job);
+    EXPECT_EQ(shape_of(*find_op(b.job, "x")), (std::vector<int64_t>{6, 2}));
+    const OpConf& view = *find_op(b.job, "v");
+    EXPECT_EQ(std::vector<int64_t>(view.attrs().at("size").ints().v().begin(), view.attrs().at("size").ints().v().end()),
+              (std::vector<int64_t>{6, 2, 1}));
+    EXPECT_EQ(count_ops(b.job, "_boxing_all_gather"), 0);
+  }
+  for (int rank : {0, 4}) {  // S(0),S(1) -> B,B: dim 1 gathered in this rank's row, then dim 0 in its column
+    JobBuilder b("MeshGather");
+    std::string x = b.input("x", {12, 6});
+    OpConf& in = *b.job.mutable_ops(b.job.ops_size() - 1);
+    (*in.mutable_attrs())["sbp"] = S("S(0),S(1)");
+    on_mesh(in);
+    OpConf& d = b.add("d", "dropout", {x}, {{"p", F(0.5)}}, {Si(0), Si(0)}, "forward", 2);  // the whole tensor
+    b.output("out", d.outputs(0));
+    place(b, rank);
+    lower(b.job);
+    EXPECT_EQ(sbps(find_op(b.job, "d")->in_sbps()), std::vector<std::string>{"B,B"});
+    const OpConf* rows = producer_of(b.job, find_op(b.job, "d")->inputs(0));
+    ASSERT_NE(rows, nullptr);
+    EXPECT_EQ(rows->op_type(), "_boxing_all_gather");
+    EXPECT_EQ(rows->attrs().at("dim").i(), 0);
+    EXPECT_EQ(rows->attrs().at("world").i(), 2);
+    EXPECT_EQ(rows->attrs().at("group").i(), rank == 0 ? 10 : 11);  // the column of rank 0 / rank 4
+    const OpConf* cols = producer_of(b.job, rows->inputs(0));
+    ASSERT_NE(cols, nullptr);
+    EXPECT_EQ(cols->op_type(), "_boxing_all_gather");
+    EXPECT_EQ(cols->attrs().at("dim").i(), 1);
+    EXPECT_EQ(cols->attrs().at("world").i(), 3);
+    EXPECT_EQ(cols->attrs().at("group").i(), rank == 0 ? 20 : 21);  // the row
+    EXPECT_EQ(shape_of(*cols), (std::vector<int64_t>{6, 6}));
+    EXPECT_EQ(shape_of(*rows), (std::vector<int64_t>{12, 6}));
+  }
+}
+
 TEST(GraphSbp, RandomOpsRunOnTheWholeTensor) {
   JobBuilder b("Dropout");
   std::string x = global_input(b, "x", {8, 4}, "S(0)");
