@@ -45,7 +45,7 @@ Actor::Actor(const plan::Task& task, const std::vector<RegstInfo>& regsts, std::
     const int32_t lag = task.in_lags_size() ? task.in_lags(static_cast<int>(k)) : 0;
     if (lag < 0 || (lag > 0 && (regsts[r].kind != plan::REGST_CTRL || regsts[r].producer < 0)))
       fail_plan("in_regst " + std::to_string(k) + " has lag " + std::to_string(lag) +
-                "; only a produced control register may be read late, and by at least 0 pieces");
+                "; a lag is at least 0, and only a control register with a producer may be read late");
     ins_.push_back(InSlot{r, regsts[r].producer < 0, lag, {}, 0});
   }
   for (int32_t r : outs) {

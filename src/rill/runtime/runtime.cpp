@@ -44,7 +44,11 @@
 // memory; an acc sums `repeat` input pieces into one buffer (the first copied,
 // the rest added) and produces it once. Each task acts acts_per_iteration times
 // per iteration (0 in the plan means plan.pieces): the source tick's acts start
-// the pieces, the sink tick's last act comes after every piece has passed.
+// the pieces, the sink tick's last act comes after every piece has passed. An
+// in-register read with a lag L (Task.in_lags: an order carried from one piece
+// to a later one) starts each iteration with L pieces of none: act k takes the
+// producer's piece k - L, and the producer's last L pieces, which no act takes,
+// are freed as they come.
 //
 // Randomness. A random task (Task.random) draws at the launch's seed, in its
 // k-th act of an iteration from random_offset + k * random_piece_numbers + its

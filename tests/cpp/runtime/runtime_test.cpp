@@ -296,7 +296,7 @@ TEST(RuntimePieces, ALaggedInputTakesTheWriteOfThePieceBefore) {
     int64_t rv = b.variable({3}), r = b.owned({3}, 2), ro = b.output({3});
     b.compute("relu", "relu", {rv}, {r}, {}, 2).add_in_lags(1);
     b.task(plan::TASK_ACC, "acc", {r}, {ro}, 1).set_repeat(2);
-    EXPECT_NE(plan_error(b.p).find("only a produced control register may be read late"), std::string::npos)
+    EXPECT_NE(plan_error(b.p).find("only a control register with a producer may be read late"), std::string::npos)
         << plan_error(b.p);
   }
 }
