@@ -176,7 +176,7 @@ def main():
     staleness = ssp_summary(step, stages) if args.ssp else None
     if dist.get_rank() == stages[-1].ranks[0]:
         if staleness is not None:
-            print("ssp: " + ", ".join(f"stage {s} at most {m} updates stale (bound {b})"
+            print("ssp: " + ", ".join(f"stage {s} at most {m} update{'' if m == 1 else 's'} stale (bound {b})"
                                       for s, (m, b) in enumerate(staleness)), flush=True)
         if args.json:
             import json

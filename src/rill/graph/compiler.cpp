@@ -320,7 +320,8 @@ class Compiler {
     const OpConf& op = g_.op(i);
     if (op.op_type() == kDelayTick) return add_delay(i);
     const bool proxy = op.op_type() == kSspProxy;
-    plan::Task& t = new_task(i, schema.flags.view ? plan::TASK_VIEW : proxy ? plan::TASK_SSP_PROXY : plan::TASK_COMPUTE);
+    plan::Task& t =
+        new_task(i, schema.flags.view ? plan::TASK_VIEW : proxy ? plan::TASK_SSP_PROXY : plan::TASK_COMPUTE);
     t.set_op(op.op_type());
     *t.mutable_attrs() = op.attrs();
     *t.mutable_scalars() = op.scalars();

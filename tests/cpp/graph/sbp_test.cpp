@@ -153,9 +153,8 @@ TEST(GraphSbp, OnAMeshEachDimIsBoxedInItsLines) {
     EXPECT_EQ(sbps(find_op(b.job, "v")->out_sbps()), std::vector<std::string>{"S(0),S(1)"});
     sbp_lowering(b.job);
     EXPECT_EQ(shape_of(*find_op(b.job, "x")), (std::vector<int64_t>{6, 2}));
-    const OpConf& view = *find_op(b.job, "v");
-    EXPECT_EQ(std::vector<int64_t>(view.attrs().at("size").ints().v().begin(), view.attrs().at("size").ints().v().end()),
-              (std::vector<int64_t>{6, 2, 1}));
+    const auto& size = find_op(b.job, "v")->attrs().at("size").ints().v();
+    EXPECT_EQ(std::vector<int64_t>(size.begin(), size.end()), (std::vector<int64_t>{6, 2, 1}));
     EXPECT_EQ(count_ops(b.job, "_boxing_all_gather"), 0);
   }
   for (int rank : {0, 4}) {  // S(0),S(1) -> B,B: dim 1 gathered in this rank's row, then dim 0 in its column

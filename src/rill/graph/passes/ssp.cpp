@@ -38,7 +38,7 @@ void ssp(Job& job) {
     if (!updated[v] || !g.trainable_variable(v)) continue;
     const OpConf& var = job.ops(v);
     const std::string& lbn = var.outputs(0);
-    std::vector<int> readers;  // each (op, input) once
+    std::vector<int> readers;  // each op once
     int stage = var.stage();
     for (int r : g.data_consumers(v)) {
       const OpConf& op = job.ops(r);
