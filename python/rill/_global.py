@@ -189,8 +189,10 @@ def to_global(self, placement=None, sbp=None):
     """This tensor as a global tensor over placement whose local tensor on this rank is (a copy of) self: with
     split(d) each rank's self is its slice (the global shape is d's size times the ranks), with broadcast the
     placement's first rank's self is every rank's, with partial_sum the global tensor is the sum of the ranks'.
-    On a global tensor, the same placement and SBP (or None) return it; a change of them is computed by a graph
-    (eager conversion is out of scope)."""
+    On a mesh, sbp is one SBP per mesh dim, each applied along that dim's lines (Note [Meshes] in
+    src/rill/core/sbp.h): a split dim multiplies the global size, a broadcast dim copies each line's first rank's
+    tensor to the line. On a global tensor, the same placement and SBP (or None) return it; a change of them is
+    computed by a graph (eager conversion is out of scope)."""
     info = _C._global_info(self)
     if _C._tracing():
         return _traced_to_global(self, placement, sbp, info)
@@ -211,7 +213,7 @@ def to_global(self, placement=None, sbp=None):
         raise TypeError(f"[to_global] placement must be a rill.placement, got {type(placement).__name__}")
     sbps = _nd_sbp(sbp, len(placement._mesh), "to_global")
     import rill.distributed as dist
-    args = _placement_args(placement)
+    ranks, group, mesh, dim_groups = _placement_args(placement)
     shape = list(self.shape)
     for s, n in zip(sbps, placement._mesh):
         if s._kind == "S":
@@ -230,7 +232,7 @@ def to_global(self, placement=None, sbp=None):
                 if s == _sbp_module.broadcast and _simulated_world is None:
                     line = placement._line(d, rank)
                     dist.broadcast(local, src=line[0], group=_group_of(line))
-    out = _C._make_global(local, shape, args[0], args[1], _nd_str(sbps), args[2], args[3])
+    out = _C._make_global(local, shape, ranks, group, _nd_str(sbps), mesh, dim_groups)
     if isinstance(self, rill.nn.Parameter):
         return rill.nn.Parameter(out, self.requires_grad)
     if self.requires_grad:
