@@ -50,7 +50,7 @@ def compile_job(job, one_at_a_time=False):
         if rank == 0:
             result = _in_turn(0, world, one_at_a_time, lambda: _master(job, mode, world))
         else:
-            payloads = _recv(0)  # raises the master's error, if it had one
+            payloads = _receive(mode)  # raises the master's error, if it had one
             result = _in_turn(rank, world, one_at_a_time, lambda: _worker(payloads, mode, rank))
     except Exception as e:
         error = e
@@ -78,7 +78,7 @@ def _in_turn(rank, world, one_at_a_time, fn):
                 out = fn()
             except Exception as e:
                 error = e
-        rill.distributed.barrier()
+        _wait_asleep(rill.distributed.barrier(async_op=True))
     if error is not None:
         raise error
     return out
@@ -94,18 +94,18 @@ def _worker(payloads, mode, rank):
     return part, {"compile_mode": mode, "master_bytes_sent": 0, "compile_cpu_s": time.thread_time() - start}
 
 
-def _master(job, mode, world, post=None):
+def _master(job, mode, world, post=None, post_all=None):
     """The master: the logical half, every rank's payload posted to it, and its own part. post(dst, message)
-    sends a message and returns its bytes (rill.graph.compile_bench's simulated worlds count them instead)."""
+    sends a message and returns its bytes, post_all(message, world) broadcasts one to every other rank and returns
+    the bytes they receive (rill.graph.compile_bench's simulated worlds count them instead)."""
     post = post or _post
+    post_all = post_all or _broadcast
     info = {"compile_mode": mode, "master_bytes_sent": 0}
     start = time.thread_time()
     try:
         job.make_logical()
         if mode == "separate":
-            message = _message([job.to_bytes()])  # the same for every rank
-            for r in range(1, world):
-                info["master_bytes_sent"] += post(r, message)
+            info["master_bytes_sent"] += post_all(_message([job.to_bytes()]), world)  # the same for every rank
             part = job.compile_rank(0, take=True)
         else:
             for r in range(world):
@@ -115,8 +115,12 @@ def _master(job, mode, world, post=None):
                 else:
                     info["master_bytes_sent"] += post(r, _message([p.job_bytes(), p.plan_bytes()]))
     except Exception as e:  # every rank waits for the master's bytes: tell them why none come
-        for r in range(1, world):
-            post(r, _message([f"{type(e).__name__}: {e}".encode()], status=_FAILED))
+        failure = _message([f"{type(e).__name__}: {e}".encode()], status=_FAILED)
+        if mode == "separate":
+            post_all(failure, world)
+        else:
+            for r in range(1, world):
+                post(r, failure)
         raise
     info["compile_cpu_s"] = time.thread_time() - start
     return part, info
@@ -138,12 +142,35 @@ def _post(dst, message):
     return header.numel() * 8 + body.numel()
 
 
-def _recv(src):
+def _broadcast(message, world):
+    """Send message from the master to every other rank (one collective per part, MPI's tree); returns the bytes
+    the other ranks receive."""
+    header, body = message
+    rill.distributed.broadcast(header, src=0)
+    rill.distributed.broadcast(body, src=0)
+    return (header.numel() * 8 + body.numel()) * (world - 1)
+
+
+def _receive(mode):
+    """The master's message to this rank: broadcast to all (separate), or this rank's own (naive)."""
+    import rill.distributed as dist
+
+    def take(t, tag):
+        return dist.broadcast(t, src=0, async_op=True) if mode == "separate" else dist.irecv(t, 0, tag=tag)
     header = rill.empty(4, dtype=rill.int64)
-    rill.distributed.recv(header, src, tag=_TAG)
+    _wait_asleep(take(header, _TAG))
     body = rill.empty(sum(header.tolist()[2:]), dtype=rill.uint8)
-    rill.distributed.recv(body, src, tag=_TAG + 1)
-    return _payloads((header, body), src)
+    _wait_asleep(take(body, _TAG + 1))
+    return _payloads((header, body), 0)
+
+
+def _wait_asleep(work):
+    """Wait for work, sleeping between looks: a worker waits for the master's compile, milliseconds, and a wait that
+    yields in a loop (as wait() does, to return within microseconds) would take the cores from the master, with
+    every other rank of a world larger than the machine doing the same."""
+    while not work.is_completed():
+        time.sleep(200e-6)
+    work.wait()  # raises the receive's error, if it had one
 
 
 def _payloads(message, src):

@@ -216,7 +216,8 @@ def _simulated_compile(_C, traced, n, mode):
         header, body = message
         return header.numel() * 8 + body.numel()
 
-    part, info = rill.graph._master(_C._GraphJob.parse(traced), mode, n, post=post)
+    part, info = rill.graph._master(_C._GraphJob.parse(traced), mode, n, post=post,
+                                    post_all=lambda message, world: sum(post(r, message) for r in range(1, world)))
     others = []
     for r in sampled:
         payloads = rill.graph._payloads(posted[r], 0)

@@ -213,9 +213,12 @@ class MpiCommunicator final : public Communicator {
     return nullptr;
   }
 
+  // Nonblocking, as the sends and receives: a rank that waits long for the root (a graph's master compiling) tests
+  // it between sleeps (Note [Kernels that finish later] in vm/worker.cpp) instead of spinning in MPI_Bcast.
   std::unique_ptr<Request> broadcast(void* data, int64_t bytes, int root) override {
-    check(MPI_Bcast(data, as_count(bytes, "broadcast"), MPI_BYTE, root, comm_), "broadcast");
-    return nullptr;
+    auto r = std::make_unique<MpiRequest>("broadcast", nullptr);
+    check(MPI_Ibcast(data, as_count(bytes, "broadcast"), MPI_BYTE, root, comm_, r->handle()), "broadcast");
+    return r;
   }
 
   std::unique_ptr<Request> all_gather(const void* in, void* out, int64_t bytes) override {
@@ -246,9 +249,10 @@ class MpiCommunicator final : public Communicator {
     return r;
   }
 
-  std::unique_ptr<Request> barrier() override {
-    check(MPI_Barrier(comm_), "barrier");
-    return nullptr;
+  std::unique_ptr<Request> barrier() override {  // nonblocking, as broadcast
+    auto r = std::make_unique<MpiRequest>("barrier", nullptr);
+    check(MPI_Ibarrier(comm_, r->handle()), "barrier");
+    return r;
   }
 
   std::unique_ptr<Communicator> subgroup(std::span<const int64_t> ranks) override {
