@@ -102,10 +102,12 @@ def _master(job, mode, world, post=None, post_all=None):
     post_all = post_all or _broadcast
     info = {"compile_mode": mode, "master_bytes_sent": 0}
     start = time.thread_time()
+    served = 1  # ranks 1 .. served - 1 have their message
     try:
         job.make_logical()
         if mode == "separate":
             info["master_bytes_sent"] += post_all(_message([job.to_bytes()]), world)  # the same for every rank
+            served = world
             part = job.compile_rank(0, take=True)
         else:
             for r in range(world):
@@ -114,12 +116,13 @@ def _master(job, mode, world, post=None, post_all=None):
                     part = p
                 else:
                     info["master_bytes_sent"] += post(r, _message([p.job_bytes(), p.plan_bytes()]))
-    except Exception as e:  # every rank waits for the master's bytes: tell them why none come
+                    served = r + 1
+    except Exception as e:  # the ranks still waiting for the master's bytes: tell them why none come
         failure = _message([f"{type(e).__name__}: {e}".encode()], status=_FAILED)
-        if mode == "separate":
+        if mode == "separate" and served < world:
             post_all(failure, world)
-        else:
-            for r in range(1, world):
+        elif mode != "separate":
+            for r in range(served, world):
                 post(r, failure)
         raise
     info["compile_cpu_s"] = time.thread_time() - start
