@@ -323,7 +323,7 @@ class Graph:
 
     # --- calling ---------------------------------------------------------------------------------------------
     def _signature(self, tensors, args, infos):
-        shapes = tuple((tuple(t.shape), str(t.dtype), info and (tuple(info[0]), info[2], tuple(info[4])))
+        shapes = tuple((t.shape, t.dtype, info and (tuple(info[0]), info[2], tuple(info[4])))
                        for t, info in zip(tensors, infos))
         if self._module_list is None:  # every module under the graph's, once (train()/eval() flip their flags)
             object.__setattr__(self, "_module_list", [m for root in self._modules.values() for m in root.modules()])
@@ -333,7 +333,10 @@ class Graph:
                 schedules, self.config.ssp)
 
     def __call__(self, *args):
-        tensors, _ = _flatten(list(args), "graph inputs")
+        if all(isinstance(a, rill.Tensor) for a in args):  # the common call, without _flatten's rebuild closures
+            tensors = list(args)
+        else:
+            tensors, _ = _flatten(list(args), "graph inputs")
         infos = [_C._global_info(t) for t in tensors]  # (ranks, group, sbp, local, ...) of a global input
         tensors = [t if info else t.contiguous() for t, info in zip(tensors, infos)]
         key = self._signature(tensors, args, infos)
