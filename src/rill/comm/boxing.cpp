@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rill/comm/collectives.h"
+#include "rill/ops/cast_into.h"
 #include "rill/ops/op_schema.h"
 #include "rill/util/error.h"
 
@@ -22,11 +23,8 @@ void pack(const TensorArg& t, char* dst) {
     std::memcpy(dst, t.data, static_cast<size_t>(bytes_of(t)));
     return;
   }
-  static const OpSchema& cast = ops::get("cast");
   const MetaSym dense = make_contiguous_meta(t.meta->shape, t.meta->dtype, t.meta->device);
-  const TensorArg out{dst, dense.get()};
-  const AttrsSym attrs = make_attrs({t.meta->dtype});
-  cast.kernel(DeviceType::kCPU)(KernelContext{cast, {&t, 1}, {&out, 1}, *attrs, {}});
+  ops::cast_into(t, TensorArg{dst, dense.get()});
 }
 
 /** Wait for a request (null: done already). */

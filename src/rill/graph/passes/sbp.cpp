@@ -138,19 +138,24 @@ void write_place(Placement& p, const Place& place) {
   set_placement(p, place.ranks, place.group, place.mesh, place.dim_groups);
 }
 
-// shape with each split axis of sbp's first `dims` dims divided by that mesh dim's size: what a line of dim `dims`
-// holds of a value of that shape.
+// What each rank of a line of n holds, under s, of a value of that shape.
+Shape split_by(Shape shape, const Sbp& s, int64_t n) {
+  if (s.is_split()) shape[static_cast<size_t>(s.axis)] /= n;
+  return shape;
+}
+
+// What a line of dim `dims` holds of a value of that shape: split by sbp's first `dims` dims.
 Shape split_shape(Shape shape, const NdSbp& sbp, const Place& place, size_t dims) {
-  for (size_t d = 0; d < dims; ++d)
-    if (sbp[d].is_split()) shape[static_cast<size_t>(sbp[d].axis)] /= place.dim_size(static_cast<int>(d));
+  for (size_t d = 0; d < dims; ++d) shape = split_by(std::move(shape), sbp[d], place.dim_size(static_cast<int>(d)));
   return shape;
 }
 
 bool splits_evenly(const NdSbp& sbp, const plan::TensorDesc& desc, const Place& place) {
   Shape shape = meta_from_proto(desc)->shape;
   for (size_t d = 0; d < sbp.size(); ++d) {
-    if (!splits_evenly(sbp[d], shape, place.dim_size(static_cast<int>(d)))) return false;
-    shape = split_shape(shape, sbp, place, d + 1);
+    const int64_t n = place.dim_size(static_cast<int>(d));
+    if (!splits_evenly(sbp[d], shape, n)) return false;
+    shape = split_by(std::move(shape), sbp[d], n);
   }
   return true;
 }
@@ -390,10 +395,7 @@ class Lowering {
 
   // m as a line of n ranks holds it under s.
   static MetaSym split_meta(const MetaSym& m, const Sbp& s, int64_t n) {
-    if (!s.is_split()) return m;
-    Shape shape = m->shape;
-    shape[static_cast<size_t>(s.axis)] /= n;
-    return make_contiguous_meta(shape, m->dtype, m->device);
+    return s.is_split() ? make_contiguous_meta(split_by(m->shape, s, n), m->dtype, m->device) : m;
   }
 
   // Whether sig, for mesh dim d of n ranks on these shapes, is one the op may take.
@@ -526,11 +528,11 @@ class Lowering {
                             const std::string& dtype, const Place& line, const OpConf& consumer) {
     const int64_t n = line.size(), position = line.position(rank_);
     if (n == 1 || from == to) return value;  // on one rank every SBP is the whole tensor
-    std::string out = value;
     if (from.is_partial()) {
-      return to.is_split() ? collective("_boxing_reduce_scatter", out, to.axis, n, line.group, consumer)
-                           : collective("_boxing_all_reduce", out, -1, n, line.group, consumer);
+      return to.is_split() ? collective("_boxing_reduce_scatter", value, to.axis, n, line.group, consumer)
+                           : collective("_boxing_all_reduce", value, -1, n, line.group, consumer);
     }
+    std::string out = value;
     if (from.is_split()) out = collective("_boxing_all_gather", out, from.axis, n, line.group, consumer);
     if (to.is_split()) {
       out = slice(out, to.axis, whole[static_cast<size_t>(to.axis)] / n, position, dtype, consumer);
