@@ -520,6 +520,18 @@ def test_where_noncontiguous():
     check(lambda m, c, a, b: m.where(c.transpose(0, 1), a[::2, 1::2], b.expand(3, 4)), [rc, ra, rb], [tc, ta, tb])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16"])
+def test_where_long_rows(dtype):
+    """Rows long enough for the vector select rows (and a tail), each value dense or one value spread over the
+    row, and a row of the mask strided."""
+    rc, tc = random_pair((3, 1037), "bool", seed=42)
+    (ra, ta), (rb, tb) = random_pair((3, 1037), dtype, seed=43), random_pair((3, 1037), dtype, seed=44)
+    rz, tz = random_pair((), dtype, seed=45)
+    for (r1, t1), (r2, t2) in [((ra, ta), (rb, tb)), ((rz, tz), (rb, tb)), ((ra, ta), (rz, tz)), ((rz, tz), (rz, tz))]:
+        check(lambda m, c, a, b: m.where(c, a, b), [rc, r1, r2], [tc, t1, t2])
+    check(lambda m, c, a: m.where(c[:, ::2], a[:, ::2], 0), [rc, ra], [tc, ta])
+
+
 def test_where_errors():
     rc, tc = random_pair((3,), "int32", seed=40)
     r, t = random_pair((3,), "float32", seed=41)

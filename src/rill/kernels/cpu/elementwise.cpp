@@ -582,7 +582,31 @@ T select_bits(bool k, T a, T b) {
   return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & static_cast<U>(~m))));
 }
 
+// where on 4- and 8-byte values through the select rows built for this CPU, wherever each row of the plan has
+// a dense output and mask and each value operand dense or broadcast along it (a 0-d zero, as relu's backward
+// has); other rows element by element. False for other widths.
+template <typename U, typename Row>
+bool where_rows(const KernelContext& c, const Row (&rows)[4]) {
+  if (dtype_itemsize(c.inputs[1].meta->dtype) != static_cast<int64_t>(sizeof(U))) return false;
+  ElementwisePlan<4> plan(c.outputs[0].meta->shape, {&c.outputs[0], &c.inputs[0], &c.inputs[1], &c.inputs[2]});
+  constexpr int64_t w = sizeof(U);
+  plan.run([&](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {
+    if (s[0] == w && s[1] == 1 && (s[2] == 0 || s[2] == w) && (s[3] == 0 || s[3] == w)) {
+      rows[(s[2] == 0 ? 1 : 0) | (s[3] == 0 ? 2 : 0)](reinterpret_cast<U*>(p[0]), reinterpret_cast<const bool*>(p[1]),
+                                                      reinterpret_cast<const U*>(p[2]), reinterpret_cast<const U*>(p[3]), n);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      *reinterpret_cast<U*>(p[0] + i * s[0]) = select_bits(*reinterpret_cast<const bool*>(p[1] + i * s[1]),
+                                                           *reinterpret_cast<const U*>(p[2] + i * s[2]),
+                                                           *reinterpret_cast<const U*>(p[3] + i * s[3]));
+  });
+  return true;
+}
+
 void where_kernel(const KernelContext& c) {
+  const RowKernels& k = row_kernels();
+  if (where_rows<uint32_t>(c, k.select32) || where_rows<uint64_t>(c, k.select64)) return;
   visit_dtype(c.inputs[1].meta->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     map_elements<T, bool, T, T>(c.outputs[0], {&c.inputs[0], &c.inputs[1], &c.inputs[2]},

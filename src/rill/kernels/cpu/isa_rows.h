@@ -22,6 +22,11 @@ using BinaryRow = void (*)(float* out, const float* a, const float* b, int64_t n
 /** out[i] = f(a[i], b[i]) over n bfloat16 values, as their bits. */
 using Bfloat16Row = void (*)(uint16_t* out, const uint16_t* a, const uint16_t* b, int64_t n);
 
+/** out[i] = k[i] ? a[i] : b[i] over n 4-byte (8-byte) values by their bits; SelectRows[scalars] reads a (bit 0 of
+ * scalars) or b (bit 1) as one value spread over the row. */
+using Select32Row = void (*)(uint32_t* out, const bool* k, const uint32_t* a, const uint32_t* b, int64_t n);
+using Select64Row = void (*)(uint64_t* out, const bool* k, const uint64_t* a, const uint64_t* b, int64_t n);
+
 /** The per-step numbers of Adam's update (kernels/cpu/optim.cpp's fused_adam_kernel, without amsgrad). */
 struct AdamRowArgs {
   float decay, weight_decay, beta2, one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size, lerp_weight;
@@ -57,6 +62,9 @@ struct RowKernels {
   void (*float_to_bfloat16)(const float* in, uint16_t* out, int64_t n);
   /** out[i] = a[i] op b[i] on bfloat16 bits, computed in float32 and rounded once (out may alias a or b). */
   Bfloat16Row bfloat16_add, bfloat16_sub, bfloat16_mul, bfloat16_div;
+  /** where's rows (elementwise.cpp's where_kernel), indexed by which of a and b are one value. */
+  Select32Row select32[4];
+  Select64Row select64[4];
   /** The row reductions of row_math.h on float32 (n >= 1 for max). */
   float (*row_max)(const float* x, int64_t n);
   float (*row_sum)(const float* x, int64_t n);
