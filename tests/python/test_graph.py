@@ -363,6 +363,76 @@ def test_fuse_elementwise_trains_as_unfused_and_as_eager_and_can_be_turned_off()
     _assert_same_training(eager_model, fused_model, eager_losses, fused_losses)
 
 
+def test_fuse_linear_activation_trains_as_unfused_and_can_be_turned_off():
+    """A linear and the activation that alone reads it become one _linear_activation op: in training relu, tanh and
+    sigmoid (their gradients read their output), in inference gelu and silu too (theirs read the linear's output).
+    The fused kernel runs the unfused ops' kernels, so training is the same bit for bit."""
+    def model():
+        rill.manual_seed(12)
+        return nn.Sequential(nn.Linear(64, 96), nn.ReLU(), nn.Linear(96, 96), nn.Tanh(), nn.Linear(96, 48),
+                             nn.Sigmoid(), nn.Linear(48, 48), nn.GELU(), nn.Linear(48, 10))
+    batches = [_data(24, seed=s) for s in range(10)]
+
+    def run(fuse):
+        m = model()
+        g = _TrainGraph(m, rill.optim.Adam(m.parameters(), lr=1e-3))
+        g.config.enable_pass("fuse_linear_activation", fuse)
+        losses = _graph_losses(g, batches)
+        fused = [op["attrs"]["activation"] for op in g.job()["ops"] if op["op_type"] == "_linear_activation"]
+        return m, losses, fused, g.stats()["plan_tasks"]
+    m_on, l_on, fused, tasks_on = run(True)
+    m_off, l_off, unfused, tasks_off = run(False)
+    assert sorted(fused) == ["relu", "sigmoid", "tanh"] and unfused == []
+    assert tasks_on < tasks_off
+    assert l_on == l_off
+    for p, q in zip(m_on.parameters(), m_off.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+    class Infer(nn.Graph):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def build(self, x):
+            return self.m(x)
+    rill.manual_seed(13)
+    m = nn.Sequential(nn.Linear(64, 96), nn.GELU(approximate="tanh"), nn.Linear(96, 32), nn.SiLU(),
+                      nn.Linear(32, 8), nn.GELU())
+    m.eval()
+    g = Infer(m)
+    x = _data(5, seed=3)[0]
+    np.testing.assert_array_equal(g(x).numpy(), m(x).detach().numpy())
+    fused = [(op["attrs"]["activation"], op["attrs"]["approximate"]) for op in g.job()["ops"]
+             if op["op_type"] == "_linear_activation"]
+    assert fused == [("gelu", "tanh"), ("silu", "none"), ("gelu", "none")]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("act,approximate", [("relu", "none"), ("tanh", "none"), ("sigmoid", "none"),
+                                             ("silu", "none"), ("gelu", "none"), ("gelu", "tanh")])
+def test_linear_activation_op_equals_linear_then_the_activation(act, approximate, threads):
+    import torch
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 70, 96), (80, 96), (80,)))
+    torch_act = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": torch.nn.functional.silu,
+                 "gelu": lambda v: torch.nn.functional.gelu(v, approximate=approximate)}[act]
+    before = rill.get_num_threads()
+    rill.set_num_threads(threads)
+    try:
+        for bias in (b, None):
+            out = rill._linear_activation(rill.tensor(x), rill.tensor(w), None if bias is None else rill.tensor(bias),
+                                          activation=act, approximate=approximate)
+            want = torch_act(torch.nn.functional.linear(torch.tensor(x), torch.tensor(w),
+                                                        None if bias is None else torch.tensor(bias)))
+            np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    finally:
+        rill.set_num_threads(before)
+    with pytest.raises(ValueError, match="no fused activation is called 'elu'"):
+        rill._linear_activation(rill.tensor(x), rill.tensor(w), None, activation="elu")
+    with pytest.raises(TypeError, match="takes float32"):
+        rill._linear_activation(rill.tensor(x).double(), rill.tensor(w).double(), None, activation="relu")
+
+
 def test_updates_write_the_variables_in_place_and_train_as_with_copies():
     def run(in_place, opt):
         model = _mlp(3)

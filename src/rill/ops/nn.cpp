@@ -13,6 +13,9 @@
 //                        axis: the first normalized dim; mean/rstd: x.shape[:axis] + 1s, in opmath dtype.
 //   layer_norm_backward  [axis: int]                inputs (grad, x, mean, rstd[, weight]) -> (dx, dweight, dbias)
 //   linear               []                         inputs (x, weight[, bias]): x @ weight^T + bias
+//   _linear_activation   [activation: str, approximate: str]   inputs (x, weight[, bias]): act(x @ weight^T + bias),
+//                        float32; act one of kLinearActivations (approximate: gelu's). Graph mode's fusion of
+//                        a linear and the activation that alone reads it (graph/passes/fuse_linear_activation.cpp).
 //   embedding            [padding_idx: int]         inputs (weight, indices) -> weight[indices]
 //   embedding_backward   [num_weights: int, padding_idx: int]   inputs (grad, indices) -> dweight
 //   dropout              [p: double]   scalars (seed, offset)   inputs (x) -> (y, mask: bool)
@@ -31,6 +34,7 @@
 //                        grad_lse dense; dmask (..., L, S) when mask_grad (a float mask's gradient), else empty.
 #include <string>
 
+#include "rill/ops/linear_activation.h"
 #include "rill/ops/op_schema.h"
 
 namespace rill {
@@ -113,6 +117,18 @@ InferResult infer_linear(const InferContext& c) {
   Shape out = x.shape;
   out.back() = w.shape[0];
   return {{dense(out, x.dtype, c.inputs[0])}, {}};
+}
+
+InferResult infer_linear_activation(const InferContext& c) {
+  const std::string& act = c.attr<std::string>("activation");
+  RILL_CHECK(ops::is_linear_activation(act), Value, "[_linear_activation] no fused activation is called '", act,
+             "'; the activations are relu, tanh, sigmoid, silu and gelu");
+  const std::string& approximate = c.attr<std::string>("approximate");
+  RILL_CHECK(approximate == "none" || approximate == "tanh", Value,
+             "[_linear_activation] approximate must be 'none' or 'tanh' (gelu's), got '", approximate, "'");
+  RILL_CHECK(c.inputs[0]->dtype == DType::kFloat32, Type, "[_linear_activation] takes float32, got ",
+             dtype_name(c.inputs[0]->dtype), "; other dtypes run linear and the activation as two ops");
+  return infer_linear(c);
 }
 
 InferResult infer_embedding(const InferContext& c) {
@@ -265,6 +281,14 @@ std::vector<SbpSignature> sbp_linear(const SbpContext& c) {
   return out;
 }
 
+// linear's signatures but those with a partial-sum output: an activation of a summand is not a summand.
+std::vector<SbpSignature> sbp_linear_activation(const SbpContext& c) {
+  std::vector<SbpSignature> out;
+  for (SbpSignature& s : sbp_linear(c))
+    if (!s.out[0].is_partial()) out.push_back(std::move(s));
+  return out;
+}
+
 // Rows (the dims before axis) are normalised alone: split alike, the weight and bias whole; their gradients sum
 // over the rows, so a row split gives each rank a summand of them.
 std::vector<SbpSignature> sbp_layer_norm(const SbpContext& c) {
@@ -341,6 +365,10 @@ void register_nn_ops() {
               "int axis) -> (Tensor, Tensor, Tensor)", infer_layer_norm_backward, k, "").sbp = sbp_layer_norm;
   ops::define("linear(Tensor input, Tensor weight, Tensor? bias) -> Tensor", infer_linear, k, "x @ weight.T + bias")
       .sbp = sbp_linear;
+  ops::define("_linear_activation(Tensor input, Tensor weight, Tensor? bias, *, str activation, "
+              "str approximate=\"none\") -> Tensor",
+              infer_linear_activation, {.function = true, .differentiable = false}, "activation(x @ weight.T + bias), in one kernel")
+      .sbp = sbp_linear_activation;
   ops::define("embedding(Tensor weight, Tensor indices, int padding_idx) -> Tensor", infer_embedding, k,
               "rows of weight").sbp = sbp_embedding;
   ops::define("embedding_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx) -> Tensor",

@@ -438,8 +438,8 @@ TEST(GraphPasses, WriteInPlaceLeavesTheGraphTheJobWouldBuild) {
 TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   const std::vector<std::string> expected = {"place_ops", "dead_op_elimination", "common_subexpression_elimination",
                                              "ssp", "gradient_accumulation", "redundant_cast_elimination",
-                                             "fuse_elementwise", "sbp_signatures", "sbp_lowering",
-                                             "write_in_place", "auto_tick"};
+                                             "fuse_linear_activation", "fuse_elementwise", "sbp_signatures",
+                                             "sbp_lowering", "write_in_place", "auto_tick"};
   EXPECT_EQ(pass_order(), expected);
   Job job = train_job("Order", 1);
   job.mutable_conf()->clear_disabled_passes();
@@ -450,8 +450,8 @@ TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   infer_job(job, stats);
   const std::string text = job_str(job);
   EXPECT_NE(text.find("passes: place_ops, dead_op_elimination, common_subexpression_elimination, ssp, "
-                      "gradient_accumulation, "
-                      "redundant_cast_elimination, fuse_elementwise, sbp_signatures, sbp_lowering, write_in_place, auto_tick"),
+                      "gradient_accumulation, redundant_cast_elimination, fuse_linear_activation, fuse_elementwise, "
+                      "sbp_signatures, sbp_lowering, write_in_place, auto_tick"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("fc.linear = linear(x/out0, fc.weight/out0)"), std::string::npos) << text;
