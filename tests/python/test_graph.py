@@ -433,6 +433,38 @@ def test_linear_activation_op_equals_linear_then_the_activation(act, approximate
         rill._linear_activation(rill.tensor(x).double(), rill.tensor(w).double(), None, activation="relu")
 
 
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_fuse_optimizer_makes_one_update_per_parameter_group_and_trains_as_unfused(accumulation):
+    """The updates of a parameter group (one op type, attrs and lr) are one _multi_<update> op; each member runs its
+    own update's kernel, so training is the same bit for bit, with or without writes in place."""
+    def opt_adam(m):
+        return rill.optim.Adam([{"params": list(m[0].parameters())}, {"params": list(m[2].parameters()), "lr": 3e-3},
+                                {"params": list(m[4].parameters())}], lr=1e-3)
+    optimizers = {"adam": opt_adam,
+                  "sgd": lambda m: rill.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, nesterov=True),
+                  "rmsprop": lambda m: rill.optim.RMSprop(m.parameters(), lr=1e-3, momentum=0.5, centered=True)}
+    batches = [_data(16, seed=s) for s in range(12)]
+    for name, make_opt in optimizers.items():
+        def run(fuse):
+            m = _mlp(5)
+            g = _TrainGraph(m, make_opt(m), accumulation=accumulation)
+            g.config.enable_pass("fuse_optimizer", fuse)
+            losses = _graph_losses(g, batches)
+            fused = [op for op in g.job()["ops"] if op["op_type"].startswith("_multi_")]
+            return m, losses, fused, g.stats()["plan_tasks"]
+        m_on, l_on, fused, tasks_on = run(True)
+        m_off, l_off, unfused, tasks_off = run(False)
+        assert l_on == l_off, name
+        for p, q in zip(m_on.parameters(), m_off.parameters()):
+            np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)
+        assert unfused == []
+        # Adam's three groups have their own lr each: three groups of two parameters; the others one group of six.
+        sizes = sorted(len(op["outputs"]) for op in fused)
+        per_param = {"adam": 4, "sgd": 3, "rmsprop": 5}[name]  # param, states, step
+        assert sizes == ([2 * per_param] * 3 if name == "adam" else [6 * per_param]), (name, sizes)
+        assert tasks_off - tasks_on >= 6 - len(fused), (name, tasks_on, tasks_off)  # and ticks that joined them
+
+
 def test_updates_write_the_variables_in_place_and_train_as_with_copies():
     def run(in_place, opt):
         model = _mlp(3)

@@ -44,6 +44,12 @@ EXEMPT.update({
                    "and graph mode (the trace shows each piece read delay_num pieces late)",
     "_ssp_variable_proxy": "graph mode's SSP copy of a variable, added by the ssp pass only: tests/python/"
                            "test_graph.py (one stage) and test_graph_global.py (two, against an eager replay)",
+    "_multi_sgd_update": "graph mode's update of a parameter group, added by the fuse_optimizer pass only: "
+                         "tests/python/test_graph.py against the unfused graph (bit for bit)",
+    "_multi_adam_update": "graph mode's update of a parameter group, added by the fuse_optimizer pass only: "
+                          "tests/python/test_graph.py against the unfused graph (bit for bit)",
+    "_multi_rmsprop_update": "graph mode's update of a parameter group, added by the fuse_optimizer pass only: "
+                             "tests/python/test_graph.py against the unfused graph (bit for bit)",
     "_linear_activation": "graph mode's linear and activation, added by the fuse_linear_activation pass only: "
                           "tests/python/test_graph.py against torch and against the unfused graph",
     "_fused_elementwise": "graph mode's fused chains: tests/cpp/kernels/fused_test.cpp against the steps one by one, "

@@ -13,7 +13,13 @@
 //                                                        state (exp_avg, exp_avg_sq, max_exp_avg_sq?)
 //   _rmsprop_update  [alpha, eps, weight_decay, momentum, centered, maximize]
 //                                                        state (square_avg, momentum_buffer?, grad_avg?)
+//
+// Each has a multi-tensor form, _multi_<name> (graph mode's fuse_optimizer pass: one task for a parameter group):
+// the same attrs, and the inputs of K updates that share their lr, member by member without it, then the lr:
+//
+//   tensors [param, grad, state..., step] * K + [lr] -> [param', state'..., step + 1] * K
 #include <string>
+#include <string_view>
 
 #include "rill/ops/op_schema.h"
 
@@ -71,6 +77,28 @@ InferResult infer_fused_update(const InferContext& c) {
   return {std::move(outputs), {}};
 }
 
+// The single update a _multi_<name> op runs per member.
+const OpSchema& single_update(const OpSchema& multi) {
+  return ops::get(std::string_view(multi.name).substr(std::string_view("_multi").size()));
+}
+
+InferResult infer_multi_update(const InferContext& c) {
+  const OpSchema& single = single_update(c.op);
+  const int64_t per = static_cast<int64_t>(state_names(InferContext{single, c.inputs, c.scalars, c.attrs}).size()) + 3;
+  const int64_t n = static_cast<int64_t>(c.inputs.size());
+  RILL_CHECK(n >= per + 1 && (n - 1) % per == 0, Value, "[", c.op.name, "] takes ", per,
+             " tensors per parameter (param, grad, states, step) and then the lr, got ", n, " tensors");
+  InferResult out;
+  std::vector<MetaSym> member(static_cast<size_t>(per) + 1);
+  member.back() = c.inputs.back();
+  for (int64_t j = 0; j + 1 < n; j += per) {
+    std::copy(c.inputs.begin() + j, c.inputs.begin() + j + per, member.begin());
+    InferResult r = infer_fused_update(InferContext{single, member, c.scalars, c.attrs});
+    for (MetaSym& m : r.outputs) out.outputs.push_back(std::move(m));
+  }
+  return out;
+}
+
 }  // namespace
 
 int ops::updated_input(const OpSchema& op, int output, int num_inputs) {
@@ -84,22 +112,28 @@ int ops::updated_input(const OpSchema& op, int output, int num_inputs) {
 void register_optim_ops() {
   const OpFlags k = {.function = true, .differentiable = false, .updates_in_place = true};
   // Each an elementwise update of its parameter and state (0-d step and lr apart): split alike along any axis.
-  auto update = [](OpSchema& op) { op.sbp = ops::elementwise_sbp; };
-  update(ops::define("_sgd_update(Tensor param, Tensor grad, Tensor? momentum_buffer, Tensor step, Tensor lr, *, "
-              "float momentum=0, float dampening=0, bool nesterov=False, float weight_decay=0, "
-              "bool maximize=False) -> Tensor[]",
-              infer_fused_update, k, "one SGD update: [param, momentum_buffer (with momentum), step + 1]"));
-  update(ops::define("_adam_update(Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, Tensor? max_exp_avg_sq, "
-              "Tensor step, Tensor lr, *, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
-              "float weight_decay=0, bool amsgrad=False, bool maximize=False, bool decoupled_weight_decay=False) "
-              "-> Tensor[]",
-              infer_fused_update, k,
-              "one Adam/AdamW update: [param, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad), step + 1]"));
-  update(ops::define("_rmsprop_update(Tensor param, Tensor grad, Tensor square_avg, Tensor? momentum_buffer, "
-              "Tensor? grad_avg, Tensor step, Tensor lr, *, float alpha=0.99, float eps=1e-8, "
-              "float weight_decay=0, float momentum=0, bool centered=False, bool maximize=False) -> Tensor[]",
-              infer_fused_update, k,
-              "one RMSprop update: [param, square_avg, momentum_buffer (momentum), grad_avg (centered), step + 1]"));
+  // The multi-tensor forms are made by a pass that runs on a job already lowered to one rank: no SBP, and their
+  // in-place writes were arranged for the single updates they replace.
+  auto define = [&](const std::string& name, const std::string& inputs, const std::string& attrs, const char* doc) {
+    ops::define(name + "(" + inputs + ", *, " + attrs + ") -> Tensor[]", infer_fused_update, k, doc).sbp =
+        ops::elementwise_sbp;
+    ops::define("_multi" + name + "(Tensor[] tensors, *, " + attrs + ") -> Tensor[]", infer_multi_update,
+                {.differentiable = false}, "the updates of parameters that share their lr, in one call");
+  };
+  define("_sgd_update", "Tensor param, Tensor grad, Tensor? momentum_buffer, Tensor step, Tensor lr",
+         "float momentum=0, float dampening=0, bool nesterov=False, float weight_decay=0, bool maximize=False",
+         "one SGD update: [param, momentum_buffer (with momentum), step + 1]");
+  define("_adam_update",
+         "Tensor param, Tensor grad, Tensor exp_avg, Tensor exp_avg_sq, Tensor? max_exp_avg_sq, Tensor step, Tensor lr",
+         "float beta1=0.9, float beta2=0.999, float eps=1e-8, float weight_decay=0, bool amsgrad=False, "
+         "bool maximize=False, bool decoupled_weight_decay=False",
+         "one Adam/AdamW update: [param, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad), step + 1]");
+  define("_rmsprop_update",
+         "Tensor param, Tensor grad, Tensor square_avg, Tensor? momentum_buffer, Tensor? grad_avg, Tensor step, "
+         "Tensor lr",
+         "float alpha=0.99, float eps=1e-8, float weight_decay=0, float momentum=0, bool centered=False, "
+         "bool maximize=False",
+         "one RMSprop update: [param, square_avg, momentum_buffer (momentum), grad_avg (centered), step + 1]");
 }
 
 }  // namespace rill

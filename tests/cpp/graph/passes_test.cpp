@@ -439,7 +439,7 @@ TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   const std::vector<std::string> expected = {"place_ops", "dead_op_elimination", "common_subexpression_elimination",
                                              "ssp", "gradient_accumulation", "redundant_cast_elimination",
                                              "fuse_linear_activation", "fuse_elementwise", "sbp_signatures",
-                                             "sbp_lowering", "write_in_place", "auto_tick"};
+                                             "sbp_lowering", "write_in_place", "fuse_optimizer", "auto_tick"};
   EXPECT_EQ(pass_order(), expected);
   Job job = train_job("Order", 1);
   job.mutable_conf()->clear_disabled_passes();
@@ -451,7 +451,7 @@ TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   const std::string text = job_str(job);
   EXPECT_NE(text.find("passes: place_ops, dead_op_elimination, common_subexpression_elimination, ssp, "
                       "gradient_accumulation, redundant_cast_elimination, fuse_linear_activation, fuse_elementwise, "
-                      "sbp_signatures, sbp_lowering, write_in_place, auto_tick"),
+                      "sbp_signatures, sbp_lowering, write_in_place, fuse_optimizer, auto_tick"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("fc.linear = linear(x/out0, fc.weight/out0)"), std::string::npos) << text;

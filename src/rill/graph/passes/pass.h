@@ -45,6 +45,9 @@ void sbp_lowering(Job& job);
 void write_in_place(Job& job);
 /** The same, leaving in graph the op graph of the job as the pass left it (Note [A graph for the next pass]). */
 void write_in_place(Job& job, std::optional<OpGraph>& graph);
+/** The optimizer updates of one parameter group become one _multi_<update> op (Note [One update per parameter
+ * group] in fuse_optimizer.cpp). */
+void fuse_optimizer(Job& job);
 /** Source, sink and join ticks that bound each iteration: ops without data inputs start from the source tick;
  * the sink waits for every op nothing else waits for. */
 void auto_tick(Job& job);

@@ -9,7 +9,10 @@
 // the last bit. A compiler contracting a * b + c into one fused multiply-add would round once instead of
 // twice, so contraction is switched off for this file (it is off anyway where the build targets a CPU
 // without FMA).
+#include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <vector>
 
 #include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/kernels.h"
@@ -255,12 +258,33 @@ void fused_rmsprop_kernel(const KernelContext& c) {
   write_scalar(c.outputs.back(), step + 1, "_rmsprop_update");
 }
 
+// _multi_<name>: kUpdate on each member in turn, with the member's tensors and the shared lr (ops/optim.cpp's
+// layout). The attrs are the single update's, in its order.
+template <KernelFn kUpdate>
+void multi_update_kernel(const KernelContext& c) {
+  const size_t outs = c.outputs.size(), ins = c.inputs.size();
+  const size_t members = (ins - outs - 1);  // each member has one input more (grad) than outputs
+  RILL_ASSERT(members > 0 && outs % members == 0, "[", c.op.name, "] ", ins, " inputs for ", outs, " outputs");
+  const size_t per_out = outs / members, per_in = per_out + 1;
+  const OpSchema& single = ops::get(std::string_view(c.op.name).substr(std::string_view("_multi").size()));
+  std::vector<TensorArg> member(per_in + 1);
+  member.back() = c.inputs.back();
+  for (size_t j = 0; j < members; ++j) {
+    std::copy(c.inputs.begin() + static_cast<std::ptrdiff_t>(j * per_in),
+              c.inputs.begin() + static_cast<std::ptrdiff_t>((j + 1) * per_in), member.begin());
+    kUpdate(KernelContext{single, member, c.outputs.subspan(j * per_out, per_out), c.attrs, c.scalars});
+  }
+}
+
 }  // namespace
 
 void register_optim_kernels() {
   ops::set_cpu_kernel("_sgd_update", fused_sgd_kernel);
   ops::set_cpu_kernel("_adam_update", fused_adam_kernel);
   ops::set_cpu_kernel("_rmsprop_update", fused_rmsprop_kernel);
+  ops::set_cpu_kernel("_multi_sgd_update", multi_update_kernel<fused_sgd_kernel>);
+  ops::set_cpu_kernel("_multi_adam_update", multi_update_kernel<fused_adam_kernel>);
+  ops::set_cpu_kernel("_multi_rmsprop_update", multi_update_kernel<fused_rmsprop_kernel>);
 }
 
 }  // namespace rill::cpu
