@@ -162,7 +162,7 @@ def case_tensor_parallel():
     assert np.abs(fc2.weight.to_local().numpy() - ref[2].weight.detach().numpy()[cols]).max() <= 1e-5
     ops = {op["name"]: op for op in step.job()["ops"]}
     linear = [op for op in ops.values() if op["op_type"] in ("linear", "_linear_activation")]
-    # fc1 with its relu (fuse_linear_activation), then fc2, whose summands the boxing adds up
+    # fc1 with its relu (fuse_activation), then fc2, whose summands the boxing adds up
     assert [(op["op_type"], op["out_sbps"]) for op in linear] == [("_linear_activation", ["S(1)"]),
                                                                   ("linear", ["P"])], linear
     # the optimizer state of a split parameter is split alike

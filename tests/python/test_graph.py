@@ -363,7 +363,7 @@ def test_fuse_elementwise_trains_as_unfused_and_as_eager_and_can_be_turned_off()
     _assert_same_training(eager_model, fused_model, eager_losses, fused_losses)
 
 
-def test_fuse_linear_activation_trains_as_unfused_and_can_be_turned_off():
+def test_fuse_activation_trains_as_unfused_and_can_be_turned_off():
     """A linear and the activation that alone reads it become one _linear_activation op: in training relu, tanh and
     sigmoid (their gradients read their output), in inference gelu and silu too (theirs read the linear's output).
     The fused kernel runs the unfused ops' kernels, so training is the same bit for bit."""
@@ -376,7 +376,7 @@ def test_fuse_linear_activation_trains_as_unfused_and_can_be_turned_off():
     def run(fuse):
         m = model()
         g = _TrainGraph(m, rill.optim.Adam(m.parameters(), lr=1e-3))
-        g.config.enable_pass("fuse_linear_activation", fuse)
+        g.config.enable_pass("fuse_activation", fuse)
         losses = _graph_losses(g, batches)
         fused = [op["attrs"]["activation"] for op in g.job()["ops"] if op["op_type"] == "_linear_activation"]
         return m, losses, fused, g.stats()["plan_tasks"]
@@ -405,6 +405,47 @@ def test_fuse_linear_activation_trains_as_unfused_and_can_be_turned_off():
     fused = [(op["attrs"]["activation"], op["attrs"]["approximate"]) for op in g.job()["ops"]
              if op["op_type"] == "_linear_activation"]
     assert fused == [("gelu", "tanh"), ("silu", "none"), ("gelu", "none")]
+
+
+def test_fuse_activation_fuses_convolutions_and_trains_as_unfused():
+    """A conv2d and its relu or tanh are one _conv2d_activation op, the unfused ops' kernels in one task."""
+    def model():
+        rill.manual_seed(14)
+        return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, padding=1),
+                             nn.Tanh(), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
+    rng = np.random.default_rng(5)
+    batches = [(rill.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32)),
+                rill.tensor(rng.integers(0, 10, 6))) for _ in range(8)]
+
+    def run(fuse):
+        m = model()
+        g = _TrainGraph(m, rill.optim.SGD(m.parameters(), lr=0.05, momentum=0.9))
+        g.config.enable_pass("fuse_activation", fuse)
+        losses = _graph_losses(g, batches)
+        return m, losses, [op["attrs"]["activation"] for op in g.job()["ops"] if op["op_type"] == "_conv2d_activation"]
+    m_on, l_on, fused = run(True)
+    m_off, l_off, unfused = run(False)
+    assert fused == ["relu", "tanh"] and unfused == []
+    assert l_on == l_off
+    for p, q in zip(m_on.parameters(), m_off.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+@pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", "silu", "gelu"])
+def test_conv2d_activation_op_equals_conv2d_then_the_activation(act):
+    import torch
+    rng = np.random.default_rng(6)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4, 9, 7), (6, 4, 3, 3), (6,)))
+    x[0, 0, 0, 0] = np.nan
+    torch_act = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "silu": torch.nn.functional.silu,
+                 "gelu": torch.nn.functional.gelu}[act]
+    for bias in (b, None):
+        out = rill._conv2d_activation(rill.tensor(x), rill.tensor(w), None if bias is None else rill.tensor(bias),
+                                      [2, 1], [1, 1, 0, 2], [1, 1], 1, activation=act)
+        want = torch_act(torch.nn.functional.conv2d(torch.nn.functional.pad(torch.tensor(x), (0, 2, 1, 1)),
+                                                    torch.tensor(w), None if bias is None else torch.tensor(bias),
+                                                    stride=(2, 1)))
+        np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

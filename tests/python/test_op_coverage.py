@@ -50,7 +50,9 @@ EXEMPT.update({
                           "tests/python/test_graph.py against the unfused graph (bit for bit)",
     "_multi_rmsprop_update": "graph mode's update of a parameter group, added by the fuse_optimizer pass only: "
                              "tests/python/test_graph.py against the unfused graph (bit for bit)",
-    "_linear_activation": "graph mode's linear and activation, added by the fuse_linear_activation pass only: "
+    "_linear_activation": "graph mode's linear and activation, added by the fuse_activation pass only: "
+                          "tests/python/test_graph.py against torch and against the unfused graph",
+    "_conv2d_activation": "graph mode's conv2d and activation, added by the fuse_activation pass only: "
                           "tests/python/test_graph.py against torch and against the unfused graph",
     "_fused_elementwise": "graph mode's fused chains: tests/cpp/kernels/fused_test.cpp against the steps one by one, "
                           "tests/python/test_graph.py against the unfused graph and eager",

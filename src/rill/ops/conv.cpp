@@ -1,6 +1,8 @@
 // The convolution family, on 4-D NCHW tensors (eager/conv.cpp maps unbatched
 // and 1-D convolutions onto these with views):
 //   conv2d(input, weight[, bias])              -> output
+//   _conv2d_activation(input, weight[, bias])  -> activation(output)   (attrs activation, approximate: graph
+//                                                 mode's fuse_activation pass, ops/fused_activation.h)
 //   conv2d_backward_input(grad_output, weight) -> grad_input   (attr input_size)
 //   conv2d_backward_weight(grad_output, input) -> grad_weight  (attr weight_size)
 //   conv_transpose2d(input, weight[, bias])    -> output
@@ -18,6 +20,7 @@
 // kernel pads one more row/column at the bottom/right, as PyTorch does.
 // Inputs must be dense (eager makes them contiguous); outputs are dense. Only
 // float32 and float64 are supported.
+#include "rill/ops/fused_activation.h"
 #include "rill/ops/op_schema.h"
 
 namespace rill {
@@ -116,6 +119,11 @@ InferResult infer_conv2d(const InferContext& c) {
   return {{make_contiguous_meta(out, x.dtype, x.device)}, {}};
 }
 
+InferResult infer_conv2d_activation(const InferContext& c) {
+  ops::check_fused_activation(c);
+  return infer_conv2d(c);
+}
+
 // Checks that a convolution of `input` by `weight` gives grad_output's shape.
 void check_grad_output(const char* op, const Shape& grad_output, const Shape& input, const Shape& weight,
                        const ConvGeometry& g) {
@@ -201,6 +209,10 @@ void register_conv_ops() {
   const OpFlags k;
   ops::define("conv2d(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
               "int groups) -> Tensor", infer_conv2d, k, "2-D convolution (padding: 2 or 4 values)").sbp = sbp_conv;
+  ops::define("_conv2d_activation(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+              "int[] dilation, int groups, *, str activation, str approximate=\"none\") -> Tensor",
+              infer_conv2d_activation, {.function = true, .differentiable = false},
+              "activation(conv2d(input, weight, bias)), in one kernel").sbp = sbp_conv;
   OpSchema& backward_input = ops::define("conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, "
                                          "int[] stride, int[] padding, int[] dilation, int groups) -> Tensor",
                                          infer_conv2d_backward_input, k, "");

@@ -14,8 +14,8 @@
 //   layer_norm_backward  [axis: int]                inputs (grad, x, mean, rstd[, weight]) -> (dx, dweight, dbias)
 //   linear               []                         inputs (x, weight[, bias]): x @ weight^T + bias
 //   _linear_activation   [activation: str, approximate: str]   inputs (x, weight[, bias]): act(x @ weight^T + bias),
-//                        float32; act one of kLinearActivations (approximate: gelu's). Graph mode's fusion of
-//                        a linear and the activation that alone reads it (graph/passes/fuse_linear_activation.cpp).
+//                        float32; act one of kFusedActivations (approximate: gelu's). Graph mode's fusion of
+//                        a linear and the activation that alone reads it (graph/passes/fuse_activation.cpp).
 //   embedding            [padding_idx: int]         inputs (weight, indices) -> weight[indices]
 //   embedding_backward   [num_weights: int, padding_idx: int]   inputs (grad, indices) -> dweight
 //   dropout              [p: double]   scalars (seed, offset)   inputs (x) -> (y, mask: bool)
@@ -34,7 +34,7 @@
 //                        grad_lse dense; dmask (..., L, S) when mask_grad (a float mask's gradient), else empty.
 #include <string>
 
-#include "rill/ops/linear_activation.h"
+#include "rill/ops/fused_activation.h"
 #include "rill/ops/op_schema.h"
 
 namespace rill {
@@ -120,14 +120,7 @@ InferResult infer_linear(const InferContext& c) {
 }
 
 InferResult infer_linear_activation(const InferContext& c) {
-  const std::string& act = c.attr<std::string>("activation");
-  RILL_CHECK(ops::is_linear_activation(act), Value, "[_linear_activation] no fused activation is called '", act,
-             "'; the activations are relu, tanh, sigmoid, silu and gelu");
-  const std::string& approximate = c.attr<std::string>("approximate");
-  RILL_CHECK(approximate == "none" || approximate == "tanh", Value,
-             "[_linear_activation] approximate must be 'none' or 'tanh' (gelu's), got '", approximate, "'");
-  RILL_CHECK(c.inputs[0]->dtype == DType::kFloat32, Type, "[_linear_activation] takes float32, got ",
-             dtype_name(c.inputs[0]->dtype), "; other dtypes run linear and the activation as two ops");
+  ops::check_fused_activation(c);
   return infer_linear(c);
 }
 

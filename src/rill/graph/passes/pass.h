@@ -25,9 +25,9 @@ void ssp(Job& job);
 void gradient_accumulation(Job& job);
 /** Casts to the dtype their (dense, computed) input has are removed: their readers read the input. */
 void redundant_cast_elimination(Job& job);
-/** A float32 linear whose output only an activation reads becomes, with it, one _linear_activation op (Note [Which
- * linears fuse with their activation] in fuse_linear_activation.cpp). */
-void fuse_linear_activation(Job& job);
+/** A float32 linear or conv2d whose output only an activation reads becomes, with it, one _linear_activation or
+ * _conv2d_activation op (Note [Which producers fuse with their activation] in fuse_activation.cpp). */
+void fuse_activation(Job& job);
 /** Chains of elementwise ops of one shape become one _fused_elementwise op each (Note [Which elementwise ops
  * fuse] in fuse_elementwise.cpp). */
 void fuse_elementwise(Job& job);

@@ -40,7 +40,7 @@ const std::vector<PassEntry>& passes() {
       {"gradient_accumulation", gradient_accumulation, false},
       // The fusion passes: on the job's final ops, before the ticks order them.
       {"redundant_cast_elimination", redundant_cast_elimination, true},
-      {"fuse_linear_activation", fuse_linear_activation, true},  // before fuse_elementwise takes the activations
+      {"fuse_activation", fuse_activation, true},  // before fuse_elementwise takes the activations
       {"fuse_elementwise", fuse_elementwise, true},
       // The global view: after the logical rewrites, the signatures, and then the job becomes this rank's.
       {"sbp_signatures", sbp_signatures, false},

@@ -12,12 +12,14 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "rill/kernels/cpu/blas.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/onednn.h"
+#include "rill/ops/fused_activation.h"
 #include "rill/ops/op_schema.h"
 #include "rill/util/parallel.h"
 
@@ -468,6 +470,14 @@ void conv2d_kernel(const KernelContext& ctx) {
            bias ? ctx.inputs[2].data : nullptr, y.data);
 }
 
+// _conv2d_activation: the convolution, then the activation op's own kernel over its output in place: the values
+// of the unfused ops, in one task. oneDNN can apply relu as a post-op of the convolution's primitive, but its relu
+// turns NaN into 0 where PyTorch's (and rill's) keeps it, so the activation runs as its own kernel.
+void conv2d_activation_kernel(const KernelContext& ctx) {
+  conv2d_kernel(ctx);
+  ops::activate_in_place(ctx.outputs[0], ctx.attr<std::string>("activation"), ctx.attr<std::string>("approximate"));
+}
+
 void conv2d_backward_input_kernel(const KernelContext& ctx) {
   check_dense(ctx);
   const TensorArg &dy = ctx.inputs[0], &w = ctx.inputs[1], &dx = ctx.outputs[0];
@@ -508,6 +518,7 @@ void conv_transpose2d_kernel(const KernelContext& ctx) {
 
 void register_conv_kernels() {
   ops::set_cpu_kernel("conv2d", conv2d_kernel);
+  ops::set_cpu_kernel("_conv2d_activation", conv2d_activation_kernel);
   ops::set_cpu_kernel("conv2d_backward_input", conv2d_backward_input_kernel);
   ops::set_cpu_kernel("conv2d_backward_weight", conv2d_backward_weight_kernel);
   ops::set_cpu_kernel("conv_transpose2d", conv_transpose2d_kernel);

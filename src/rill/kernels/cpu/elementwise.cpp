@@ -588,6 +588,19 @@ T select_bits(bool k, T a, T b) {
 template <typename U, typename Row>
 bool where_rows(const KernelContext& c, const Row (&rows)[4]) {
   if (dtype_itemsize(c.inputs[1].meta->dtype) != static_cast<int64_t>(sizeof(U))) return false;
+  const TensorArg &out = c.outputs[0], &k = c.inputs[0], &a = c.inputs[1], &b = c.inputs[2];
+  const int64_t n = out.meta->numel;
+  auto dense_or_one = [n](const TensorArg& t) { return t.meta->contiguous && (t.meta->numel == n || t.meta->numel == 1); };
+  if (out.meta->contiguous && k.meta->contiguous && k.meta->numel == n && dense_or_one(a) && dense_or_one(b)) {
+    // One flat row (the common case): no plan to build.
+    const int one = (a.meta->numel == 1 && n > 1 ? 1 : 0) | (b.meta->numel == 1 && n > 1 ? 2 : 0);
+    parallel::parallel_for(0, n, kParallelGrain, [&](int64_t lo, int64_t hi) {
+      rows[one](out.ptr<U>() + lo, static_cast<const bool*>(k.data) + lo,
+                static_cast<const U*>(a.data) + ((one & 1) ? 0 : lo), static_cast<const U*>(b.data) + ((one & 2) ? 0 : lo),
+                hi - lo);
+    });
+    return true;
+  }
   ElementwisePlan<4> plan(c.outputs[0].meta->shape, {&c.outputs[0], &c.inputs[0], &c.inputs[1], &c.inputs[2]});
   constexpr int64_t w = sizeof(U);
   plan.run([&](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {

@@ -7,15 +7,13 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "rill/kernels/cpu/blas.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/loops.h"
 #include "rill/kernels/cpu/philox.h"
-#include "rill/ops/attrs.h"
-#include "rill/ops/linear_activation.h"
+#include "rill/ops/fused_activation.h"
 
 namespace rill::cpu {
 namespace {
@@ -82,39 +80,15 @@ void linear_kernel(const KernelContext& c) {
 
 // Note [A linear and its activation in one kernel]
 // linear's gemm (Note [Linear with bias in one gemm]), then the activation op's own kernel over the output in
-// place, in the same task: what the two unfused ops compute, bit for bit, less one task and one pass (the
-// fusion's gain is mostly in the job around it: relu's mask is no longer written by the forward but computed
-// where the backward reads it, in that chain's fused kernel). oneDNN's matmul with the bias and the activation
-// as post-ops was measured as the alternative and lost at 1 thread on every shape the graph bench trains
-// (MLP 64-128-128-10 step 175.0 us against 176.3 unfused, MLP 784-512-512-10 2398 us against 2324), so the
-// gemm stays OpenBLAS's.
-
-// The activation's schema and attrs, made once per (activation, approximate).
-struct Activation {
-  const OpSchema* op;
-  AttrsSym attrs;
-};
-
-const Activation& activation_of(const std::string& name, const std::string& approximate) {
-  static const auto* table = [] {
-    auto* t = new std::unordered_map<std::string, Activation>();  // leaked: used until exit
-    for (std::string_view act : ops::kLinearActivations) {
-      for (const char* approx : {"none", "tanh"}) {
-        std::vector<AttrValue> values;
-        if (act == "gelu") values.emplace_back(std::string(approx));
-        t->emplace(std::string(act) + "/" + approx, Activation{&ops::get(act), make_attrs(std::move(values))});
-      }
-    }
-    return t;
-  }();
-  return table->at(name + "/" + approximate);
-}
+// place, in the same task: what the two unfused ops compute, bit for bit, less one task (and relu's mask is no
+// longer written by the forward but computed where the backward reads it, in that chain's fused kernel).
+// oneDNN's matmul with the bias and the activation as post-ops was tried instead: at 1 thread it did not beat
+// this (training steps of MLP 64-128-128-10: 175.0 us against 176.3 unfused; MLP 784-512-512-10: 2398 against
+// 2324), so the gemm stays OpenBLAS's.
 
 void linear_activation_kernel(const KernelContext& c) {
   linear_kernel(c);
-  const Activation& act = activation_of(c.attr<std::string>("activation"), c.attr<std::string>("approximate"));
-  const TensorArg out = c.outputs[0];
-  act.op->kernel(DeviceType::kCPU)(KernelContext{*act.op, {&out, 1}, c.outputs, *act.attrs, {}});
+  ops::activate_in_place(c.outputs[0], c.attr<std::string>("activation"), c.attr<std::string>("approximate"));
 }
 
 // --- embedding ----------------------------------------------------------------------------
