@@ -125,29 +125,38 @@ def gelu_by_hand(lib, x):
     return 0.5 * x * (1.0 + lib.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
 
 
-def time_chain(repeats, shape=(256, 4096)):
-    """An inference graph of gelu_by_hand: fused (one kernel streaming x once), unfused, rill eager, PyTorch."""
+def softmax_by_hand(lib, x):
+    """Attention weights written out: scores scaled, shifted, softmax over the keys, then scaled again (a
+    reduction fed by and feeding elementwise ops)."""
+    return lib.softmax(x * 0.125 - 1.0, dim=-1) * 0.9 + 0.01
+
+
+def time_chain(repeats, name, fn, shape):
+    """An inference graph of fn: fused (one kernel streaming x once), unfused, rill eager, PyTorch."""
     data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     rx, tx = rill.tensor(data), torch.tensor(data)
 
     class Chain(rill.nn.Graph):
         def build(self, x):
-            return gelu_by_hand(rill, x)
+            return fn(rill, x)
     fused, plain = Chain(), Chain()
     plain.config.enable_pass("fuse_elementwise", False)
     runs = {"fused": lambda: fused(rx).sum().item(), "unfused": lambda: plain(rx).sum().item(),
-            "rill eager": lambda: gelu_by_hand(rill, rx).sum().item(),
-            "torch eager": lambda: gelu_by_hand(torch, tx).sum().item()}
+            "rill eager": lambda: fn(rill, rx).sum().item(),
+            "torch eager": lambda: fn(torch, tx).sum().item()}
     times = {k: [] for k in runs}
     for _ in range(repeats):
-        for k, fn in runs.items():
-            times[k].append(_time(fn, 20))
+        for k, run in runs.items():
+            times[k].append(_time(run, 20))
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     st = fused.stats()
-    print(f"{'gelu by hand ' + 'x'.join(map(str, shape)):28s} fused {med['fused']:7.3f} ms  unfused "
+    print(f"{name + ' ' + 'x'.join(map(str, shape)):28s} fused {med['fused']:7.3f} ms  unfused "
           f"{med['unfused']:7.3f} ms  eager {med['rill eager']:7.3f} ms  torch {med['torch eager']:7.3f} ms  "
           f"fused/unfused {med['fused'] / med['unfused']:5.2f}  fused/torch {med['fused'] / med['torch eager']:5.2f}  "
           f"({st['fused_ops']} ops in {st['fused_kernels']} kernel)")
+
+
+CHAIN_ROWS = [("gelu by hand", gelu_by_hand, (256, 4096)), ("softmax by hand", softmax_by_hand, (32, 4, 64, 64))]
 
 
 def peak_bytes(name, make):
@@ -253,7 +262,8 @@ def main(argv=None):
         print(f"off: the graph without {', '.join(args.off)}")
         for name, make in STEP_ROWS:
             time_steps(name, make, args.repeats, args.off)
-        time_chain(args.repeats)
+        for name, fn, shape in CHAIN_ROWS:
+            time_chain(args.repeats, name, fn, shape)
     if args.only in (None, "memory"):
         for name, make in STEP_ROWS:
             peak_bytes(name, make)

@@ -506,6 +506,64 @@ def test_fuse_optimizer_makes_one_update_per_parameter_group_and_trains_as_unfus
         assert tasks_off - tasks_on >= 6 - len(fused), (name, tasks_on, tasks_off)  # and ticks that joined them
 
 
+class _ScaledSoftmax(nn.Module):
+    def __init__(self, log):
+        super().__init__()
+        rill.manual_seed(15)
+        self.proj = nn.Linear(16, 24)
+        self.shift = nn.Parameter(rill.randn(24) * 0.1)
+        self.log = log
+
+    def forward(self, x):
+        s = self.proj(x).reshape(2, -1, 24) * 0.25 + self.shift
+        p = rill.log_softmax(s, dim=-1) if self.log else rill.softmax(s, dim=2)
+        return p * 1.5 - 0.5
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_fuse_elementwise_takes_softmax_as_a_row_step_forward_and_backward(log):
+    """softmax fed by elementwise producers and feeding elementwise readers is a row step of the fused chain, its
+    backward too; training equals the unfused graph and eager."""
+    rng = np.random.default_rng(7)
+    batches = [(rill.tensor(rng.standard_normal((10, 16)).astype(np.float32)),
+                rill.tensor(rng.standard_normal((2, 5, 24)).astype(np.float32))) for _ in range(6)]
+
+    class G(nn.Graph):
+        def __init__(self, m, opt):
+            super().__init__()
+            self.m = m
+            self.add_optimizer(opt)
+
+        def build(self, x, t):
+            loss = ((self.m(x) - t) ** 2).mean()
+            loss.backward()
+            return loss
+
+    def run(fuse):
+        m = _ScaledSoftmax(log)
+        g = G(m, rill.optim.SGD(m.parameters(), lr=0.1))
+        g.config.enable_pass("fuse_elementwise", fuse)
+        losses = [g(x, t).item() for x, t in batches]
+        programs = [op["attrs"]["program"] for op in g.job()["ops"] if op["op_type"] == "_fused_elementwise"]
+        return m, losses, programs
+    m_on, l_on, programs = run(True)
+    m_off, l_off, _ = run(False)
+    name = "log_softmax" if log else "softmax"
+    assert any(f":{name}1 " in p for p in programs), programs
+    assert any(f":{name}_backward" in p for p in programs), programs
+    _assert_same_training(m_off, m_on, l_off, l_on)
+    m_eager = _ScaledSoftmax(log)
+    opt = rill.optim.SGD(m_eager.parameters(), lr=0.1)
+    eager = []
+    for x, t in batches:
+        opt.zero_grad()
+        loss = ((m_eager(x) - t) ** 2).mean()
+        loss.backward()
+        opt.step()
+        eager.append(loss.item())
+    _assert_same_training(m_eager, m_on, eager, l_on)
+
+
 def test_updates_write_the_variables_in_place_and_train_as_with_copies():
     def run(in_place, opt):
         model = _mlp(3)

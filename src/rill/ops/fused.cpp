@@ -1,6 +1,7 @@
 // _fused_elementwise (fused.h): the program's text form and the op's inference.
 #include "rill/ops/fused.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <variant>
 
 #include "rill/ops/op_schema.h"
+#include "rill/ops/sbp.h"
 #include "rill/util/error.h"
 #include "rill/util/fork.h"
 
@@ -27,6 +29,35 @@ namespace fused {
 // step's input metas; a step must not convert its inputs (the trace made every conversion an op of its own),
 // so the kernel can call each step's kernel on the very tiles it computed. The kernel (kernels/cpu/fused.cpp)
 // decodes a program once per interned attrs (program_of).
+
+// Note [Row steps]
+// Besides elementwise ops, a program may hold row steps: softmax, log_softmax and their backward ops, each along a
+// dim other than 0 of the steps' shape (a reduction fed by elementwise producers, or feeding elementwise readers:
+// scores * scale + mask -> softmax; softmax_backward -> * scale). The kernel then cuts tiles only along dim 0, so a
+// tile holds whole rows of every row step's dim, and each row step runs its own kernel on the tile. Its inputs
+// are dense and of the steps' shape (the pass fuses only such), as those kernels read them. A split along a row
+// dim would cut the rows: the op's SBP signatures leave those splits out.
+
+bool is_row_step(const OpSchema& op) {
+  return op.name == "softmax" || op.name == "log_softmax" || op.name == "softmax_backward" ||
+         op.name == "log_softmax_backward";
+}
+
+bool has_row_steps(const Program& p) {
+  for (const Step& s : p.steps)
+    if (is_row_step(*s.op)) return true;
+  return false;
+}
+
+std::vector<int64_t> row_dims(const Program& p, int64_t ndim) {
+  std::vector<int64_t> dims;
+  for (const Step& s : p.steps)
+    if (is_row_step(*s.op)) {
+      const int64_t d = s.attrs->get_int(s.op->attr_index("dim"));
+      dims.push_back(d < 0 ? d + ndim : d);
+    }
+  return dims;
+}
 
 namespace {
 
@@ -173,8 +204,9 @@ Program decode(std::string_view text) {
     Step s;
     const std::string name(r.text());
     s.op = ops::find(name);
-    RILL_CHECK(s.op && s.op->flags.elementwise && !s.op->flags.random, Runtime, "[", kOpName, "] step ", j, " is '",
-               name, "', which is not an elementwise op; only those fuse");
+    RILL_CHECK(s.op && ((s.op->flags.elementwise && !s.op->flags.random) || is_row_step(*s.op)), Runtime, "[",
+               kOpName, "] step ", j, " is '", name, "', which is neither an elementwise op nor a row step; only those "
+               "fuse");
     const int64_t n = r.num();
     r.check(n >= 0 && n <= kMaxStepInputs, "a step's input count is out of range");
     for (int64_t k = 0; k < n; ++k) {
@@ -259,9 +291,26 @@ InferResult infer_fused(const InferContext& c) {
                  "; the steps of one fused op make one shape");
     values.push_back(make_contiguous_meta(out.shape, out.dtype, out.device));
   }
+  for (int64_t d : fused::row_dims(p, values[0]->ndim()))
+    RILL_CHECK(d >= 1 && d < values[0]->ndim(), Runtime, "[", fused::kOpName, "] a row step reduces along dim ", d,
+               " of shape ", shape_str(values[0]->shape), "; tiles are cut along dim 0, so a row step's dim is >= 1");
   InferResult result;
   for (int32_t o : p.outputs) result.outputs.push_back(values[o]);
   return result;
+}
+
+// elementwise_sbp's splits, less those along a row step's dim (Note [Row steps]).
+std::vector<SbpSignature> sbp_fused(const SbpContext& c) {
+  std::vector<SbpSignature> all = ops::elementwise_sbp(c);
+  const fused::Program& p = fused::program_of(c.attrs);
+  if (!fused::has_row_steps(p) || c.outputs.empty()) return all;
+  const std::vector<int64_t> rows = fused::row_dims(p, c.outputs[0]->ndim());
+  std::vector<SbpSignature> out;
+  for (SbpSignature& sig : all) {
+    const Sbp& o = sig.out[0];
+    if (!(o.is_split() && std::find(rows.begin(), rows.end(), o.axis) != rows.end())) out.push_back(std::move(sig));
+  }
+  return out;
 }
 
 }  // namespace
@@ -270,7 +319,7 @@ void register_fused_ops() {
   ops::define("_fused_elementwise(Tensor[] inputs, str program) -> Tensor[]", infer_fused,
               {.differentiable = false},
               "a chain of elementwise ops evaluated tile by tile (graph mode's fuse_elementwise pass)")
-      .sbp = ops::elementwise_sbp;
+      .sbp = sbp_fused;
 }
 
 }  // namespace rill

@@ -47,6 +47,14 @@ struct Program {
   std::vector<int32_t> outputs;  // the steps whose values the op returns, in its output order
 };
 
+/** Whether op may be a step as a row step (Note [Row steps] in fused.cpp): softmax, log_softmax and their
+ * backward ops, which reduce along their dim attr. */
+bool is_row_step(const OpSchema& op);
+/** Whether some step of p is a row step. */
+bool has_row_steps(const Program& p);
+/** The dims (of a shape of ndim dims, each made non-negative) along which p's row steps reduce. */
+std::vector<int64_t> row_dims(const Program& p, int64_t ndim);
+
 /** The program as the op's `program` attr (text: op names in clear, every field length-prefixed or delimited). */
 std::string encode(const Program& program);
 /** The program an attr holds; raises RuntimeError for text encode() did not make or a step that is not a

@@ -21,15 +21,34 @@ namespace {
 // the iteration (Note [Pieces and the once part]). The fused op takes the place of the chain's first op, so
 // every input from outside the chain must be made before that op: an op whose other inputs are made later
 // starts a chain of its own instead. That keeps the job in topological order and makes no cycle (nothing the
-// chain reads can depend on the chain). A chain only one later chain reads then joins that one (absorb_feeders). A chain's value is an output of the fused op when an op outside it
-// reads it; the others live only in the kernel's tiles.
+// chain reads can depend on the chain). A chain only one later chain reads then joins that one (absorb_feeders).
+// A chain's value is an output of the fused op when an op outside it reads it; the others live only in the
+// kernel's tiles. A softmax (log_softmax, or their backward ops) joins as a row step (Note [Row steps] in
+// ops/fused.cpp) when it reduces along a dim other than 0 and reads dense inputs of its own shape.
 
-bool fusible(const OpConf& op) {
+bool fusible(const OpGraph& g, int i) {
+  const OpConf& op = g.op(i);
   if (is_graph_only(op.op_type())) return false;
   const OpSchema* s = ops::find(op.op_type());
-  return s != nullptr && s->flags.elementwise && !s->flags.random && op.outputs_size() == 1 &&
-         op.output_descs_size() == 1 && op.inputs_size() >= 1 && op.inputs_size() <= fused::kMaxStepInputs &&
-         op.ctrl_inputs_size() == 0;
+  if (s == nullptr || op.outputs_size() != 1 || op.output_descs_size() != 1 || op.inputs_size() < 1 ||
+      op.inputs_size() > fused::kMaxStepInputs || op.ctrl_inputs_size() != 0)
+    return false;
+  if (s->flags.elementwise) return !s->flags.random;
+  if (!fused::is_row_step(*s)) return false;
+  const plan::TensorDesc& out = op.output_descs(0);
+  auto dim = op.attrs().find("dim");
+  if (dim == op.attrs().end() || out.shape_size() < 2) return false;
+  const int64_t d = dim->second.i() < 0 ? dim->second.i() + out.shape_size() : dim->second.i();
+  if (d < 1 || d >= out.shape_size()) return false;
+  for (int k = 0; k < op.inputs_size(); ++k) {
+    const BlobRef p = g.input_producer(i, k);
+    if (p.op < 0 || p.out >= g.op(p.op).output_descs_size()) return false;
+    const plan::TensorDesc& in = g.op(p.op).output_descs(p.out);
+    if (!is_row_major(in) || in.shape_size() != out.shape_size()) return false;
+    for (int a = 0; a < out.shape_size(); ++a)
+      if (in.shape(a) != out.shape(a)) return false;
+  }
+  return true;
 }
 
 bool same_shape(const plan::TensorDesc& a, const plan::TensorDesc& b) {
@@ -109,7 +128,7 @@ void fuse_elementwise(Job& job) {
   std::vector<Chain> chains;
   for (int i = 0; i < n; ++i) {
     const OpConf& op = g.op(i);
-    if (!fusible(op)) continue;
+    if (!fusible(g, i)) continue;
     int joined = -1;
     for (int k = 0; k < op.inputs_size(); ++k) {
       const BlobRef p = g.input_producer(i, k);

@@ -22,7 +22,8 @@ namespace {
 // of whole rows of S's dim 0 (rows of `inner` elements): an input as large as S along dim 0 is sliced to the
 // tile's rows (any strides), one that broadcasts along dim 0 is read whole by every tile, which the steps'
 // kernels broadcast as they always do. When every input is either dense with S's elements or a single element,
-// S is read as one dim of N elements instead, so tiles are kTileElems long whatever S's shape. A tile runs
+// S is read as one dim of N elements instead, so tiles are kTileElems long whatever S's shape, unless a step is a
+// row step (Note [Row steps] in ops/fused.cpp), which needs whole rows of its dim in a tile. A tile runs
 // every step in order: a value the op returns is written straight into its output at the tile's offset; the
 // others go to scratch slots of one tile each, reused once their last reader ran, so a tile's values stay in
 // L1/L2 between steps. Tiles run in parallel on the intra-op pool (the steps' own parallel loops then run
@@ -69,7 +70,7 @@ std::unique_ptr<Layout> make_layout(const fused::Program& p, std::span<const Ten
   const TensorMeta& out0 = *outputs[0].meta;
   const Shape& shape = out0.shape;
   const int64_t n = out0.numel;
-  bool flat = shape.size() != 1;
+  bool flat = shape.size() != 1 && !fused::has_row_steps(p);  // row steps: tiles of whole rows (Note [Row steps])
   for (const TensorArg& in : inputs)
     flat = flat && (in.meta->numel == 1 || (in.meta->contiguous && in.meta->numel == n));
   const Shape view = shape.empty() ? Shape{} : flat ? Shape{n} : shape;
