@@ -564,6 +564,31 @@ def test_fuse_elementwise_takes_softmax_as_a_row_step_forward_and_backward(log):
     _assert_same_training(m_eager, m_on, eager, l_on)
 
 
+def test_a_plan_of_one_piece_runs_in_order_as_its_actors_would():
+    """A one-piece plan on one thread runs each task once in plan order, with no messages; RILL_GRAPH_ACTORS=1
+    runs its actors instead: the same training bit for bit. Gradient accumulation keeps the actors."""
+    batches = [_data(16, seed=s) for s in range(10)]
+
+    def run(actors, accumulation=1):
+        rill.set_env_override("RILL_GRAPH_ACTORS", "1" if actors else None)
+        try:
+            model = _mlp(6)
+            g = _TrainGraph(model, rill.optim.Adam(model.parameters(), lr=1e-2), accumulation=accumulation)
+            losses = _graph_losses(g, batches)
+        finally:
+            rill.set_env_override("RILL_GRAPH_ACTORS", None)
+        return model, losses, g.stats()
+    m_order, l_order, in_order = run(False)
+    m_actors, l_actors, actors = run(True)
+    assert in_order["actor_messages"] == 0 and in_order["actor_acts"] == 10 * in_order["plan_tasks"], in_order
+    assert actors["actor_messages"] > 0 and actors["actor_acts"] == in_order["actor_acts"], actors
+    assert l_order == l_actors
+    for p, q in zip(m_order.parameters(), m_actors.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert run(False, accumulation=2)[2]["actor_messages"] > 0
+    # A kernel's error in a plan run in order: test_kernel_error_reaches_the_next_sync_point below.
+
+
 def test_updates_write_the_variables_in_place_and_train_as_with_copies():
     def run(in_place, opt):
         model = _mlp(3)

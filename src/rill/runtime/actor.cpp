@@ -393,6 +393,19 @@ bool Actor::step(ActorEnv& env) {
   return true;
 }
 
+void Actor::act_in_order(ActorEnv& env, std::vector<char*>& data) {
+  const bool on = env.computing();
+  for (size_t i = 0; i < ins_.size(); ++i)
+    cur_in_[i] = !on ? nullptr : ins_[i].fixed ? fixed_data(*regsts_, ins_[i].regst, env.bindings(), 0)
+                                               : data[static_cast<size_t>(ins_[i].regst)];
+  for (size_t i = 0; i < outs_.size(); ++i) {
+    cur_out_[i] = on ? out_data(outs_[i], env.bindings()) : nullptr;
+    data[static_cast<size_t>(outs_[i].regst)] = cur_out_[i];
+  }
+  if (kernel_ && on) compute(env);
+  env.count_act();
+}
+
 // The updates the variable has had this iteration are those its updating task has made (on this thread, so the
 // count is exact when the copy is made); every earlier piece's update is applied by the end of the last launch.
 void Actor::record_staleness(ActorEnv& env) {

@@ -90,6 +90,10 @@ class Actor {
   void reset();
   /** Take m and act as long as the actor can. */
   void handle(const Message& m, ActorEnv& env);
+  /** Act once with no messages, in a plan run in order (Note [Plans run in order] in runtime.cpp): an input
+   * another task produces is read at data[its register], which that task's act wrote; each output's data goes to
+   * data[its register]. */
+  void act_in_order(ActorEnv& env, std::vector<char*>& data);
   /** Acted acts_per_iteration times, and every piece it produced was freed. */
   bool finished() const;
   /** For deadlock reports: "'name' (2/4 acts) waits for ...". */

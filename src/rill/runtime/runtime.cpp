@@ -18,6 +18,7 @@
 #include "rill/eager/functional.h"
 #include "rill/runtime/actor.h"
 #include "rill/runtime/trace.h"
+#include "rill/util/env.h"
 #include "rill/graph/attrs.h"
 #include "rill/graph/id_index.h"
 #include "rill/graph/compiler.h"
@@ -69,6 +70,16 @@
 // ready and every output free), so whether a plan deadlocks does not depend on
 // the order messages are handled in: one that would deadlock does so in the dry
 // run, and is rejected before any launch.
+//
+// Plans run in order. A plan of one piece whose tasks all run on the launching thread, none of them an acc,
+// repeat, delay or SSP proxy, needs no messages at all: its tasks' order is a topological one (the compiler's,
+// which the memory plan chains, Note [The memory plan] in graph/memory_plan.cpp), each register holds one buffer,
+// and each task acts once, so acting every task once in that order does what the actors would, in the order
+// they would on one thread. run() then does just that (Actor::act_in_order): each task reads its inputs where
+// its producers' acts put them, runs its kernel, and records where its outputs are; no ready or free message,
+// no queue. The tiny MLP's training step spent about half of its graph time on its 29 actors' messages. The
+// dry run still checks such a plan with the actors' protocol, and a traced runtime (Note [The actors' trace])
+// runs the actors. RILL_GRAPH_ACTORS=1 makes every plan run its actors (the protocol's tests).
 //
 // Errors. A kernel's error is kept (the first one, naming the task, its op and
 // the user's line) and turns computing off for the rest of the iteration: the
@@ -152,6 +163,10 @@ struct Runtime::Impl {
   void check_bindings(const Bindings& b) const;
   void label_tasks(std::string graph);
   void hand_over_trace();
+  /** Whether the plan may run in order (Note [Plans run in order]). */
+  bool runs_in_order() const;
+  /** One iteration in order: each task acts once, in the plan's order. */
+  void run_in_order();
 
   class Dispatch;
 
@@ -172,6 +187,8 @@ struct Runtime::Impl {
   std::mutex error_mu_;
   std::optional<Error> error_;  // under error_mu_
   std::atomic<int64_t> iterations_{0}, acts_{0}, messages_{0};
+  bool in_order_ = false;                            // Note [Plans run in order]
+  std::vector<char*> in_order_data_;                 // per register: where its data is this iteration
   std::shared_ptr<const trace::TaskLabels> labels_;  // null unless RILL_GRAPH_TRACE was set at construction
   int64_t runs_ = 0;                                 // under run_mu_: launches so far, the trace's iteration
 };
@@ -261,7 +278,34 @@ Runtime::Impl::Impl(graph::ArenaPlan p, std::string name) : arena_plan_(std::mov
   if (error_) throw *error_;
   if (!all_finished()) RILL_FAIL(Runtime, deadlock_report(), " (found while checking the plan)");
   if (trace::path_from_env()) label_tasks(std::move(name));
+  in_order_ = runs_in_order();
+  in_order_data_.assign(regsts_.size(), nullptr);
   start_workers();
+}
+
+bool Runtime::Impl::runs_in_order() const {
+  if (labels_ || workers_.size() != 1 || plan_.pieces() > 1 || env::get_bool("RILL_GRAPH_ACTORS", false)) return false;
+  for (int i = 0; i < plan_.tasks_size(); ++i) {
+    const plan::Task& t = plan_.tasks(i);
+    switch (t.kind()) {
+      case plan::TASK_COMPUTE: case plan::TASK_VIEW: case plan::TASK_COPY: case plan::TASK_TICK:
+      case plan::TASK_SOURCE_TICK: case plan::TASK_SINK_TICK: break;
+      default: return false;
+    }
+    if (t.acts_per_iteration() > 1 || t.in_lags_size() > 0) return false;
+    for (int64_t id : t.in_regsts()) {  // produced earlier in the order, or ready from the start
+      const RegstInfo& r = regsts_[regst_index_.find(id)];
+      if (r.producer >= i) return false;
+    }
+  }
+  for (const RegstInfo& r : regsts_)
+    if (r.count != 1) return false;
+  return true;
+}
+
+void Runtime::Impl::run_in_order() {
+  Dispatch env(*this, *workers_[0]);
+  for (auto& a : actors_) a->act_in_order(env, in_order_data_);
 }
 
 void Runtime::Impl::label_tasks(std::string graph) {
@@ -590,7 +634,8 @@ void Runtime::run(const Bindings& bindings) {
   rt.check_bindings(bindings);
   rt.launch_ = bindings;
   rt.failed_.store(false, std::memory_order_relaxed);  // relaxed: no actor runs until drain() sends its messages
-  rt.drain();
+  if (rt.in_order_) rt.run_in_order();
+  else rt.drain();
   if (rt.labels_) rt.hand_over_trace();
   ++rt.runs_;
   std::optional<Error> error;
@@ -599,7 +644,7 @@ void Runtime::run(const Bindings& bindings) {
     error.swap(rt.error_);
   }
   if (error) throw *error;
-  if (!rt.all_finished()) RILL_FAIL(Runtime, rt.deadlock_report());
+  if (!rt.in_order_ && !rt.all_finished()) RILL_FAIL(Runtime, rt.deadlock_report());
   rt.iterations_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
 }
 

@@ -50,6 +50,8 @@ const std::vector<Knob>& knobs() {
        "write a Chrome/Perfetto trace of every VM instruction to this file at exit (tools/vm_trace_summary.py)"},
       {"RILL_GRAPH_TRACE", "",
        "write a Chrome/Perfetto trace of every kernel the nn.Graph actors run to this file at exit (docs/graph.md)"},
+      {"RILL_GRAPH_ACTORS", "0",
+       "1 runs every nn.Graph plan by its actors' messages, also those that run in order without them"},
       {"RILL_GRAPH_COMPILE_MODE", "separate",
        "how a global graph over several ranks compiles: separate (each rank its own plan) or naive (rank 0 all)"},
       {"RILL_STRICT_DTYPE", "0",
