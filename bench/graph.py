@@ -10,6 +10,7 @@ the end of its work.
     python3 bench/graph.py --only compile   # compile times only
     python3 bench/graph.py --only memory    # a step's peak memory: eager's allocator against the graph's plan
     python3 bench/graph.py --torch-compile  # also torch.compile's first call (slow: tens of seconds each)
+    python3 bench/graph.py --ab fuse_activation fuse_optimizer --repeats 15  # each pass with and without, A/B
 """
 import argparse
 import json
@@ -120,6 +121,30 @@ def time_steps(name, make, repeats, off=("fuse_elementwise",)):
           f"graph/torch {med['rill graph'] / med['torch eager']:5.2f}")
 
 
+def ab_passes(passes, repeats):
+    """Each optional pass's effect on each step row, in one process: two graphs with every pass and two without
+    the one, their calls shuffled round by round (the order moves the times on this VM), medians of `repeats`."""
+    import random
+    rng = random.Random(0)
+    for name, make in STEP_ROWS:
+        if "encoder" in name:
+            continue  # tens of ms a step: the pass figures of the small rows are what the ratio resolves
+        for off in passes:
+            runs = []
+            for mode in ("on", "off", "on", "off"):
+                model, opt, x, y = make(rill)
+                runs.append((mode, graph_step(model, opt, x, y, disabled=[off] if mode == "off" else [])[1]))
+                runs[-1][1]()
+            times = {"on": [], "off": []}
+            for _ in range(repeats):
+                rng.shuffle(runs)
+                for mode, fn in runs:
+                    times[mode].append(_time(fn, 100))
+            on, without = statistics.median(times["on"]), statistics.median(times["off"])
+            print(f"{name:28s} {off:24s} with {on * 1e3:8.3f} ms  without {without * 1e3:8.3f} ms  "
+                  f"with/without {on / without:5.3f}")
+
+
 def gelu_by_hand(lib, x):
     """The tanh gelu written out op by op (MLX's fusion example): ten elementwise ops over x."""
     return 0.5 * x * (1.0 + lib.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
@@ -157,6 +182,35 @@ def time_chain(repeats, name, fn, shape):
 
 
 CHAIN_ROWS = [("gelu by hand", gelu_by_hand, (256, 4096)), ("softmax by hand", softmax_by_hand, (32, 4, 64, 64))]
+
+
+def time_overhead(repeats, ops=1000):
+    """The runtime's cost per task: a graph of `ops` elementwise ops on one element (fusion off, so one task each),
+    wall time per op of a call; the kernels' own time is included, so this bounds the overhead from above. In
+    order (Note [Plans run in order]) and by the actors' messages (RILL_GRAPH_ACTORS=1)."""
+    class Many(rill.nn.Graph):
+        def build(self, x):
+            for _ in range(ops // 2):
+                x = x * 1.0001 + 0.0001
+            return x
+    x = rill.ones(1)
+    graphs = {}
+    for mode, actors in (("in order", None), ("actors", "1")):
+        rill.set_env_override("RILL_GRAPH_ACTORS", actors)
+        try:
+            g = Many()
+            g.config.enable_pass("fuse_elementwise", False)
+            g(x).item()  # compiles
+        finally:
+            rill.set_env_override("RILL_GRAPH_ACTORS", None)
+        graphs[mode] = g
+    times = {k: [] for k in graphs}
+    for _ in range(repeats):
+        for k, g in graphs.items():
+            times[k].append(_time(lambda: g(x).item(), 20))
+    print(f"{ops} one-element ops, per op:  " + "  ".join(
+        f"{k} {statistics.median(v) / ops * 1e6:6.3f} us" for k, v in times.items()) +
+        f"  ({graphs['in order'].stats()['plan_tasks']} tasks; bar: wall - kernel <= 1 us per op)")
 
 
 def peak_bytes(name, make):
@@ -243,6 +297,8 @@ def time_compiles(repeats, torch_compile):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", choices=["steps", "compile", "memory"])
+    p.add_argument("--ab", nargs="+", metavar="PASS",
+                   help="only each pass's effect on the step rows: the graph with and without it, shuffled A/B")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--torch-compile", action="store_true")
     p.add_argument("--off", nargs="+", default=["fuse_elementwise"],
@@ -258,12 +314,16 @@ def main(argv=None):
         return 0
     print(f"rill graph mode vs eager; {args.threads} intra-op thread(s); settle {SETTLE_S} s; medians of "
           f"{args.repeats}")
+    if args.ab:
+        ab_passes(args.ab, args.repeats)
+        return 0
     if args.only in (None, "steps"):
         print(f"off: the graph without {', '.join(args.off)}")
         for name, make in STEP_ROWS:
             time_steps(name, make, args.repeats, args.off)
         for name, fn, shape in CHAIN_ROWS:
             time_chain(args.repeats, name, fn, shape)
+        time_overhead(args.repeats)
     if args.only in (None, "memory"):
         for name, make in STEP_ROWS:
             peak_bytes(name, make)

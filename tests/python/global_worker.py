@@ -161,10 +161,8 @@ def case_tensor_parallel():
     assert np.abs(fc1.weight.to_local().numpy() - ref[0].weight.detach().numpy()[rows]).max() <= 1e-5
     assert np.abs(fc2.weight.to_local().numpy() - ref[2].weight.detach().numpy()[cols]).max() <= 1e-5
     ops = {op["name"]: op for op in step.job()["ops"]}
-    linear = [op for op in ops.values() if op["op_type"] in ("linear", "_linear_activation")]
-    # fc1 with its relu (fuse_activation), then fc2, whose summands the boxing adds up
-    assert [(op["op_type"], op["out_sbps"]) for op in linear] == [("_linear_activation", ["S(1)"]),
-                                                                  ("linear", ["P"])], linear
+    linear = [op for op in ops.values() if op["op_type"] == "linear"]
+    assert [op["out_sbps"] for op in linear] == [["S(1)"], ["P"]], linear
     # the optimizer state of a split parameter is split alike
     state = step._optimizers[0].optimizer.state[fc1.weight]
     assert state["exp_avg"].sbp == (S0,) and tuple(state["exp_avg"].to_local().shape) == (k, 8)
@@ -222,7 +220,7 @@ def case_mesh():
         assert got.sbp == (B, B) and abs(got.to_local().item() - want) <= 1e-5, (got.to_local().item(), want)
     for (name, p), q in zip(model.named_parameters(), ref.parameters()):
         assert np.abs(p.to_local().numpy() - local_part(q.detach().numpy(), layout[name], coord)).max() <= 1e-5, name
-    linear = [op for op in step.job()["ops"] if op["op_type"] in ("linear", "_linear_activation")]
+    linear = [op for op in step.job()["ops"] if op["op_type"] == "linear"]
     assert [op["out_sbps"] for op in linear] == [["S(0),S(1)"], ["S(0),P"]], linear
 
 

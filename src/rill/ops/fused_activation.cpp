@@ -1,6 +1,6 @@
 #include "rill/ops/fused_activation.h"
 
-#include <unordered_map>
+#include <array>
 #include <vector>
 
 #include "rill/ops/attrs.h"
@@ -8,25 +8,28 @@
 namespace rill::ops {
 namespace {
 
-// The activation's schema and attrs, made once per (activation, approximate).
+// The activation's schema and attrs, made once per (activation, approximate): a call looks them up without
+// allocating.
 struct Activation {
   const OpSchema* op;
   AttrsSym attrs;
 };
 
-const Activation& activation_of(const std::string& name, const std::string& approximate) {
+const Activation& activation_of(std::string_view name, std::string_view approximate) {
   static const auto* table = [] {
-    auto* t = new std::unordered_map<std::string, Activation>();  // leaked: used until exit
-    for (std::string_view act : kFusedActivations) {
-      for (const char* approx : {"none", "tanh"}) {
+    auto* t = new std::array<std::array<Activation, 2>, kFusedActivations.size()>();  // leaked: used until exit
+    for (size_t k = 0; k < kFusedActivations.size(); ++k)
+      for (int tanh = 0; tanh < 2; ++tanh) {
         std::vector<AttrValue> values;
-        if (act == "gelu") values.emplace_back(std::string(approx));
-        t->emplace(std::string(act) + "/" + approx, Activation{&get(act), make_attrs(std::move(values))});
+        if (kFusedActivations[k] == "gelu") values.emplace_back(std::string(tanh ? "tanh" : "none"));
+        (*t)[k][static_cast<size_t>(tanh)] = Activation{&get(kFusedActivations[k]), make_attrs(std::move(values))};
       }
-    }
     return t;
   }();
-  return table->at(name + "/" + approximate);
+  const size_t k = static_cast<size_t>(
+      std::find(kFusedActivations.begin(), kFusedActivations.end(), name) - kFusedActivations.begin());
+  RILL_CHECK(k < kFusedActivations.size(), Value, "[fused activation] no activation is called '", name, "'");
+  return (*table)[k][approximate == "tanh" ? 1 : 0];
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "rill/util/env.h"
 #include "rill/util/error.h"
 
+#include "../allocations.h"
 #include "../values.h"
 
 namespace rill::runtime {
@@ -181,6 +183,40 @@ TEST(RuntimeChain, VariableInputAddReluOutputMatchesEager) {
   std::vector<float> y2 = values<float>(ramp({2, 3}, 5.0, 1.0));
   launch(rt, {&xv}, {&y2}, {&out});
   expect_near(out, values<float>(unary("relu", binary("add", x, ramp({2, 3}, 5.0, 1.0)))));
+}
+
+// A plan of one piece on one thread runs in order (Note [Plans run in order]): the same values as its actors,
+// no message, and once warm no heap allocation in a launch, either way.
+TEST(RuntimeInOrder, RunsAsItsActorsWouldWithNoMessageAndNoAllocation) {
+  Tensor x = ramp({2, 3}, -2.0, 0.75), y = ramp({2, 3}, 1.0, -0.5);
+  const std::vector<float> want = values<float>(unary("exp", unary("relu", binary("add", x, y))));
+  for (const char* actors : {"0", "1"}) {
+    env::set_override("RILL_GRAPH_ACTORS", actors);
+    std::vector<float> xv = values<float>(x), yv = values<float>(y), out(6, -1.0f);
+    PlanBuilder b;
+    int64_t rx = b.variable({2, 3}), ry = b.input({2, 3}), sum = b.owned({2, 3}), r = b.owned({2, 3});
+    int64_t t = b.view(r, {3, 2}, {2, 1}), ro = b.output({3, 2});  // a reshape: dense, so no kernel allocates
+    int64_t start = b.ctrl(), end = b.ctrl();
+    b.task(plan::TASK_SOURCE_TICK, "source", {}, {start});
+    b.compute("add", "add", {rx, ry, start}, {sum});
+    b.compute("relu", "relu", {sum}, {r});
+    b.task(plan::TASK_VIEW, "reshape", {r}, {t});
+    b.compute("exp", "exp", {t}, {ro, end});
+    b.task(plan::TASK_SINK_TICK, "sink", {end}, {});
+    Runtime rt(b.p);
+    env::set_override("RILL_GRAPH_ACTORS", std::nullopt);
+    launch(rt, {&xv}, {&yv}, {&out});  // warm: the first launch may size what later ones reuse
+    std::vector<void*> v{xv.data()}, i{yv.data()}, o{out.data()};
+    const Bindings bindings{v, i, o, 0, 0};
+    test::count_allocations(true);
+    for (int k = 0; k < 5; ++k) rt.run(bindings);
+    test::count_allocations(false);
+    EXPECT_EQ(test::allocations(), 0) << "RILL_GRAPH_ACTORS=" << actors;
+    expect_near(out, want);
+    EXPECT_EQ(rt.stats().acts, 6 * 6);
+    if (actors[0] == '0') EXPECT_EQ(rt.stats().messages, 0);
+    else EXPECT_GT(rt.stats().messages, 0);
+  }
 }
 
 TEST(RuntimeView, TransposeOfAComputedRegisterFeedsMatmul) {

@@ -10,21 +10,8 @@
 #include "rill/vm/config.h"
 #include "rill/vm/virtual_machine.h"
 #include "rill/util/env.h"
+#include "../allocations.h"
 #include "../values.h"
-
-// Count heap allocations made by a thread while it asks to (the whole test binary shares these).
-namespace {
-thread_local bool t_counting = false;
-thread_local int64_t t_allocations = 0;
-}  // namespace
-
-void* operator new(size_t n) {
-  if (t_counting) ++t_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace rill {
 namespace {
@@ -65,11 +52,10 @@ TEST(SyncRead, SubmissionAllocatesNothingOnceWarm) {
   for (int i = 0; i < 20; ++i) {
     Tensor s = eager::reduce(sum, big, {}, false);  // 4M elements: still running when we read
     alignas(16) unsigned char value[16];
-    t_allocations = 0;
-    t_counting = true;
+    test::count_allocations(true);
     vm::SyncSignal* signal = vm::submit_read(s, value);
-    t_counting = false;
-    EXPECT_EQ(t_allocations, 0) << "read " << i << " allocated on the way to the VM";
+    test::count_allocations(false);
+    EXPECT_EQ(test::allocations(), 0) << "read " << i << " allocated on the way to the VM";
     if (signal) {
       ++through_vm;
       while (!vm::wait_for(*signal, std::chrono::seconds(1))) {

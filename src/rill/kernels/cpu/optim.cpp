@@ -10,7 +10,9 @@
 // twice, so contraction is switched off for this file (it is off anyway where the build targets a CPU
 // without FMA).
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -266,13 +268,15 @@ void multi_update_kernel(const KernelContext& c) {
   const size_t members = (ins - outs - 1);  // each member has one input more (grad) than outputs
   RILL_ASSERT(members > 0 && outs % members == 0, "[", c.op.name, "] ", ins, " inputs for ", outs, " outputs");
   const size_t per_out = outs / members, per_in = per_out + 1;
-  const OpSchema& single = ops::get(std::string_view(c.op.name).substr(std::string_view("_multi").size()));
-  std::vector<TensorArg> member(per_in + 1);
-  member.back() = c.inputs.back();
+  static const OpSchema& single = ops::get(std::string_view(c.op.name).substr(std::string_view("_multi").size()));
+  std::array<TensorArg, 8> member;  // param, grad, at most three states, step; then the lr
+  RILL_ASSERT(per_in + 1 <= member.size(), "[", c.op.name, "] ", per_in, " tensors per member");
+  member[per_in] = c.inputs.back();
   for (size_t j = 0; j < members; ++j) {
     std::copy(c.inputs.begin() + static_cast<std::ptrdiff_t>(j * per_in),
               c.inputs.begin() + static_cast<std::ptrdiff_t>((j + 1) * per_in), member.begin());
-    kUpdate(KernelContext{single, member, c.outputs.subspan(j * per_out, per_out), c.attrs, c.scalars});
+    kUpdate(KernelContext{single, std::span<const TensorArg>(member.data(), per_in + 1),
+                          c.outputs.subspan(j * per_out, per_out), c.attrs, c.scalars});
   }
 }
 
