@@ -1,6 +1,6 @@
 // fuse_activation: a linear or conv2d whose output only an activation reads becomes, with that activation, one
-// _linear_activation or _conv2d_activation op (ops/fused_activation.h): one task, and the forward writes no mask
-// for the backward (Note [A linear and its activation in one kernel] in kernels/cpu/nn.cpp).
+// _linear_activation or _conv2d_activation op (ops/fused_activation.h): one task (Note [A linear and its activation
+// in one kernel] in kernels/cpu/nn.cpp).
 #include <string>
 #include <vector>
 
@@ -22,6 +22,7 @@ namespace rill::graph {
 // output (MLP 64-128-128-10 + Adam step 1.048x as long, digits CNN 1.019x; bench/graph.py --ab).
 // In a global job the fused linear has linear's SBP signatures less those with a partial-sum output (ops/nn.cpp):
 // an activation of a summand is not a summand, so a row-parallel linear keeps its partial sum and boxing unfused.
+
 namespace {
 
 // Whether an op reads op a's output to make a mask of it (relu's gradient: where(le_scalar(y, 0), 0, grad)).

@@ -1,6 +1,7 @@
 // fuse_optimizer: the optimizer updates of one parameter group become one _multi_<update> op (ops/optim.cpp): one
 // task updates every parameter of the group, each by its own update's kernel.
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -58,7 +59,13 @@ bool no_cycle(const OpGraph& g, const std::vector<int>& members, bool& reorder) 
 }  // namespace
 
 void fuse_optimizer(Job& job) {
-  const OpGraph g(job);
+  std::optional<OpGraph> graph;
+  fuse_optimizer(job, graph);
+}
+
+void fuse_optimizer(Job& job, std::optional<OpGraph>& graph) {
+  if (!graph) graph.emplace(job);
+  const OpGraph& g = *graph;
   const int n = g.size();
   std::unordered_map<std::string, int> group_of;
   std::vector<std::vector<int>> groups;
@@ -109,9 +116,10 @@ void fuse_optimizer(Job& job) {
     keep[members.back()] = true;
     *job.mutable_ops(members.back()) = std::move(fused);
   }
-  if (name_to.empty()) return;
+  if (name_to.empty()) return;  // the job as it was: the graph stays good for the next pass
   for (int i = 0; i < n; ++i)
     if (keep[i]) redirect(*job.mutable_ops(i), lbn_to, name_to);
+  graph.reset();
   remove_ops(job, keep);
   if (reorder) sort_topologically(job);
 }

@@ -48,6 +48,9 @@ void write_in_place(Job& job, std::optional<OpGraph>& graph);
 /** The optimizer updates of one parameter group become one _multi_<update> op (Note [One update per parameter
  * group] in fuse_optimizer.cpp). */
 void fuse_optimizer(Job& job);
+/** The same on graph, the job's op graph when the pass before left one (else it builds one); graph is empty
+ * after when the pass changed the job (Note [A graph for the next pass]). */
+void fuse_optimizer(Job& job, std::optional<OpGraph>& graph);
 /** Source, sink and join ticks that bound each iteration: ops without data inputs start from the source tick;
  * the sink waits for every op nothing else waits for. */
 void auto_tick(Job& job);

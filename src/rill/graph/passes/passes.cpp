@@ -46,7 +46,7 @@ const std::vector<PassEntry>& passes() {
       {"sbp_signatures", sbp_signatures, false},
       {"sbp_lowering", sbp_lowering, false},
       {"write_in_place", write_in_place, true, write_in_place},
-      {"fuse_optimizer", fuse_optimizer, true},  // after write_in_place, whose edges it carries over
+      {"fuse_optimizer", fuse_optimizer, true, fuse_optimizer},  // after write_in_place, whose edges it carries
       {"auto_tick", auto_tick, false, auto_tick},
       // The memory passes go here, last: in-place reuse needs every edge, the ticks' included. Buffer reuse is
       // the compiler's (memory_plan.cpp), on the plan's tasks; the config turns it off like a pass.

@@ -80,11 +80,10 @@ void linear_kernel(const KernelContext& c) {
 
 // Note [A linear and its activation in one kernel]
 // linear's gemm (Note [Linear with bias in one gemm]), then the activation op's own kernel over the output in
-// place, in the same task: what the two unfused ops compute, bit for bit, less one task (and relu's mask is no
-// longer written by the forward but computed where the backward reads it, in that chain's fused kernel).
-// oneDNN's matmul with the bias and the activation as post-ops was tried instead: at 1 thread it did not beat
-// this (training steps of MLP 64-128-128-10: 175.0 us against 176.3 unfused; MLP 784-512-512-10: 2398 against
-// 2324), so the gemm stays OpenBLAS's.
+// place, in the same task: what the two unfused ops compute, bit for bit, less one task. oneDNN's matmul with
+// the bias and the activation as post-ops was tried instead: at 1 thread it did not beat this (training steps of
+// MLP 64-128-128-10: 175.0 us against 176.3 unfused; MLP 784-512-512-10: 2398 against 2324), so the gemm stays
+// OpenBLAS's.
 
 void linear_activation_kernel(const KernelContext& c) {
   linear_kernel(c);
