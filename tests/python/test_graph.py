@@ -433,6 +433,48 @@ def test_fuse_activation_fuses_convolutions_and_trains_as_unfused():
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
 
 
+def test_fuse_bias_gradient_computes_both_conv_gradients_in_one_task():
+    """A conv2d_backward_weight and its grad_output's sum over dims 0, 2, 3 (the bias's gradient) are one
+    _conv2d_backward_weight_bias op; training equals the unfused graph and eager within float rounding."""
+    def model():
+        rill.manual_seed(16)
+        return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, padding=1),
+                             nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
+    rng = np.random.default_rng(8)
+    batches = [(rill.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32)),
+                rill.tensor(rng.integers(0, 10, 6))) for _ in range(8)]
+
+    def run(fuse):
+        m = model()
+        g = _TrainGraph(m, rill.optim.SGD(m.parameters(), lr=0.05, momentum=0.9))
+        g.config.enable_pass("fuse_bias_gradient", fuse)
+        losses = _graph_losses(g, batches)
+        return m, losses, sum(op["op_type"] == "_conv2d_backward_weight_bias" for op in g.job()["ops"])
+    m_on, l_on, fused = run(True)
+    m_off, l_off, unfused = run(False)
+    assert fused == 2 and unfused == 0
+    _assert_same_training(m_off, m_on, l_off, l_on)
+    m_eager = model()
+    _assert_same_training(m_eager, m_on, _eager_losses(m_eager, rill.optim.SGD(m_eager.parameters(), lr=0.05,
+                                                                               momentum=0.9), batches), l_on)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv2d_backward_weight_bias_op_equals_torch(dtype):
+    import torch
+    rng = np.random.default_rng(9)
+    x, w, gy = (rng.standard_normal(s).astype(dtype) for s in ((3, 4, 9, 7), (6, 2, 3, 3), (3, 6, 5, 7)))
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    tb = torch.zeros(6, dtype=tw.dtype, requires_grad=True)
+    torch.nn.functional.conv2d(torch.nn.functional.pad(tx, (1, 1, 1, 1)), tw, tb, stride=(2, 1), dilation=(1, 1),
+                               groups=2).backward(torch.tensor(gy))
+    dw, db = rill._conv2d_backward_weight_bias(rill.tensor(gy), rill.tensor(x), [6, 2, 3, 3], [2, 1], [1, 1, 1, 1],
+                                                [1, 1], 2)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(dw.numpy(), tw.grad.numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(db.numpy(), tb.grad.numpy(), rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", "silu", "gelu"])
 def test_conv2d_activation_op_equals_conv2d_then_the_activation(act):
     import torch

@@ -52,6 +52,8 @@ EXEMPT.update({
                              "tests/python/test_graph.py against the unfused graph (bit for bit)",
     "_linear_activation": "graph mode's linear and activation, added by the fuse_activation pass only: "
                           "tests/python/test_graph.py against torch and against the unfused graph",
+    "_conv2d_backward_weight_bias": "graph mode's conv weight and bias gradients, added by the fuse_bias_gradient "
+                                    "pass only: tests/python/test_graph.py against torch and the unfused graph",
     "_conv2d_activation": "graph mode's conv2d and activation, added by the fuse_activation pass only: "
                           "tests/python/test_graph.py against torch and against the unfused graph",
     "_fused_elementwise": "graph mode's fused chains: tests/cpp/kernels/fused_test.cpp against the steps one by one, "

@@ -5,6 +5,8 @@
 //                                                 mode's fuse_activation pass, ops/fused_activation.h)
 //   conv2d_backward_input(grad_output, weight) -> grad_input   (attr input_size)
 //   conv2d_backward_weight(grad_output, input) -> grad_weight  (attr weight_size)
+//   _conv2d_backward_weight_bias(grad_output, input) -> (grad_weight, grad_bias)   (graph mode's
+//                                                 fuse_bias_gradient pass: the bias's gradient in the same task)
 //   conv_transpose2d(input, weight[, bias])    -> output
 // The gradient of the bias is a sum of grad_output over (N, H, W). A transposed
 // convolution is the backward-input pass of a convolution, so its gradients are
@@ -156,6 +158,13 @@ InferResult infer_conv2d_backward_weight(const InferContext& c) {
   return {{make_contiguous_meta(weight_size, gy.dtype, gy.device)}, {}};
 }
 
+InferResult infer_conv2d_backward_weight_bias(const InferContext& c) {
+  InferResult r = infer_conv2d_backward_weight(c);
+  const TensorMeta& gy = *c.inputs[0];
+  r.outputs.push_back(make_contiguous_meta({gy.shape[1]}, gy.dtype, gy.device));
+  return r;
+}
+
 // Output: (H - 1) * stride - pad_top - pad_bottom + dilation * (kH - 1) + output_padding + 1, per dim.
 InferResult infer_conv_transpose2d(const InferContext& c) {
   constexpr const char* op = "conv_transpose2d";
@@ -199,8 +208,8 @@ InferResult infer_conv_transpose2d(const InferContext& c) {
 // batch, so the batch split gives each rank a summand of it.
 std::vector<SbpSignature> sbp_conv(const SbpContext& c) { return ops::per_sample_sbp(c, {1, 2}); }
 
-std::vector<SbpSignature> sbp_conv_backward_weight(const SbpContext&) {
-  return {{{Sbp::split(0), Sbp::split(0)}, {Sbp::partial_sum()}}};
+std::vector<SbpSignature> sbp_conv_backward_weight(const SbpContext& c) {
+  return {{{Sbp::split(0), Sbp::split(0)}, std::vector<Sbp>(c.outputs.size(), Sbp::partial_sum())}};
 }
 
 }  // namespace
@@ -220,6 +229,11 @@ void register_conv_ops() {
   backward_input.local_attrs = ops::local_input_size;
   ops::define("conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[] stride, "
               "int[] padding, int[] dilation, int groups) -> Tensor", infer_conv2d_backward_weight, k, "")
+      .sbp = sbp_conv_backward_weight;
+  ops::define("_conv2d_backward_weight_bias(Tensor grad_output, Tensor input, int[] weight_size, int[] stride, "
+              "int[] padding, int[] dilation, int groups) -> (Tensor, Tensor)", infer_conv2d_backward_weight_bias,
+              {.function = true, .differentiable = false},
+              "conv2d_backward_weight and grad_output's sum over dims 0, 2, 3 (the bias's gradient), in one kernel")
       .sbp = sbp_conv_backward_weight;
   ops::define("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
               "int[] output_padding, int[] dilation, int groups) -> Tensor", infer_conv_transpose2d, k,

@@ -438,7 +438,8 @@ TEST(GraphPasses, WriteInPlaceLeavesTheGraphTheJobWouldBuild) {
 TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   const std::vector<std::string> expected = {"place_ops", "dead_op_elimination", "common_subexpression_elimination",
                                              "ssp", "gradient_accumulation", "redundant_cast_elimination",
-                                             "fuse_activation", "fuse_elementwise", "sbp_signatures",
+                                             "fuse_activation", "fuse_bias_gradient", "fuse_elementwise",
+                                             "sbp_signatures",
                                              "sbp_lowering", "write_in_place", "fuse_optimizer", "auto_tick"};
   EXPECT_EQ(pass_order(), expected);
   Job job = train_job("Order", 1);
@@ -450,7 +451,8 @@ TEST(GraphPasses, PassOrderIsFixedAndRecorded) {
   infer_job(job, stats);
   const std::string text = job_str(job);
   EXPECT_NE(text.find("passes: place_ops, dead_op_elimination, common_subexpression_elimination, ssp, "
-                      "gradient_accumulation, redundant_cast_elimination, fuse_activation, fuse_elementwise, "
+                      "gradient_accumulation, redundant_cast_elimination, fuse_activation, fuse_bias_gradient, "
+                      "fuse_elementwise, "
                       "sbp_signatures, sbp_lowering, write_in_place, fuse_optimizer, auto_tick"),
             std::string::npos)
       << text;

@@ -28,6 +28,9 @@ void redundant_cast_elimination(Job& job);
 /** A float32 linear or conv2d whose output only an activation reads becomes, with it, one _linear_activation or
  * _conv2d_activation op (Note [Which producers fuse with their activation] in fuse_activation.cpp). */
 void fuse_activation(Job& job);
+/** A conv2d_backward_weight and the sum of its grad_output over dims 0, 2, 3 (the bias's gradient) become one
+ * _conv2d_backward_weight_bias op (Note [A convolution's two parameter gradients in one task]). */
+void fuse_bias_gradient(Job& job);
 /** Chains of elementwise ops of one shape become one _fused_elementwise op each (Note [Which elementwise ops
  * fuse] in fuse_elementwise.cpp). */
 void fuse_elementwise(Job& job);

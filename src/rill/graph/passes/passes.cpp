@@ -29,7 +29,7 @@ struct PassEntry {
 
 // The logical passes are the first kLogicalPasses of the list: they make the job every rank's plan comes from
 // (Note [Separate compilation] in graph/separate.cpp); the rest make it one rank's.
-constexpr size_t kLogicalPasses = 9;
+constexpr size_t kLogicalPasses = 10;
 
 const std::vector<PassEntry>& passes() {
   static const std::vector<PassEntry> list = {
@@ -41,6 +41,7 @@ const std::vector<PassEntry>& passes() {
       // The fusion passes: on the job's final ops, before the ticks order them.
       {"redundant_cast_elimination", redundant_cast_elimination, true},
       {"fuse_activation", fuse_activation, true},  // before fuse_elementwise takes the activations
+      {"fuse_bias_gradient", fuse_bias_gradient, true},
       {"fuse_elementwise", fuse_elementwise, true},
       // The global view: after the logical rewrites, the signatures, and then the job becomes this rank's.
       {"sbp_signatures", sbp_signatures, false},

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rill/kernels/cpu/blas.h"
+#include "rill/kernels/cpu/isa_rows.h"
 #include "rill/kernels/cpu/kernels.h"
 #include "rill/kernels/cpu/onednn.h"
 #include "rill/ops/fused_activation.h"
@@ -492,6 +493,41 @@ void conv2d_backward_weight_kernel(const KernelContext& ctx) {
   run_conv(dw.meta->dtype, Pass::kBackwardWeights, c, x.data, dw.data, nullptr, dy.data);
 }
 
+// _conv2d_backward_weight_bias: the weight's gradient, then the bias's, grad_output summed over each channel's
+// planes: each plane by the vector row sum built for this CPU, the planes added up in double. The bias's gradient
+// thus rounds differently from the sum op it replaces (a cascade over every element of the channel), within a
+// float's rounding of the exact sum either way.
+void conv2d_backward_weight_bias_kernel(const KernelContext& ctx) {
+  conv2d_backward_weight_kernel(ctx);
+  const TensorArg &dy = ctx.inputs[0], &db = ctx.outputs[1];
+  const Shape& s = dy.meta->shape;
+  const int64_t n = s[0], channels = s[1], plane = s[2] * s[3];
+  visit_dtype(dy.meta->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* g = dy.ptr<T>();
+      T* out = db.ptr<T>();
+      parallel::parallel_for(0, channels, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, n * plane)),
+                             [&](int64_t c0, int64_t c1) {
+                               for (int64_t ch = c0; ch < c1; ++ch) {
+                                 double total = 0;
+                                 for (int64_t b = 0; b < n; ++b) {
+                                   const T* p = g + (b * channels + ch) * plane;
+                                   if constexpr (std::is_same_v<T, float>) {
+                                     total += plane ? row_kernels().row_sum(p, plane) : 0.f;
+                                   } else {
+                                     for (int64_t i = 0; i < plane; ++i) total += p[i];
+                                   }
+                                 }
+                                 out[ch] = static_cast<T>(total);
+                               }
+                             });
+    } else {
+      RILL_FAIL(Type, "[", ctx.op.name, "] supports float32 and float64 tensors, got ", dtype_name(dy.meta->dtype));
+    }
+  });
+}
+
 // A transposed convolution is the backward-data pass of the convolution whose
 // input is this op's output (and whose output is this op's input), plus the bias.
 void conv_transpose2d_kernel(const KernelContext& ctx) {
@@ -521,6 +557,7 @@ void register_conv_kernels() {
   ops::set_cpu_kernel("_conv2d_activation", conv2d_activation_kernel);
   ops::set_cpu_kernel("conv2d_backward_input", conv2d_backward_input_kernel);
   ops::set_cpu_kernel("conv2d_backward_weight", conv2d_backward_weight_kernel);
+  ops::set_cpu_kernel("_conv2d_backward_weight_bias", conv2d_backward_weight_bias_kernel);
   ops::set_cpu_kernel("conv_transpose2d", conv_transpose2d_kernel);
 }
 
