@@ -408,25 +408,34 @@ def test_fuse_activation_trains_as_unfused_and_can_be_turned_off():
     assert fused == [("gelu", "tanh"), ("silu", "none"), ("relu", "none"), ("gelu", "none")]
 
 
+def _small_cnn(seed, last_activation):
+    rill.manual_seed(seed)
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, padding=1),
+                         last_activation(), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
+
+
+def _cnn_runs(make_model, name, probe, seed):
+    """make_model()'s graph trained 8 SGD-momentum steps with pass `name` on, then off: for each, the model, the
+    losses and probe(the job's ops)."""
+    rng = np.random.default_rng(seed)
+    batches = [(rill.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32)),
+                rill.tensor(rng.integers(0, 10, 6))) for _ in range(8)]
+    runs = []
+    for on in (True, False):
+        m = make_model()
+        g = _TrainGraph(m, rill.optim.SGD(m.parameters(), lr=0.05, momentum=0.9))
+        g.config.enable_pass(name, on)
+        losses = _graph_losses(g, batches)
+        runs.append((m, losses, probe(g.job()["ops"])))
+    return runs, batches
+
+
 def test_fuse_activation_fuses_convolutions_and_trains_as_unfused():
     """A conv2d and its tanh (in training; its relu in inference) are one _conv2d_activation op, the unfused ops'
     kernels in one task."""
-    def model():
-        rill.manual_seed(14)
-        return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, padding=1),
-                             nn.Tanh(), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
-    rng = np.random.default_rng(5)
-    batches = [(rill.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32)),
-                rill.tensor(rng.integers(0, 10, 6))) for _ in range(8)]
-
-    def run(fuse):
-        m = model()
-        g = _TrainGraph(m, rill.optim.SGD(m.parameters(), lr=0.05, momentum=0.9))
-        g.config.enable_pass("fuse_activation", fuse)
-        losses = _graph_losses(g, batches)
-        return m, losses, [op["attrs"]["activation"] for op in g.job()["ops"] if op["op_type"] == "_conv2d_activation"]
-    m_on, l_on, fused = run(True)
-    m_off, l_off, unfused = run(False)
+    runs, _ = _cnn_runs(lambda: _small_cnn(14, nn.Tanh), "fuse_activation",
+                        lambda ops: [op["attrs"]["activation"] for op in ops if op["op_type"] == "_conv2d_activation"], 5)
+    (m_on, l_on, fused), (m_off, l_off, unfused) = runs
     assert fused == ["tanh"] and unfused == []
     assert l_on == l_off
     for p, q in zip(m_on.parameters(), m_off.parameters()):
@@ -436,25 +445,12 @@ def test_fuse_activation_fuses_convolutions_and_trains_as_unfused():
 def test_fuse_bias_gradient_computes_both_conv_gradients_in_one_task():
     """A conv2d_backward_weight and its grad_output's sum over dims 0, 2, 3 (the bias's gradient) are one
     _conv2d_backward_weight_bias op; training equals the unfused graph and eager within float rounding."""
-    def model():
-        rill.manual_seed(16)
-        return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, padding=1),
-                             nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
-    rng = np.random.default_rng(8)
-    batches = [(rill.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32)),
-                rill.tensor(rng.integers(0, 10, 6))) for _ in range(8)]
-
-    def run(fuse):
-        m = model()
-        g = _TrainGraph(m, rill.optim.SGD(m.parameters(), lr=0.05, momentum=0.9))
-        g.config.enable_pass("fuse_bias_gradient", fuse)
-        losses = _graph_losses(g, batches)
-        return m, losses, sum(op["op_type"] == "_conv2d_backward_weight_bias" for op in g.job()["ops"])
-    m_on, l_on, fused = run(True)
-    m_off, l_off, unfused = run(False)
+    runs, batches = _cnn_runs(lambda: _small_cnn(16, nn.ReLU), "fuse_bias_gradient",
+                              lambda ops: sum(op["op_type"] == "_conv2d_backward_weight_bias" for op in ops), 8)
+    (m_on, l_on, fused), (m_off, l_off, unfused) = runs
     assert fused == 2 and unfused == 0
     _assert_same_training(m_off, m_on, l_off, l_on)
-    m_eager = model()
+    m_eager = _small_cnn(16, nn.ReLU)
     _assert_same_training(m_eager, m_on, _eager_losses(m_eager, rill.optim.SGD(m_eager.parameters(), lr=0.05,
                                                                                momentum=0.9), batches), l_on)
 
